@@ -1,0 +1,89 @@
+# pxfer - plain GNU make.
+#   make                 build build/release/pxfer
+#   make test            build with AddressSanitizer + UBSan and run the suite
+#   make bench           release build, then the benchmarks (tools/bench.sh)
+#   make install PREFIX=/usr/local DESTDIR=
+#   make demo            the README's loopback demo
+
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+MANDIR ?= $(PREFIX)/share/man
+CC ?= gcc
+
+SAN ?= 0
+ifeq ($(SAN),1)
+BUILD ?= build/san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT := -O1
+else
+BUILD ?= build/release
+SANFLAGS :=
+OPT := -O2
+endif
+
+CPPFLAGS += -D_GNU_SOURCE -DPXFER_VERSION='"$(VERSION)"' -Iinclude -Isrc
+CFLAGS ?= $(OPT) -g
+CFLAGS += -std=gnu11 -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -MMD -MP $(SANFLAGS)
+LDFLAGS += -pthread $(SANFLAGS)
+LDLIBS := -luring -lsodium -lxxhash -lrdmacm -libverbs
+
+LIB_SRC := $(filter-out src/cli/%,$(wildcard src/*.c))
+CLI_SRC := $(wildcard src/cli/*.c)
+TEST_SRC := $(wildcard test/*.c)
+TOOL_SRC := $(wildcard tools/*.c)
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
+TEST_BIN := $(TEST_SRC:test/%.c=$(BUILD)/test/%)
+TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
+
+all: $(BUILD)/pxfer $(TEST_BIN) $(TOOL_BIN)
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libpxfer.a: $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/pxfer: $(CLI_OBJ) $(BUILD)/libpxfer.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/test/%: $(BUILD)/test/%.o $(BUILD)/libpxfer.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tools/%: $(BUILD)/tools/%.o $(BUILD)/libpxfer.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The test suite runs against the sanitizer build.
+test:
+	$(MAKE) SAN=1 all
+	$(MAKE) SAN=1 rxe-progs
+	PXFER_BUILD=$(CURDIR)/build/san test/runtests.sh
+
+# Only the fast unit tests and loopback tests, without the VM.
+check:
+	$(MAKE) SAN=1 all
+	PXFER_BUILD=$(CURDIR)/build/san PXFER_SKIP_VM=1 test/runtests.sh
+
+bench: all
+	$(MAKE) rxe-progs
+	PXFER_BUILD=$(CURDIR)/build/release tools/bench.sh
+
+demo: all
+	PXFER_BUILD=$(CURDIR)/build/release examples/demo.sh
+
+install: $(BUILD)/pxfer
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+	install -m 0755 $(BUILD)/pxfer $(DESTDIR)$(BINDIR)/pxfer
+	install -m 0644 docs/pxfer.1 $(DESTDIR)$(MANDIR)/man1/pxfer.1
+
+clean:
+	rm -rf build/release build/san
+
+.PHONY: all test check bench demo install clean
+
+-include tools/rxe-vm/rxe.mk
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(TOOL_BIN:=.d)

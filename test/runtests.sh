@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Runs every test program (test/*.c, built into $PXFER_BUILD/test/) and every
+# test script (test/*.sh), each under a timeout. Exit status 0 pass, 77 skip,
+# anything else fail. Prints one line per test and a summary.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+export PXFER_BUILD=${PXFER_BUILD:-$top/build/san}
+export PXFER_TOP=$top
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+timeout_s=${PXFER_TEST_TIMEOUT:-600}
+logdir=$top/build/test-logs
+mkdir -p "$logdir"
+
+tests=()
+for t in "$PXFER_BUILD"/test/*; do
+	[ -x "$t" ] && [ -f "$t" ] && tests+=("$t")
+done
+for t in "$top"/test/*.sh; do
+	[ "$(basename "$t")" = runtests.sh ] && continue
+	tests+=("$t")
+done
+if [ $# -gt 0 ]; then
+	sel=()
+	for t in "${tests[@]}"; do
+		for p in "$@"; do
+			case "$(basename "$t")" in *$p*) sel+=("$t"); break;; esac
+		done
+	done
+	tests=("${sel[@]}")
+fi
+
+pass=0 fail=0 skip=0 failed=()
+for t in "${tests[@]}"; do
+	name=$(basename "$t")
+	log=$logdir/$name.log
+	start=$(date +%s)
+	timeout -k 10 "$timeout_s" "$t" >"$log" 2>&1
+	rc=$?
+	secs=$(( $(date +%s) - start ))
+	case $rc in
+	0) pass=$((pass + 1)); printf 'PASS %-28s %4ss\n' "$name" "$secs";;
+	77) skip=$((skip + 1)); printf 'SKIP %-28s %4ss  %s\n' "$name" "$secs" "$(tail -n 1 "$log")";;
+	*) fail=$((fail + 1)); failed+=("$name")
+	   printf 'FAIL %-28s %4ss  (exit %d)\n' "$name" "$secs" "$rc"
+	   sed 's/^/    | /' "$log" | tail -n 40;;
+	esac
+done
+echo
+echo "$pass passed, $fail failed, $skip skipped"
+[ $fail -eq 0 ]
