@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pxfer wire format: the only place that knows how messages look on
+ * the wire. Everything is big-endian with fixed widths; see docs/protocol.md.
+ *
+ * Every message is a frame: an 8-byte header followed by a body.
+ *
+ *	u16 type	enum pxfer_msg_type
+ *	u16 flags	must be 0 in version 1
+ *	u32 len		length of the body in bytes (<= PXFER_MSG_MAX, except
+ *			CHUNK frames on a byte-stream transport, whose body is
+ *			the chunk descriptor followed by the payload)
+ *
+ * Strings are a u16 length followed by that many bytes, no terminator; they
+ * may not contain NUL. Decoders check every length against the limits below
+ * and reject trailing bytes.
+ */
+#ifndef PXFER_PROTO_H
+#define PXFER_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PXFER_PROTO_VERSION	1
+#define PXFER_MAGIC		0x50584652u	/* "PXFR" */
+
+#define PXFER_HDR_LEN		8
+#define PXFER_NONCE_LEN		32
+#define PXFER_MAC_LEN		32
+#define PXFER_PATH_MAX		4096	/* bytes of a relative path, no NUL */
+#define PXFER_NAME_MAX		255	/* bytes of one path component */
+#define PXFER_TEXT_MAX		256	/* bytes of an error text */
+#define PXFER_BLOB_MAX		64	/* bytes of a transport ring descriptor */
+#define PXFER_CREDIT_MAX	256	/* slots in one CREDIT message */
+#define PXFER_SEG_MAX		64	/* segments (files) in one chunk */
+#define PXFER_WORKERS_MAX	64
+#define PXFER_SLOTS_MAX		1024	/* slots per worker ring */
+#define PXFER_CHUNK_MIN		4096u
+#define PXFER_CHUNK_MAX		(64u << 20)
+/* largest control message body: a FILE entry with path and symlink target */
+#define PXFER_MSG_MAX		(2 * PXFER_PATH_MAX + 128)
+/* largest encoded chunk descriptor */
+#define PXFER_CHUNK_DESC_MAX	(24 + PXFER_SEG_MAX * 20)
+
+enum pxfer_msg_type {
+	PXFER_MSG_CHALLENGE = 1,	/* r -> s, first on every connection */
+	PXFER_MSG_HELLO,		/* s -> r, control connection */
+	PXFER_MSG_WELCOME,		/* r -> s, control connection */
+	PXFER_MSG_DATA_HELLO,		/* s -> r, data connection */
+	PXFER_MSG_DATA_WELCOME,		/* r -> s, data connection */
+	PXFER_MSG_REFUSE,		/* r -> s, instead of a WELCOME */
+	PXFER_MSG_FILE,			/* s -> r, one manifest entry */
+	PXFER_MSG_FILE_OK,		/* r -> s, file created, send data */
+	PXFER_MSG_FILE_ERR,		/* r -> s, file refused */
+	PXFER_MSG_FILE_END,		/* s -> r, all chunks of a file sent */
+	PXFER_MSG_FILE_DONE,		/* r -> s, file complete under its name */
+	PXFER_MSG_CREDIT,		/* r -> s, slots granted to a worker */
+	PXFER_MSG_FIN,			/* s -> r, manifest complete */
+	PXFER_MSG_ACK,			/* r -> s, session complete */
+	PXFER_MSG_ABORT,		/* either way, session over */
+	PXFER_MSG_CHUNK,		/* s -> r, data connection */
+	PXFER_MSG_TYPE_MAX = PXFER_MSG_CHUNK,
+};
+
+enum pxfer_file_type {
+	PXFER_FT_REG = 1,
+	PXFER_FT_DIR = 2,
+	PXFER_FT_SYMLINK = 3,
+};
+
+/* HELLO flags */
+#define PXFER_HELLO_FSYNC	0x1u	/* ask the receiver to fsync each file */
+#define PXFER_HELLO_FLAGS	PXFER_HELLO_FSYNC
+
+struct pxfer_hdr {
+	uint16_t type;
+	uint16_t flags;
+	uint32_t len;
+};
+
+/*
+ * CHALLENGE body: u32 magic, u16 version, u16 transport (0 tcp, 1 rdma),
+ * nonce[32].
+ */
+struct pxfer_challenge {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t transport;
+	uint8_t nonce[PXFER_NONCE_LEN];
+};
+
+/*
+ * HELLO body: u32 magic, u16 version, u16 workers, u32 chunk_size,
+ * u32 flags, nonce[32], mac[32], string dest.
+ * mac proves the shared secret; see auth.h for what it covers.
+ */
+struct pxfer_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t workers;	/* 1..PXFER_WORKERS_MAX */
+	uint32_t chunk_size;	/* PXFER_CHUNK_MIN..PXFER_CHUNK_MAX */
+	uint32_t flags;		/* only PXFER_HELLO_FLAGS bits */
+	uint8_t nonce[PXFER_NONCE_LEN];
+	uint8_t mac[PXFER_MAC_LEN];
+	uint16_t dest_len;	/* 0: the receiver's top directory */
+	char dest[PXFER_PATH_MAX + 1];
+};
+
+/*
+ * WELCOME body: mac[32], u64 session, u32 chunk_size, u16 workers,
+ * u16 slots, u32 max_files.
+ */
+struct pxfer_welcome {
+	uint8_t mac[PXFER_MAC_LEN];
+	uint64_t session;
+	uint32_t chunk_size;	/* PXFER_CHUNK_MIN..PXFER_CHUNK_MAX */
+	uint16_t workers;	/* 1..PXFER_WORKERS_MAX */
+	uint16_t slots;		/* slots per worker ring, 1..PXFER_SLOTS_MAX */
+	uint32_t max_files;	/* files in flight, 1..65536 */
+};
+
+/* DATA_HELLO body: u64 session, u16 worker, mac[32]. */
+struct pxfer_data_hello {
+	uint64_t session;
+	uint16_t worker;	/* < PXFER_WORKERS_MAX */
+	uint8_t mac[PXFER_MAC_LEN];
+};
+
+/*
+ * DATA_WELCOME body: u16 worker, u16 blob_len, blob: the transport's
+ * description of the receiver's ring (empty for tcp).
+ */
+struct pxfer_data_welcome {
+	uint16_t worker;	/* < PXFER_WORKERS_MAX, as in DATA_HELLO */
+	uint16_t blob_len;	/* <= PXFER_BLOB_MAX */
+	uint8_t blob[PXFER_BLOB_MAX];
+};
+
+/* REFUSE and ABORT body: u32 code (a positive errno value), string text. */
+struct pxfer_error {
+	uint32_t code;
+	uint16_t text_len;	/* <= PXFER_TEXT_MAX */
+	char text[PXFER_TEXT_MAX + 1];
+};
+
+/*
+ * FILE body: u64 id, u8 type, u32 mode, u64 size, s64 mtime_sec,
+ * u32 mtime_nsec, string path, string target.
+ * mode holds permission bits only (<= 07777); target is empty unless the
+ * type is PXFER_FT_SYMLINK, where it is required; size is 0 unless REG.
+ * path is relative, '/'-separated (checked again by path.h).
+ */
+struct pxfer_file {
+	uint64_t id;
+	uint8_t type;
+	uint32_t mode;
+	uint64_t size;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;	/* < 1000000000 */
+	uint16_t path_len;	/* 1..PXFER_PATH_MAX */
+	char path[PXFER_PATH_MAX + 1];
+	uint16_t target_len;	/* 0..PXFER_PATH_MAX */
+	char target[PXFER_PATH_MAX + 1];
+};
+
+/*
+ * FILE_OK, FILE_ERR, FILE_DONE body: u64 id, u32 code, string text.
+ * code is 0 for FILE_OK and a successful FILE_DONE, a positive errno
+ * otherwise (FILE_ERR requires code != 0).
+ */
+struct pxfer_file_status {
+	uint64_t id;
+	uint32_t code;
+	uint16_t text_len;
+	char text[PXFER_TEXT_MAX + 1];
+};
+
+/*
+ * FILE_END body: u64 id, u64 bytes, u32 code.
+ * bytes is the number of payload bytes sent for the file over all data
+ * connections; code != 0 means the sender gave up on the file (for example
+ * a read error) and the receiver must discard it.
+ */
+struct pxfer_file_end {
+	uint64_t id;
+	uint64_t bytes;
+	uint32_t code;
+};
+
+/* CREDIT body: u16 worker, u16 count, count x u16 slot. */
+struct pxfer_credit {
+	uint16_t worker;	/* < PXFER_WORKERS_MAX */
+	uint16_t count;		/* 1..PXFER_CREDIT_MAX */
+	uint16_t slots[PXFER_CREDIT_MAX];	/* each < PXFER_SLOTS_MAX */
+};
+
+/* FIN and ACK body: u64 files, u64 bytes, u32 code (0 on FIN). */
+struct pxfer_fin {
+	uint64_t files;
+	uint64_t bytes;
+	uint32_t code;
+};
+
+/*
+ * A chunk descriptor: u16 slot, u16 nseg, u32 len, u64 xxh3, u64 seq,
+ * then nseg x (u64 file, u64 offset, u32 len).
+ * len is the payload length (sum of the segment lengths, 1..PXFER_CHUNK_MAX);
+ * xxh3 is XXH3_64bits of the payload; segment i occupies the payload bytes
+ * that follow segment i-1. On tcp the descriptor and the payload follow a
+ * PXFER_MSG_CHUNK header whose len covers both.
+ */
+struct pxfer_seg {
+	uint64_t file;
+	uint64_t offset;
+	uint32_t len;
+};
+
+struct pxfer_chunk {
+	uint16_t slot;
+	uint16_t nseg;		/* 1..PXFER_SEG_MAX */
+	uint32_t len;
+	uint64_t xxh3;
+	uint64_t seq;		/* per data connection, starts at 0 */
+	struct pxfer_seg seg[PXFER_SEG_MAX];
+};
+
+/* A decoded control message. */
+struct pxfer_msg {
+	uint16_t type;
+	union {
+		struct pxfer_challenge challenge;
+		struct pxfer_hello hello;
+		struct pxfer_welcome welcome;
+		struct pxfer_data_hello data_hello;
+		struct pxfer_data_welcome data_welcome;
+		struct pxfer_error error;		/* REFUSE, ABORT */
+		struct pxfer_file file;
+		struct pxfer_file_status status;	/* FILE_OK/ERR/DONE */
+		struct pxfer_file_end end;
+		struct pxfer_credit credit;
+		struct pxfer_fin fin;			/* FIN, ACK */
+	} u;
+};
+
+/*
+ * pxfer_hdr_decode - parse a frame header from @buf (@len bytes available).
+ * Returns 0, -EAGAIN if fewer than PXFER_HDR_LEN bytes, or -EPROTO for an
+ * unknown type, non-zero flags, or a body length over the limit for that
+ * type (CHUNK: PXFER_CHUNK_DESC_MAX + PXFER_CHUNK_MAX).
+ */
+int pxfer_hdr_decode(const void *buf, size_t len, struct pxfer_hdr *h);
+
+/* pxfer_hdr_encode - write a header into @buf (PXFER_HDR_LEN bytes). */
+void pxfer_hdr_encode(void *buf, uint16_t type, uint32_t len);
+
+/*
+ * pxfer_msg_encode - encode header and body of @m into @buf.
+ * Returns the frame length, -EMSGSIZE if @cap is too small, or -EINVAL if a
+ * field of @m is outside its limits (the encoder checks what the decoder
+ * checks, so a bug on one side cannot produce a frame the other rejects).
+ * Not for CHUNK: see pxfer_chunk_encode.
+ */
+ssize_t pxfer_msg_encode(void *buf, size_t cap, const struct pxfer_msg *m);
+
+/*
+ * pxfer_msg_decode - decode a body of @len bytes of message @type into @m.
+ * Returns 0 or -EPROTO for any malformed field: wrong length, trailing
+ * bytes, a string over its limit or holding a NUL, a count or value out of
+ * range, an unknown file type, a wrong magic. Strings are NUL-terminated in
+ * @m. Not for CHUNK.
+ */
+int pxfer_msg_decode(uint16_t type, const void *body, size_t len,
+		     struct pxfer_msg *m);
+
+/*
+ * pxfer_chunk_encode - encode a chunk descriptor into @buf.
+ * Returns its length, -EMSGSIZE, or -EINVAL (same checks as the decoder).
+ */
+ssize_t pxfer_chunk_encode(void *buf, size_t cap, const struct pxfer_chunk *c);
+
+/*
+ * pxfer_chunk_decode - decode a descriptor from the first bytes of @buf.
+ * Returns the number of bytes it used, -EAGAIN if @len is too short to hold
+ * the whole descriptor, or -EPROTO: nseg out of range, a zero-length
+ * segment, offset + len overflowing, segment lengths not summing to len,
+ * len out of range.
+ */
+ssize_t pxfer_chunk_decode(const void *buf, size_t len, struct pxfer_chunk *c);
+
+/* pxfer_chunk_desc_len - encoded size of a descriptor with @nseg segments */
+static inline size_t pxfer_chunk_desc_len(unsigned int nseg)
+{
+	return 24 + (size_t)nseg * 20;
+}
+
+/* pxfer_msg_name - a printable name for a message type ("FILE_OK") */
+const char *pxfer_msg_name(uint16_t type);
+
+#endif

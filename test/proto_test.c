@@ -1,0 +1,1274 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tests of the wire codec (src/proto.c).
+ *
+ * The byte layout is checked against a small reference encoder written here
+ * from the comments in proto.h alone, so a field swapped or resized in
+ * proto.c shows up as a difference rather than as a symmetric round trip of
+ * the wrong format. The same reference encoder produces the malformed bodies
+ * (it does not validate), which the decoder must refuse.
+ *
+ * Every decode of untrusted bytes reads from a heap buffer of exactly the
+ * body's length, so AddressSanitizer catches a read one byte past the end.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "test.h"
+
+#define FUZZ_ITERATIONS	200000
+#define FRAME_MAX	(PXFER_HDR_LEN + PXFER_MSG_MAX)
+
+/* ------------------------------------------------------------------------ */
+/* Reference encoder: proto.h's layout, no checks */
+
+struct raw {
+	uint8_t b[1 << 21];	/* room for a count of 0xffff */
+	size_t n;
+};
+
+static void raw_be(struct raw *r, uint64_t v, unsigned int n)
+{
+	unsigned int i;
+
+	if (r->n + n > sizeof(r->b))
+		abort();
+	for (i = 0; i < n; i++)
+		r->b[r->n + i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+	r->n += n;
+}
+
+/* Copy @n bytes from @src, which has room for @avail: zero past the end. */
+static void raw_bytes(struct raw *r, const void *src, size_t n, size_t avail)
+{
+	if (r->n + n > sizeof(r->b))
+		abort();
+	memset(r->b + r->n, 0, n);
+	memcpy(r->b + r->n, src, n < avail ? n : avail);
+	r->n += n;
+}
+
+static void raw_str(struct raw *r, const char *s, uint16_t len, size_t avail)
+{
+	raw_be(r, len, 2);
+	raw_bytes(r, s, len, avail);
+}
+
+static void raw_body(struct raw *r, const struct pxfer_msg *m)
+{
+	const struct pxfer_challenge *c = &m->u.challenge;
+	const struct pxfer_hello *h = &m->u.hello;
+	const struct pxfer_welcome *w = &m->u.welcome;
+	const struct pxfer_data_hello *dh = &m->u.data_hello;
+	const struct pxfer_data_welcome *dw = &m->u.data_welcome;
+	const struct pxfer_error *e = &m->u.error;
+	const struct pxfer_file *f = &m->u.file;
+	const struct pxfer_file_status *s = &m->u.status;
+	const struct pxfer_file_end *fe = &m->u.end;
+	const struct pxfer_credit *cr = &m->u.credit;
+	const struct pxfer_fin *fin = &m->u.fin;
+	unsigned int i;
+
+	r->n = 0;
+	switch (m->type) {
+	case PXFER_MSG_CHALLENGE:
+		raw_be(r, c->magic, 4);
+		raw_be(r, c->version, 2);
+		raw_be(r, c->transport, 2);
+		raw_bytes(r, c->nonce, PXFER_NONCE_LEN, PXFER_NONCE_LEN);
+		break;
+	case PXFER_MSG_HELLO:
+		raw_be(r, h->magic, 4);
+		raw_be(r, h->version, 2);
+		raw_be(r, h->workers, 2);
+		raw_be(r, h->chunk_size, 4);
+		raw_be(r, h->flags, 4);
+		raw_bytes(r, h->nonce, PXFER_NONCE_LEN, PXFER_NONCE_LEN);
+		raw_bytes(r, h->mac, PXFER_MAC_LEN, PXFER_MAC_LEN);
+		raw_str(r, h->dest, h->dest_len, sizeof(h->dest));
+		break;
+	case PXFER_MSG_WELCOME:
+		raw_bytes(r, w->mac, PXFER_MAC_LEN, PXFER_MAC_LEN);
+		raw_be(r, w->session, 8);
+		raw_be(r, w->chunk_size, 4);
+		raw_be(r, w->workers, 2);
+		raw_be(r, w->slots, 2);
+		raw_be(r, w->max_files, 4);
+		break;
+	case PXFER_MSG_DATA_HELLO:
+		raw_be(r, dh->session, 8);
+		raw_be(r, dh->worker, 2);
+		raw_bytes(r, dh->mac, PXFER_MAC_LEN, PXFER_MAC_LEN);
+		break;
+	case PXFER_MSG_DATA_WELCOME:
+		raw_be(r, dw->worker, 2);
+		raw_be(r, dw->blob_len, 2);
+		raw_bytes(r, dw->blob, dw->blob_len, sizeof(dw->blob));
+		break;
+	case PXFER_MSG_REFUSE:
+	case PXFER_MSG_ABORT:
+		raw_be(r, e->code, 4);
+		raw_str(r, e->text, e->text_len, sizeof(e->text));
+		break;
+	case PXFER_MSG_FILE:
+		raw_be(r, f->id, 8);
+		raw_be(r, f->type, 1);
+		raw_be(r, f->mode, 4);
+		raw_be(r, f->size, 8);
+		raw_be(r, (uint64_t)f->mtime_sec, 8);
+		raw_be(r, f->mtime_nsec, 4);
+		raw_str(r, f->path, f->path_len, sizeof(f->path));
+		raw_str(r, f->target, f->target_len, sizeof(f->target));
+		break;
+	case PXFER_MSG_FILE_OK:
+	case PXFER_MSG_FILE_ERR:
+	case PXFER_MSG_FILE_DONE:
+		raw_be(r, s->id, 8);
+		raw_be(r, s->code, 4);
+		raw_str(r, s->text, s->text_len, sizeof(s->text));
+		break;
+	case PXFER_MSG_FILE_END:
+		raw_be(r, fe->id, 8);
+		raw_be(r, fe->bytes, 8);
+		raw_be(r, fe->code, 4);
+		break;
+	case PXFER_MSG_CREDIT:
+		raw_be(r, cr->worker, 2);
+		raw_be(r, cr->count, 2);
+		for (i = 0; i < cr->count; i++)
+			raw_be(r, i < PXFER_CREDIT_MAX ? cr->slots[i] : 0, 2);
+		break;
+	case PXFER_MSG_FIN:
+	case PXFER_MSG_ACK:
+		raw_be(r, fin->files, 8);
+		raw_be(r, fin->bytes, 8);
+		raw_be(r, fin->code, 4);
+		break;
+	default:
+		abort();
+	}
+}
+
+static void raw_chunk(struct raw *r, const struct pxfer_chunk *c)
+{
+	unsigned int i;
+
+	r->n = 0;
+	raw_be(r, c->slot, 2);
+	raw_be(r, c->nseg, 2);
+	raw_be(r, c->len, 4);
+	raw_be(r, c->xxh3, 8);
+	raw_be(r, c->seq, 8);
+	for (i = 0; i < c->nseg; i++) {
+		const struct pxfer_seg *s = &c->seg[i < PXFER_SEG_MAX ? i : 0];
+
+		raw_be(r, s->file, 8);
+		raw_be(r, s->offset, 8);
+		raw_be(r, s->len, 4);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decoding from exactly-sized heap copies */
+
+static int decode_exact(uint16_t type, const void *body, size_t len,
+			struct pxfer_msg *m)
+{
+	uint8_t *p = malloc(len);
+	int rc;
+
+	if (!p && len)
+		abort();
+	if (len)
+		memcpy(p, body, len);
+	rc = pxfer_msg_decode(type, p, len, m);
+	free(p);
+	return rc;
+}
+
+static ssize_t chunk_decode_exact(const void *buf, size_t len,
+				  struct pxfer_chunk *c)
+{
+	uint8_t *p = malloc(len);
+	ssize_t rc;
+
+	if (!p && len)
+		abort();
+	if (len)
+		memcpy(p, buf, len);
+	rc = pxfer_chunk_decode(p, len, c);
+	free(p);
+	return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Valid sample messages: representative and boundary values */
+
+static struct pxfer_msg samples[48];
+static int nsamples;
+
+static struct pxfer_chunk chunks[4];
+static int nchunks;
+
+static struct pxfer_msg *new_sample(uint16_t type)
+{
+	struct pxfer_msg *m;
+
+	if (nsamples == (int)(sizeof(samples) / sizeof(samples[0])))
+		abort();
+	m = &samples[nsamples++];
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	return m;
+}
+
+static void fill_bytes(uint8_t *p, size_t n, uint8_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed + i * 37);
+}
+
+/* A path-like string of @len bytes with components of at most 63 bytes. */
+static void fill_str(char *dst, uint16_t *lenp, size_t len, char seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		dst[i] = i % 64 == 63 ? '/' : (char)('a' + (seed + i * 7) % 26);
+	if (len)
+		dst[len - 1] = 'z';
+	dst[len] = '\0';
+	*lenp = (uint16_t)len;
+}
+
+static void set_str(char *dst, uint16_t *lenp, const char *s)
+{
+	size_t len = strlen(s);
+
+	memcpy(dst, s, len + 1);
+	*lenp = (uint16_t)len;
+}
+
+static void add_handshake_samples(void)
+{
+	struct pxfer_msg *m;
+
+	/* the first sample of each type is the base of the malformed cases */
+	m = new_sample(PXFER_MSG_CHALLENGE);
+	m->u.challenge = (struct pxfer_challenge){
+		.magic = PXFER_MAGIC, .version = PXFER_PROTO_VERSION,
+		.transport = 0 };
+	fill_bytes(m->u.challenge.nonce, PXFER_NONCE_LEN, 1);
+	m = new_sample(PXFER_MSG_CHALLENGE);
+	m->u.challenge = (struct pxfer_challenge){
+		.magic = PXFER_MAGIC, .version = PXFER_PROTO_VERSION,
+		.transport = 1 };
+	memset(m->u.challenge.nonce, 0xff, PXFER_NONCE_LEN);
+
+	m = new_sample(PXFER_MSG_HELLO);
+	m->u.hello.magic = PXFER_MAGIC;
+	m->u.hello.version = PXFER_PROTO_VERSION;
+	m->u.hello.workers = 4;
+	m->u.hello.chunk_size = 1u << 20;
+	fill_bytes(m->u.hello.nonce, PXFER_NONCE_LEN, 2);
+	fill_bytes(m->u.hello.mac, PXFER_MAC_LEN, 3);
+	set_str(m->u.hello.dest, &m->u.hello.dest_len, "backup/today");
+	m = new_sample(PXFER_MSG_HELLO);
+	m->u.hello = samples[nsamples - 2].u.hello;
+	m->u.hello.workers = PXFER_WORKERS_MAX;
+	m->u.hello.chunk_size = PXFER_CHUNK_MAX;
+	m->u.hello.flags = PXFER_HELLO_FLAGS;
+	fill_str(m->u.hello.dest, &m->u.hello.dest_len, PXFER_PATH_MAX, 5);
+	m = new_sample(PXFER_MSG_HELLO);
+	m->u.hello = samples[nsamples - 2].u.hello;
+	m->u.hello.workers = 1;
+	m->u.hello.chunk_size = PXFER_CHUNK_MIN;
+	m->u.hello.flags = PXFER_HELLO_FSYNC;
+	set_str(m->u.hello.dest, &m->u.hello.dest_len, "");
+
+	m = new_sample(PXFER_MSG_WELCOME);
+	fill_bytes(m->u.welcome.mac, PXFER_MAC_LEN, 4);
+	m->u.welcome.session = 0x0123456789abcdefull;
+	m->u.welcome.chunk_size = 4u << 20;
+	m->u.welcome.workers = 8;
+	m->u.welcome.slots = 16;
+	m->u.welcome.max_files = 1024;
+	m = new_sample(PXFER_MSG_WELCOME);
+	m->u.welcome = samples[nsamples - 2].u.welcome;
+	m->u.welcome.session = UINT64_MAX;
+	m->u.welcome.chunk_size = PXFER_CHUNK_MAX;
+	m->u.welcome.workers = PXFER_WORKERS_MAX;
+	m->u.welcome.slots = PXFER_SLOTS_MAX;
+	m->u.welcome.max_files = 65536;
+	m = new_sample(PXFER_MSG_WELCOME);
+	m->u.welcome.session = 0;
+	m->u.welcome.chunk_size = PXFER_CHUNK_MIN;
+	m->u.welcome.workers = 1;
+	m->u.welcome.slots = 1;
+	m->u.welcome.max_files = 1;
+
+	m = new_sample(PXFER_MSG_DATA_HELLO);
+	m->u.data_hello.session = 0x0123456789abcdefull;
+	m->u.data_hello.worker = 0;
+	fill_bytes(m->u.data_hello.mac, PXFER_MAC_LEN, 6);
+	m = new_sample(PXFER_MSG_DATA_HELLO);
+	m->u.data_hello.session = UINT64_MAX;
+	m->u.data_hello.worker = PXFER_WORKERS_MAX - 1;
+
+	m = new_sample(PXFER_MSG_DATA_WELCOME);
+	m->u.data_welcome.worker = 3;
+	m->u.data_welcome.blob_len = 0;		/* tcp */
+	m = new_sample(PXFER_MSG_DATA_WELCOME);
+	m->u.data_welcome.worker = PXFER_WORKERS_MAX - 1;
+	m->u.data_welcome.blob_len = PXFER_BLOB_MAX;
+	fill_bytes(m->u.data_welcome.blob, PXFER_BLOB_MAX, 7);
+
+	m = new_sample(PXFER_MSG_REFUSE);
+	m->u.error.code = EACCES;
+	set_str(m->u.error.text, &m->u.error.text_len, "bad credentials");
+	m = new_sample(PXFER_MSG_REFUSE);
+	m->u.error.code = UINT32_MAX;
+	fill_str(m->u.error.text, &m->u.error.text_len, PXFER_TEXT_MAX, 8);
+	m = new_sample(PXFER_MSG_ABORT);
+	m->u.error.code = EIO;
+	set_str(m->u.error.text, &m->u.error.text_len, "read error");
+	m = new_sample(PXFER_MSG_ABORT);
+	m->u.error.code = 0;
+	set_str(m->u.error.text, &m->u.error.text_len, "");
+}
+
+static void add_transfer_samples(void)
+{
+	struct pxfer_msg *m;
+	unsigned int i;
+
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file.id = 42;
+	m->u.file.type = PXFER_FT_REG;
+	m->u.file.mode = 0644;
+	m->u.file.size = 123456789;
+	m->u.file.mtime_sec = 1700000000;
+	m->u.file.mtime_nsec = 500;
+	set_str(m->u.file.path, &m->u.file.path_len, "dir/file.txt");
+	/* the largest REG: max path, max size, the oldest possible time */
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file.id = UINT64_MAX;
+	m->u.file.type = PXFER_FT_REG;
+	m->u.file.mode = 07777;
+	m->u.file.size = UINT64_MAX;
+	m->u.file.mtime_sec = INT64_MIN;
+	m->u.file.mtime_nsec = 999999999;
+	fill_str(m->u.file.path, &m->u.file.path_len, PXFER_PATH_MAX, 9);
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file.id = 0;
+	m->u.file.type = PXFER_FT_DIR;
+	m->u.file.mode = 0755;
+	m->u.file.mtime_sec = -1;
+	set_str(m->u.file.path, &m->u.file.path_len, "d");
+	/* the largest control message there is */
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file.id = 1ull << 32;
+	m->u.file.type = PXFER_FT_SYMLINK;
+	m->u.file.mode = 0777;
+	m->u.file.mtime_sec = INT64_MAX;
+	fill_str(m->u.file.path, &m->u.file.path_len, PXFER_PATH_MAX, 10);
+	fill_str(m->u.file.target, &m->u.file.target_len, PXFER_PATH_MAX, 11);
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file.id = 7;
+	m->u.file.type = PXFER_FT_SYMLINK;
+	m->u.file.mtime_sec = -86400;
+	m->u.file.mtime_nsec = 1;
+	set_str(m->u.file.path, &m->u.file.path_len, "a/link");
+	set_str(m->u.file.target, &m->u.file.target_len, "../b");
+
+	m = new_sample(PXFER_MSG_FILE_OK);
+	m->u.status.id = 42;
+	m = new_sample(PXFER_MSG_FILE_ERR);
+	m->u.status.id = 43;
+	m->u.status.code = EEXIST;
+	set_str(m->u.status.text, &m->u.status.text_len, "exists");
+	m = new_sample(PXFER_MSG_FILE_ERR);
+	m->u.status.id = UINT64_MAX;
+	m->u.status.code = UINT32_MAX;
+	fill_str(m->u.status.text, &m->u.status.text_len, PXFER_TEXT_MAX, 12);
+	m = new_sample(PXFER_MSG_FILE_DONE);
+	m->u.status.id = 42;
+	m = new_sample(PXFER_MSG_FILE_DONE);
+	m->u.status.id = 44;
+	m->u.status.code = ENOSPC;
+	set_str(m->u.status.text, &m->u.status.text_len, "disk full");
+
+	m = new_sample(PXFER_MSG_FILE_END);
+	m->u.end = (struct pxfer_file_end){ .id = 42, .bytes = 123456789 };
+	m = new_sample(PXFER_MSG_FILE_END);
+	m->u.end = (struct pxfer_file_end){
+		.id = UINT64_MAX, .bytes = 5ull << 32, .code = EIO };
+
+	m = new_sample(PXFER_MSG_CREDIT);
+	m->u.credit.worker = 0;
+	m->u.credit.count = 1;
+	m->u.credit.slots[0] = 0;
+	m = new_sample(PXFER_MSG_CREDIT);
+	m->u.credit.worker = PXFER_WORKERS_MAX - 1;
+	m->u.credit.count = PXFER_CREDIT_MAX;
+	for (i = 0; i < PXFER_CREDIT_MAX; i++)
+		m->u.credit.slots[i] = (uint16_t)(PXFER_SLOTS_MAX - 1 - i * 3);
+
+	m = new_sample(PXFER_MSG_FIN);
+	m->u.fin = (struct pxfer_fin){ .files = 1000, .bytes = 5ull << 32 };
+	m = new_sample(PXFER_MSG_ACK);
+	m->u.fin = (struct pxfer_fin){ .files = 1000, .bytes = 5ull << 32 };
+	m = new_sample(PXFER_MSG_ACK);
+	m->u.fin = (struct pxfer_fin){
+		.files = UINT64_MAX, .bytes = UINT64_MAX, .code = ENOSPC };
+}
+
+static void add_chunk_samples(void)
+{
+	struct pxfer_chunk *c;
+	unsigned int i;
+
+	/* a typical chunk: the tail of one file and the head of the next */
+	c = &chunks[nchunks++];
+	c->slot = 5;
+	c->nseg = 2;
+	c->len = 1u << 20;
+	c->xxh3 = 0x0123456789abcdefull;
+	c->seq = 17;
+	c->seg[0] = (struct pxfer_seg){ .file = 1, .offset = 0, .len = 1000 };
+	c->seg[1] = (struct pxfer_seg){
+		.file = 2, .offset = 0, .len = (1u << 20) - 1000 };
+
+	/* every limit at once: 64 segments, 64 MiB, offsets beyond 4 GiB */
+	c = &chunks[nchunks++];
+	c->slot = PXFER_SLOTS_MAX - 1;
+	c->nseg = PXFER_SEG_MAX;
+	c->len = PXFER_CHUNK_MAX;
+	c->xxh3 = UINT64_MAX;
+	c->seq = UINT64_MAX;
+	for (i = 0; i < PXFER_SEG_MAX; i++) {
+		c->seg[i].file = UINT64_MAX - i;
+		c->seg[i].offset = (5ull << 32) + (uint64_t)i * 12345;
+		c->seg[i].len = PXFER_CHUNK_MAX / PXFER_SEG_MAX;
+	}
+	/* a segment that ends exactly at 2^64 - 1 does not overflow */
+	c->seg[PXFER_SEG_MAX - 1].offset = UINT64_MAX - c->seg[0].len;
+
+	/* the smallest chunk */
+	c = &chunks[nchunks++];
+	c->nseg = 1;
+	c->len = 1;
+	c->seg[0] = (struct pxfer_seg){
+		.file = 9, .offset = UINT64_MAX - 1, .len = 1 };
+}
+
+/* The first sample of @type: a valid message to break one field of. */
+static void base(struct pxfer_msg *m, uint16_t type)
+{
+	int i;
+
+	for (i = 0; i < nsamples; i++) {
+		if (samples[i].type == type) {
+			*m = samples[i];
+			return;
+		}
+	}
+	abort();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Round trips */
+
+static int str_terminated(const char *s, uint16_t len)
+{
+	return s[len] == '\0' && strlen(s) == len;
+}
+
+static int strings_terminated(const struct pxfer_msg *d)
+{
+	switch (d->type) {
+	case PXFER_MSG_HELLO:
+		return str_terminated(d->u.hello.dest, d->u.hello.dest_len);
+	case PXFER_MSG_REFUSE:
+	case PXFER_MSG_ABORT:
+		return str_terminated(d->u.error.text, d->u.error.text_len);
+	case PXFER_MSG_FILE:
+		return str_terminated(d->u.file.path, d->u.file.path_len) &&
+		       str_terminated(d->u.file.target, d->u.file.target_len);
+	case PXFER_MSG_FILE_OK:
+	case PXFER_MSG_FILE_ERR:
+	case PXFER_MSG_FILE_DONE:
+		return str_terminated(d->u.status.text, d->u.status.text_len);
+	default:
+		return 1;
+	}
+}
+
+/* Every buffer shorter than the frame is refused, and never overrun. */
+static void check_msgsize(const struct pxfer_msg *m, size_t flen, int idx)
+{
+	size_t cap;
+
+	for (cap = 0; cap < flen; cap++) {
+		uint8_t *p = malloc(cap);
+		ssize_t n = pxfer_msg_encode(p, cap, m);
+
+		T_EXPECT(n == -EMSGSIZE, "%s sample %d: cap %zu gave %zd",
+			 pxfer_msg_name(m->type), idx, cap, n);
+		free(p);
+	}
+}
+
+static void roundtrip_one(const struct pxfer_msg *m, int idx)
+{
+	static struct pxfer_msg d;
+	static struct raw want, got;
+	const char *name = pxfer_msg_name(m->type);
+	struct pxfer_hdr h;
+	uint8_t *buf;
+	size_t flen;
+	ssize_t n;
+	int rc;
+
+	raw_body(&want, m);
+	flen = PXFER_HDR_LEN + want.n;
+	buf = malloc(flen);
+	n = pxfer_msg_encode(buf, flen, m);
+	T_EXPECT(n == (ssize_t)flen, "%s sample %d: encode gave %zd, want %zu",
+		 name, idx, n, flen);
+	if (n != (ssize_t)flen) {
+		free(buf);
+		return;
+	}
+	T_EXPECT(buf[0] == m->type >> 8 && buf[1] == (m->type & 0xff) &&
+		 buf[2] == 0 && buf[3] == 0 &&
+		 buf[4] == (uint8_t)(want.n >> 24) &&
+		 buf[5] == (uint8_t)(want.n >> 16) &&
+		 buf[6] == (uint8_t)(want.n >> 8) &&
+		 buf[7] == (uint8_t)want.n,
+		 "%s sample %d: header bytes", name, idx);
+	T_EXPECT(!memcmp(buf + PXFER_HDR_LEN, want.b, want.n),
+		 "%s sample %d: body differs from the layout in proto.h",
+		 name, idx);
+
+	rc = pxfer_hdr_decode(buf, flen, &h);
+	T_EXPECT(rc == 0 && h.type == m->type && h.flags == 0 &&
+		 h.len == want.n, "%s sample %d: header decode %d",
+		 name, idx, rc);
+
+	memset(&d, 0x5a, sizeof(d));
+	rc = decode_exact(m->type, buf + PXFER_HDR_LEN, want.n, &d);
+	T_EXPECT(rc == 0, "%s sample %d: decode gave %d", name, idx, rc);
+	if (!rc) {
+		T_EXPECT(d.type == m->type, "%s sample %d: type %u", name,
+			 idx, d.type);
+		raw_body(&got, &d);
+		T_EXPECT(got.n == want.n && !memcmp(got.b, want.b, want.n),
+			 "%s sample %d: decoded fields differ", name, idx);
+		T_EXPECT(strings_terminated(&d),
+			 "%s sample %d: decoded string not NUL-terminated",
+			 name, idx);
+	}
+	free(buf);
+
+	/* a generous buffer gives the same length */
+	n = pxfer_msg_encode(got.b, sizeof(got.b), m);
+	T_EXPECT(n == (ssize_t)flen, "%s sample %d: large cap gave %zd",
+		 name, idx, n);
+	check_msgsize(m, flen, idx);
+}
+
+static void test_roundtrip(void)
+{
+	static int seen[PXFER_MSG_TYPE_MAX + 1];
+	int i, t;
+
+	for (i = 0; i < nsamples; i++) {
+		roundtrip_one(&samples[i], i);
+		seen[samples[i].type] = 1;
+	}
+	for (t = PXFER_MSG_CHALLENGE; t < PXFER_MSG_CHUNK; t++)
+		T_EXPECT(seen[t], "no sample of %s", pxfer_msg_name(t));
+}
+
+/* Values whose round trip is easy to get subtly wrong, checked by name. */
+static void test_values(void)
+{
+	static uint8_t buf[FRAME_MAX];
+	static struct pxfer_msg m, d;
+	static const int64_t times[] = { -1, INT64_MIN, INT64_MAX, -86400 };
+	unsigned int i;
+	ssize_t n;
+	int rc;
+
+	for (i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		base(&m, PXFER_MSG_FILE);
+		m.u.file.mtime_sec = times[i];
+		n = pxfer_msg_encode(buf, sizeof(buf), &m);
+		rc = n > 0 ? pxfer_msg_decode(m.type, buf + PXFER_HDR_LEN,
+					      n - PXFER_HDR_LEN, &d) : -1;
+		T_EXPECT(rc == 0 && d.u.file.mtime_sec == times[i],
+			 "mtime %" PRId64 " round trip", times[i]);
+	}
+	/* negative one is all ones on the wire */
+	base(&m, PXFER_MSG_FILE);
+	m.u.file.mtime_sec = -1;
+	n = pxfer_msg_encode(buf, sizeof(buf), &m);
+	T_EXPECT(n > 0 && !memcmp(buf + PXFER_HDR_LEN + 21,
+				  "\xff\xff\xff\xff\xff\xff\xff\xff", 8),
+		 "mtime -1 encodes as two's complement");
+
+	base(&m, PXFER_MSG_FILE);
+	m.u.file.size = 5ull << 32;
+	n = pxfer_msg_encode(buf, sizeof(buf), &m);
+	rc = n > 0 ? pxfer_msg_decode(m.type, buf + PXFER_HDR_LEN,
+				      n - PXFER_HDR_LEN, &d) : -1;
+	T_EXPECT(rc == 0 && d.u.file.size == 5ull << 32, "size > 4 GiB");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Truncation and trailing bytes */
+
+static void test_truncation(void)
+{
+	static struct raw r;
+	static struct pxfer_msg d;
+	size_t cut;
+	int i, rc;
+
+	for (i = 0; i < nsamples; i++) {
+		const struct pxfer_msg *m = &samples[i];
+		const char *name = pxfer_msg_name(m->type);
+
+		raw_body(&r, m);
+		for (cut = 0; cut < r.n; cut++) {
+			rc = decode_exact(m->type, r.b, cut, &d);
+			T_EXPECT(rc == -EPROTO,
+				 "%s sample %d truncated to %zu of %zu: %d",
+				 name, i, cut, r.n, rc);
+		}
+		r.b[r.n] = 0;
+		rc = decode_exact(m->type, r.b, r.n + 1, &d);
+		T_EXPECT(rc == -EPROTO, "%s sample %d trailing 0 byte: %d",
+			 name, i, rc);
+		r.b[r.n] = 'x';
+		rc = decode_exact(m->type, r.b, r.n + 1, &d);
+		T_EXPECT(rc == -EPROTO, "%s sample %d trailing 'x' byte: %d",
+			 name, i, rc);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Malformed fields: the encoder refuses them and so does the decoder */
+
+static void bad(const char *what, const struct pxfer_msg *m)
+{
+	static uint8_t buf[3 * PXFER_MSG_MAX];
+	static struct raw r;
+	static struct pxfer_msg d;
+	ssize_t n;
+	int rc;
+
+	n = pxfer_msg_encode(buf, sizeof(buf), m);
+	T_EXPECT(n == -EINVAL, "%s: encode gave %zd, want -EINVAL", what, n);
+	raw_body(&r, m);
+	rc = decode_exact(m->type, r.b, r.n, &d);
+	T_EXPECT(rc == -EPROTO, "%s: decode gave %d, want -EPROTO", what, rc);
+}
+
+#define BAD(what, type, stmt) do {		\
+	base(&m, (type));			\
+	stmt;					\
+	bad((what), &m);			\
+} while (0)
+
+static void test_bad_handshake(void)
+{
+	static struct pxfer_msg m;
+
+	BAD("CHALLENGE bad magic", PXFER_MSG_CHALLENGE,
+	    m.u.challenge.magic = 0x52465850);
+	BAD("CHALLENGE version 0", PXFER_MSG_CHALLENGE,
+	    m.u.challenge.version = 0);
+	BAD("CHALLENGE version 2", PXFER_MSG_CHALLENGE,
+	    m.u.challenge.version = PXFER_PROTO_VERSION + 1);
+	BAD("CHALLENGE transport 2", PXFER_MSG_CHALLENGE,
+	    m.u.challenge.transport = 2);
+
+	BAD("HELLO bad magic", PXFER_MSG_HELLO, m.u.hello.magic = 0);
+	BAD("HELLO version 2", PXFER_MSG_HELLO,
+	    m.u.hello.version = PXFER_PROTO_VERSION + 1);
+	BAD("HELLO workers 0", PXFER_MSG_HELLO, m.u.hello.workers = 0);
+	BAD("HELLO workers 65", PXFER_MSG_HELLO,
+	    m.u.hello.workers = PXFER_WORKERS_MAX + 1);
+	BAD("HELLO chunk_size 4095", PXFER_MSG_HELLO,
+	    m.u.hello.chunk_size = PXFER_CHUNK_MIN - 1);
+	BAD("HELLO chunk_size 64 MiB + 1", PXFER_MSG_HELLO,
+	    m.u.hello.chunk_size = PXFER_CHUNK_MAX + 1);
+	BAD("HELLO unknown flag", PXFER_MSG_HELLO, m.u.hello.flags = 0x2);
+	BAD("HELLO high flag", PXFER_MSG_HELLO, m.u.hello.flags = 0x80000001);
+	BAD("HELLO dest over PXFER_PATH_MAX", PXFER_MSG_HELLO,
+	    fill_str(m.u.hello.dest, &m.u.hello.dest_len,
+		     PXFER_PATH_MAX + 1, 1));
+	BAD("HELLO dest with NUL", PXFER_MSG_HELLO, m.u.hello.dest[3] = '\0');
+
+	BAD("WELCOME chunk_size 4095", PXFER_MSG_WELCOME,
+	    m.u.welcome.chunk_size = PXFER_CHUNK_MIN - 1);
+	BAD("WELCOME chunk_size 64 MiB + 1", PXFER_MSG_WELCOME,
+	    m.u.welcome.chunk_size = PXFER_CHUNK_MAX + 1);
+	BAD("WELCOME workers 0", PXFER_MSG_WELCOME, m.u.welcome.workers = 0);
+	BAD("WELCOME workers 65", PXFER_MSG_WELCOME,
+	    m.u.welcome.workers = PXFER_WORKERS_MAX + 1);
+	BAD("WELCOME slots 0", PXFER_MSG_WELCOME, m.u.welcome.slots = 0);
+	BAD("WELCOME slots 1025", PXFER_MSG_WELCOME,
+	    m.u.welcome.slots = PXFER_SLOTS_MAX + 1);
+	BAD("WELCOME max_files 0", PXFER_MSG_WELCOME,
+	    m.u.welcome.max_files = 0);
+	BAD("WELCOME max_files 65537", PXFER_MSG_WELCOME,
+	    m.u.welcome.max_files = 65537);
+
+	BAD("DATA_HELLO worker 64", PXFER_MSG_DATA_HELLO,
+	    m.u.data_hello.worker = PXFER_WORKERS_MAX);
+	BAD("DATA_HELLO worker 0xffff", PXFER_MSG_DATA_HELLO,
+	    m.u.data_hello.worker = 0xffff);
+	BAD("DATA_WELCOME worker 64", PXFER_MSG_DATA_WELCOME,
+	    m.u.data_welcome.worker = PXFER_WORKERS_MAX);
+	BAD("DATA_WELCOME blob_len 65", PXFER_MSG_DATA_WELCOME,
+	    m.u.data_welcome.blob_len = PXFER_BLOB_MAX + 1);
+	BAD("DATA_WELCOME blob_len 0xffff", PXFER_MSG_DATA_WELCOME,
+	    m.u.data_welcome.blob_len = 0xffff);
+
+	BAD("REFUSE text over PXFER_TEXT_MAX", PXFER_MSG_REFUSE,
+	    fill_str(m.u.error.text, &m.u.error.text_len,
+		     PXFER_TEXT_MAX + 1, 2));
+	BAD("REFUSE text with NUL", PXFER_MSG_REFUSE, m.u.error.text[0] = 0);
+	BAD("ABORT text over PXFER_TEXT_MAX", PXFER_MSG_ABORT,
+	    fill_str(m.u.error.text, &m.u.error.text_len,
+		     PXFER_TEXT_MAX + 1, 3));
+	BAD("ABORT text with NUL", PXFER_MSG_ABORT,
+	    m.u.error.text[m.u.error.text_len - 1] = 0);
+}
+
+static void test_bad_file(void)
+{
+	static struct pxfer_msg m;
+
+	BAD("FILE type 0", PXFER_MSG_FILE, m.u.file.type = 0);
+	BAD("FILE type 4", PXFER_MSG_FILE, m.u.file.type = 4);
+	BAD("FILE type 0xff", PXFER_MSG_FILE, m.u.file.type = 0xff);
+	BAD("FILE mode 010000", PXFER_MSG_FILE, m.u.file.mode = 010000);
+	BAD("FILE mode S_IFREG|0644", PXFER_MSG_FILE, m.u.file.mode = 0100644);
+	BAD("FILE size on a DIR", PXFER_MSG_FILE,
+	    m.u.file.type = PXFER_FT_DIR; m.u.file.size = 1);
+	BAD("FILE size on a SYMLINK", PXFER_MSG_FILE,
+	    m.u.file.type = PXFER_FT_SYMLINK;
+	    set_str(m.u.file.target, &m.u.file.target_len, "t");
+	    m.u.file.size = 4);
+	BAD("FILE mtime_nsec 1e9", PXFER_MSG_FILE,
+	    m.u.file.mtime_nsec = 1000000000);
+	BAD("FILE mtime_nsec 0xffffffff", PXFER_MSG_FILE,
+	    m.u.file.mtime_nsec = UINT32_MAX);
+	BAD("FILE empty path", PXFER_MSG_FILE,
+	    set_str(m.u.file.path, &m.u.file.path_len, ""));
+	BAD("FILE path over PXFER_PATH_MAX", PXFER_MSG_FILE,
+	    fill_str(m.u.file.path, &m.u.file.path_len,
+		     PXFER_PATH_MAX + 1, 4));
+	BAD("FILE path with NUL", PXFER_MSG_FILE, m.u.file.path[3] = '\0');
+	BAD("FILE SYMLINK without target", PXFER_MSG_FILE,
+	    m.u.file.type = PXFER_FT_SYMLINK; m.u.file.size = 0);
+	BAD("FILE REG with target", PXFER_MSG_FILE,
+	    set_str(m.u.file.target, &m.u.file.target_len, "x"));
+	BAD("FILE DIR with target", PXFER_MSG_FILE,
+	    m.u.file.type = PXFER_FT_DIR; m.u.file.size = 0;
+	    set_str(m.u.file.target, &m.u.file.target_len, "x"));
+	BAD("FILE target over PXFER_PATH_MAX", PXFER_MSG_FILE,
+	    m.u.file.type = PXFER_FT_SYMLINK; m.u.file.size = 0;
+	    fill_str(m.u.file.target, &m.u.file.target_len,
+		     PXFER_PATH_MAX + 1, 5));
+	BAD("FILE target with NUL", PXFER_MSG_FILE,
+	    m.u.file.type = PXFER_FT_SYMLINK; m.u.file.size = 0;
+	    set_str(m.u.file.target, &m.u.file.target_len, "abc");
+	    m.u.file.target[1] = '\0');
+
+	BAD("FILE_OK code != 0", PXFER_MSG_FILE_OK, m.u.status.code = EIO);
+	BAD("FILE_ERR code 0", PXFER_MSG_FILE_ERR, m.u.status.code = 0);
+	BAD("FILE_ERR text over PXFER_TEXT_MAX", PXFER_MSG_FILE_ERR,
+	    fill_str(m.u.status.text, &m.u.status.text_len,
+		     PXFER_TEXT_MAX + 1, 6));
+	BAD("FILE_ERR text with NUL", PXFER_MSG_FILE_ERR,
+	    m.u.status.text[2] = '\0');
+	BAD("FILE_DONE text with NUL", PXFER_MSG_FILE_DONE,
+	    set_str(m.u.status.text, &m.u.status.text_len, "ab");
+	    m.u.status.text[1] = '\0');
+
+	BAD("CREDIT count 0", PXFER_MSG_CREDIT, m.u.credit.count = 0);
+	BAD("CREDIT count 257", PXFER_MSG_CREDIT,
+	    m.u.credit.count = PXFER_CREDIT_MAX + 1);
+	BAD("CREDIT count 0xffff", PXFER_MSG_CREDIT,
+	    m.u.credit.count = 0xffff);
+	BAD("CREDIT slot 1024", PXFER_MSG_CREDIT,
+	    m.u.credit.slots[0] = PXFER_SLOTS_MAX);
+	BAD("CREDIT worker 64", PXFER_MSG_CREDIT,
+	    m.u.credit.worker = PXFER_WORKERS_MAX);
+
+	BAD("FIN code != 0", PXFER_MSG_FIN, m.u.fin.code = EIO);
+}
+
+/* Types that have no control codec: CHUNK, 0 and past the end. */
+static void test_bad_type(void)
+{
+	static uint8_t buf[FRAME_MAX];
+	static const uint16_t types[] = {
+		0, PXFER_MSG_CHUNK, PXFER_MSG_TYPE_MAX + 1, 0xffff };
+	static struct pxfer_msg m, d;
+	unsigned int i;
+	ssize_t n;
+	int rc;
+
+	base(&m, PXFER_MSG_FIN);
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		m.type = types[i];
+		n = pxfer_msg_encode(buf, sizeof(buf), &m);
+		T_EXPECT(n == -EINVAL, "encode of type %u gave %zd",
+			 types[i], n);
+		rc = decode_exact(types[i], buf, 20, &d);
+		T_EXPECT(rc == -EPROTO, "decode of type %u gave %d",
+			 types[i], rc);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Frame header */
+
+static void expect_hdr(const char *what, uint16_t type, uint16_t flags,
+		       uint32_t len, int want)
+{
+	uint8_t *p = malloc(PXFER_HDR_LEN);
+	struct pxfer_hdr h;
+	int rc;
+
+	p[0] = type >> 8;
+	p[1] = (uint8_t)type;
+	p[2] = flags >> 8;
+	p[3] = (uint8_t)flags;
+	p[4] = (uint8_t)(len >> 24);
+	p[5] = (uint8_t)(len >> 16);
+	p[6] = (uint8_t)(len >> 8);
+	p[7] = (uint8_t)len;
+	rc = pxfer_hdr_decode(p, PXFER_HDR_LEN, &h);
+	T_EXPECT(rc == want, "header %s: gave %d, want %d", what, rc, want);
+	if (!rc && !want)
+		T_EXPECT(h.type == type && h.flags == 0 && h.len == len,
+			 "header %s: fields", what);
+	free(p);
+}
+
+static void test_header(void)
+{
+	static const uint8_t want[PXFER_HDR_LEN] = {
+		0x00, 0x0c, 0x00, 0x00, 0x01, 0x02, 0x03, 0x04 };
+	uint8_t buf[PXFER_HDR_LEN + 1];
+	struct pxfer_hdr h;
+	size_t len;
+	int t, rc;
+
+	memset(buf, 0xee, sizeof(buf));
+	pxfer_hdr_encode(buf, PXFER_MSG_CREDIT, 0x01020304);
+	T_EXPECT(!memcmp(buf, want, PXFER_HDR_LEN) && buf[8] == 0xee,
+		 "header encode bytes");
+
+	for (t = PXFER_MSG_CHALLENGE; t <= PXFER_MSG_TYPE_MAX; t++)
+		expect_hdr(pxfer_msg_name(t), (uint16_t)t, 0, 0, 0);
+	expect_hdr("type 0", 0, 0, 0, -EPROTO);
+	expect_hdr("type PXFER_MSG_TYPE_MAX + 1", PXFER_MSG_TYPE_MAX + 1, 0, 0,
+		   -EPROTO);
+	expect_hdr("type 0xffff", 0xffff, 0, 0, -EPROTO);
+	expect_hdr("flags 1", PXFER_MSG_FIN, 1, 20, -EPROTO);
+	expect_hdr("flags 0x8000", PXFER_MSG_FIN, 0x8000, 20, -EPROTO);
+
+	/* a control type is bounded by its own largest body */
+	expect_hdr("FILE len PXFER_MSG_MAX + 1", PXFER_MSG_FILE, 0,
+		   PXFER_MSG_MAX + 1, -EPROTO);
+	expect_hdr("FILE len 0xffffffff", PXFER_MSG_FILE, 0, UINT32_MAX,
+		   -EPROTO);
+	expect_hdr("FILE largest body", PXFER_MSG_FILE, 0,
+		   37 + 2 * PXFER_PATH_MAX, 0);
+	expect_hdr("FILE largest body + 1", PXFER_MSG_FILE, 0,
+		   37 + 2 * PXFER_PATH_MAX + 1, -EPROTO);
+	expect_hdr("CHALLENGE len 41", PXFER_MSG_CHALLENGE, 0, 41, -EPROTO);
+	expect_hdr("FIN len 21", PXFER_MSG_FIN, 0, 21, -EPROTO);
+	expect_hdr("CREDIT largest body", PXFER_MSG_CREDIT, 0,
+		   4 + 2 * PXFER_CREDIT_MAX, 0);
+	expect_hdr("CREDIT largest body + 1", PXFER_MSG_CREDIT, 0,
+		   4 + 2 * PXFER_CREDIT_MAX + 1, -EPROTO);
+
+	expect_hdr("CHUNK largest frame", PXFER_MSG_CHUNK, 0,
+		   PXFER_CHUNK_DESC_MAX + PXFER_CHUNK_MAX, 0);
+	expect_hdr("CHUNK len over the largest frame", PXFER_MSG_CHUNK, 0,
+		   PXFER_CHUNK_DESC_MAX + PXFER_CHUNK_MAX + 1, -EPROTO);
+	expect_hdr("CHUNK len 0xffffffff", PXFER_MSG_CHUNK, 0, UINT32_MAX,
+		   -EPROTO);
+
+	/* a partial header asks for more, from a buffer holding only that */
+	for (len = 0; len < PXFER_HDR_LEN; len++) {
+		uint8_t *p = malloc(len);
+
+		if (len)
+			memcpy(p, want, len);
+		rc = pxfer_hdr_decode(p, len, &h);
+		T_EXPECT(rc == -EAGAIN, "header of %zu bytes gave %d",
+			 len, rc);
+		free(p);
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Chunk descriptors */
+
+static void chunk_roundtrip(const struct pxfer_chunk *c, int idx)
+{
+	static struct raw want, got;
+	static struct pxfer_chunk d;
+	size_t dlen = pxfer_chunk_desc_len(c->nseg);
+	uint8_t *buf;
+	size_t cap, cut;
+	ssize_t n;
+
+	raw_chunk(&want, c);
+	T_EXPECT(want.n == dlen, "chunk %d: reference length", idx);
+	buf = malloc(dlen);
+	n = pxfer_chunk_encode(buf, dlen, c);
+	T_EXPECT(n == (ssize_t)dlen, "chunk %d: encode gave %zd", idx, n);
+	T_EXPECT(n != (ssize_t)dlen || !memcmp(buf, want.b, dlen),
+		 "chunk %d: bytes differ from the layout in proto.h", idx);
+	free(buf);
+
+	for (cap = 0; cap < dlen; cap++) {
+		buf = malloc(cap);
+		n = pxfer_chunk_encode(buf, cap, c);
+		T_EXPECT(n == -EMSGSIZE, "chunk %d: cap %zu gave %zd",
+			 idx, cap, n);
+		free(buf);
+	}
+
+	memset(&d, 0x5a, sizeof(d));
+	n = chunk_decode_exact(want.b, dlen, &d);
+	T_EXPECT(n == (ssize_t)dlen, "chunk %d: decode gave %zd", idx, n);
+	if (n == (ssize_t)dlen) {
+		raw_chunk(&got, &d);
+		T_EXPECT(got.n == dlen && !memcmp(got.b, want.b, dlen),
+			 "chunk %d: decoded fields differ", idx);
+	}
+
+	/* the payload that follows on tcp is not the descriptor's business */
+	memset(want.b + dlen, 0xab, 100);
+	n = chunk_decode_exact(want.b, dlen + 100, &d);
+	T_EXPECT(n == (ssize_t)dlen, "chunk %d with payload: decode gave %zd",
+		 idx, n);
+
+	for (cut = 0; cut < dlen; cut++) {
+		n = chunk_decode_exact(want.b, cut, &d);
+		T_EXPECT(n == -EAGAIN, "chunk %d truncated to %zu: %zd",
+			 idx, cut, n);
+	}
+}
+
+static void bad_chunk(const char *what, const struct pxfer_chunk *c)
+{
+	static uint8_t buf[2 * PXFER_CHUNK_DESC_MAX];
+	static struct raw r;
+	static struct pxfer_chunk d;
+	ssize_t n;
+
+	n = pxfer_chunk_encode(buf, sizeof(buf), c);
+	T_EXPECT(n == -EINVAL, "%s: encode gave %zd, want -EINVAL", what, n);
+	raw_chunk(&r, c);
+	n = chunk_decode_exact(r.b, r.n, &d);
+	T_EXPECT(n == -EPROTO, "%s: decode gave %zd, want -EPROTO", what, n);
+}
+
+#define BAD_CHUNK(what, stmt) do {		\
+	c = chunks[0];				\
+	stmt;					\
+	bad_chunk((what), &c);			\
+} while (0)
+
+static void test_chunk(void)
+{
+	static struct pxfer_chunk c, d;
+	static struct raw r;
+	int i;
+	ssize_t n;
+
+	for (i = 0; i < nchunks; i++)
+		chunk_roundtrip(&chunks[i], i);
+
+	/* named values: offsets past 4 GiB and the limits survive */
+	raw_chunk(&r, &chunks[1]);
+	n = pxfer_chunk_decode(r.b, r.n, &d);
+	T_EXPECT(n > 0 && d.nseg == PXFER_SEG_MAX && d.len == PXFER_CHUNK_MAX &&
+		 d.seg[1].offset == (5ull << 32) + 12345 &&
+		 d.seg[PXFER_SEG_MAX - 1].offset ==
+		 UINT64_MAX - PXFER_CHUNK_MAX / PXFER_SEG_MAX &&
+		 d.seq == UINT64_MAX && d.slot == PXFER_SLOTS_MAX - 1,
+		 "chunk limits decode to their values");
+
+	BAD_CHUNK("chunk nseg 0", c.nseg = 0);
+	BAD_CHUNK("chunk nseg 65", c.nseg = PXFER_SEG_MAX + 1);
+	BAD_CHUNK("chunk nseg 0xffff", c.nseg = 0xffff);
+	BAD_CHUNK("chunk zero-length segment",
+		  c.seg[0].len = 0; c.seg[1].len = c.len);
+	BAD_CHUNK("chunk offset + len overflows u64",
+		  c.seg[1].offset = UINT64_MAX - c.seg[1].len + 1);
+	BAD_CHUNK("chunk offset 2^64 - 1",
+		  c.seg[0].offset = UINT64_MAX);
+	BAD_CHUNK("chunk segments sum below len", c.len += 1);
+	BAD_CHUNK("chunk segments sum above len", c.len -= 1);
+	BAD_CHUNK("chunk len 0",
+		  c.len = 0; c.seg[0].len = 0; c.seg[1].len = 0);
+	BAD_CHUNK("chunk len 64 MiB + 1",
+		  c.len = PXFER_CHUNK_MAX + 1;
+		  c.seg[0].len = PXFER_CHUNK_MAX / 2;
+		  c.seg[1].len = PXFER_CHUNK_MAX / 2 + 1);
+	BAD_CHUNK("chunk len 0xffffffff",
+		  c.len = UINT32_MAX;
+		  c.seg[0].len = UINT32_MAX - 1; c.seg[1].len = 1);
+
+	/* a bad fixed part is refused before the segments have arrived */
+	c = chunks[0];
+	c.nseg = PXFER_SEG_MAX + 1;
+	raw_chunk(&r, &c);
+	n = chunk_decode_exact(r.b, pxfer_chunk_desc_len(0), &d);
+	T_EXPECT(n == -EPROTO, "chunk nseg 65, fixed part only: %zd", n);
+	c = chunks[0];
+	c.len = PXFER_CHUNK_MAX + 1;
+	raw_chunk(&r, &c);
+	n = chunk_decode_exact(r.b, pxfer_chunk_desc_len(0), &d);
+	T_EXPECT(n == -EPROTO, "chunk len too big, fixed part only: %zd", n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Names */
+
+static void test_names(void)
+{
+	static const char *const want[] = {
+		"CHALLENGE", "HELLO", "WELCOME", "DATA_HELLO", "DATA_WELCOME",
+		"REFUSE", "FILE", "FILE_OK", "FILE_ERR", "FILE_END",
+		"FILE_DONE", "CREDIT", "FIN", "ACK", "ABORT", "CHUNK",
+	};
+	int t;
+
+	for (t = PXFER_MSG_CHALLENGE; t <= PXFER_MSG_TYPE_MAX; t++) {
+		const char *name = pxfer_msg_name((uint16_t)t);
+
+		T_EXPECT(name && !strcmp(name, want[t - 1]),
+			 "name of type %d is %s", t, name ? name : "(null)");
+	}
+	T_EXPECT(pxfer_msg_name(0) != NULL, "name of type 0");
+	T_EXPECT(pxfer_msg_name(PXFER_MSG_TYPE_MAX + 1) != NULL,
+		 "name of type PXFER_MSG_TYPE_MAX + 1");
+	T_EXPECT(pxfer_msg_name(0xffff) != NULL, "name of type 0xffff");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Fuzz: random mutations of valid encodings, fixed seed */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static size_t rnd_below(size_t n)
+{
+	return n ? (size_t)(rnd() % n) : 0;
+}
+
+struct corpus {
+	uint16_t type;		/* PXFER_MSG_CHUNK for a descriptor */
+	size_t len;
+	uint8_t *b;
+};
+
+static void mutate(uint8_t *b, size_t *lenp, size_t cap)
+{
+	static const uint8_t i8[] = { 0, 1, 0x7f, 0x80, 0xff };
+	static const uint16_t i16[] = {
+		0, 1, 2, 0x3f, 0x40, 0x41, 0xff, 0x100, 0x101, 0x3ff, 0x400,
+		0x401, 0x1000, 0x1001, 0x7fff, 0x8000, 0xfffe, 0xffff,
+	};
+	size_t len = *lenp, pos, extra;
+
+	switch (rnd_below(6)) {
+	case 0:
+		if (len)
+			b[rnd_below(len)] ^= (uint8_t)(1u << rnd_below(8));
+		break;
+	case 1:
+		if (len)
+			b[rnd_below(len)] = (uint8_t)rnd();
+		break;
+	case 2:
+		if (len)
+			b[rnd_below(len)] = i8[rnd_below(sizeof(i8))];
+		break;
+	case 3:
+		/* most length and count fields are u16 */
+		if (len >= 2) {
+			uint16_t v = i16[rnd_below(sizeof(i16) / 2)];
+
+			pos = rnd_below(len - 1);
+			b[pos] = v >> 8;
+			b[pos + 1] = (uint8_t)v;
+		}
+		break;
+	case 4:
+		len = rnd_below(len + 1);
+		break;
+	case 5:
+		extra = 1 + rnd_below(8);
+		if (len + extra <= cap) {
+			for (pos = 0; pos < extra; pos++)
+				b[len + pos] = (uint8_t)rnd();
+			len += extra;
+		}
+		break;
+	}
+	*lenp = len;
+}
+
+/*
+ * An accepted body must be canonical: encoding what was decoded gives back
+ * the very same bytes. This catches a decoder that accepts something its
+ * encoder would never produce.
+ */
+static int fuzz_one(uint16_t type, const uint8_t *b, size_t len, long it)
+{
+	static uint8_t out[FRAME_MAX];
+	static struct pxfer_msg d;
+	static struct pxfer_chunk c;
+	uint8_t *p = malloc(len);
+	ssize_t n;
+	int rc, ok = 0;
+
+	if (len)
+		memcpy(p, b, len);
+	if (type == PXFER_MSG_CHUNK) {
+		n = pxfer_chunk_decode(p, len, &c);
+		T_EXPECT(n == -EAGAIN || n == -EPROTO ||
+			 (n > 0 && (size_t)n <= len),
+			 "fuzz %ld: chunk decode gave %zd", it, n);
+		if (n > 0) {
+			ssize_t e = pxfer_chunk_encode(out, sizeof(out), &c);
+
+			T_EXPECT(e == n && !memcmp(out, p, (size_t)n),
+				 "fuzz %ld: accepted chunk is not canonical",
+				 it);
+			ok = 1;
+		}
+	} else {
+		rc = pxfer_msg_decode(type, p, len, &d);
+		T_EXPECT(rc == 0 || rc == -EPROTO,
+			 "fuzz %ld: decode gave %d", it, rc);
+		if (rc == 0) {
+			n = pxfer_msg_encode(out, sizeof(out), &d);
+			T_EXPECT(n == (ssize_t)(PXFER_HDR_LEN + len) &&
+				 !memcmp(out + PXFER_HDR_LEN, p, len),
+				 "fuzz %ld: accepted %s is not canonical",
+				 it, pxfer_msg_name(type));
+			ok = 1;
+		}
+	}
+	free(p);
+	return ok;
+}
+
+static void test_fuzz(void)
+{
+	static struct corpus corpus[64];
+	static uint8_t scratch[FRAME_MAX + 64];
+	static struct raw r;
+	struct pxfer_hdr h;
+	int ncorpus = 0, i, failed = t_failures;
+	long it, accepted = 0, unchanged = 0;
+
+	for (i = 0; i < nsamples; i++) {
+		raw_body(&r, &samples[i]);
+		corpus[ncorpus].type = samples[i].type;
+		corpus[ncorpus].len = r.n;
+		corpus[ncorpus].b = malloc(r.n);
+		memcpy(corpus[ncorpus++].b, r.b, r.n);
+	}
+	for (i = 0; i < nchunks; i++) {
+		raw_chunk(&r, &chunks[i]);
+		corpus[ncorpus].type = PXFER_MSG_CHUNK;
+		corpus[ncorpus].len = r.n;
+		corpus[ncorpus].b = malloc(r.n);
+		memcpy(corpus[ncorpus++].b, r.b, r.n);
+	}
+
+	for (it = 0; it < FUZZ_ITERATIONS; it++) {
+		const struct corpus *s = &corpus[rnd_below(ncorpus)];
+		uint16_t type = s->type;
+		size_t len = s->len;
+		int k, nmut = 1 + (int)rnd_below(4);
+
+		memcpy(scratch, s->b, len);
+		for (k = 0; k < nmut; k++)
+			mutate(scratch, &len, sizeof(scratch));
+		/* now and then, the right bytes under the wrong type */
+		if (!rnd_below(16))
+			type = (uint16_t)rnd_below(PXFER_MSG_TYPE_MAX + 2);
+		accepted += fuzz_one(type, scratch, len, it);
+		if (type == s->type && len == s->len &&
+		    !memcmp(scratch, s->b, len))
+			unchanged++;
+
+		/* random headers: accepted ones must be within range */
+		if (pxfer_hdr_decode(scratch, len, &h) == 0)
+			T_EXPECT(h.type >= 1 && h.type <= PXFER_MSG_TYPE_MAX &&
+				 !h.flags, "fuzz %ld: header accepted", it);
+		if (t_failures - failed > 20) {
+			fprintf(stderr, "fuzz: too many failures, stopping\n");
+			break;
+		}
+	}
+	for (i = 0; i < ncorpus; i++)
+		free(corpus[i].b);
+	printf("fuzz: %ld iterations, %ld accepted, %ld unchanged inputs\n",
+	       it, accepted, unchanged);
+}
+
+int main(void)
+{
+	add_handshake_samples();
+	add_transfer_samples();
+	add_chunk_samples();
+
+	test_header();
+	test_names();
+	test_roundtrip();
+	test_values();
+	test_truncation();
+	test_bad_handshake();
+	test_bad_file();
+	test_bad_type();
+	test_chunk();
+	test_fuzz();
+
+	if (!t_failures)
+		printf("proto_test: all passed\n");
+	return t_result();
+}
