@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/* pxfer: the command table. Each subcommand lives in its own cmd_*.c. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pxfer/pxfer.h"
+#include "cli.h"
+#include "log.h"
+
+struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct cmd commands[] = {
+	{ "send", cmd_send, "send files and directories to a receiver" },
+	{ "recv", cmd_recv, "receive files into a directory" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: pxfer <command> [options]\n"
+		"       pxfer --version\n"
+		"\n"
+		"Parallel file transfer over RDMA and TCP.\n"
+		"\n"
+		"commands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f,
+		"\n"
+		"example:\n"
+		"  node2$ pxfer recv --dir /data            # prints a token\n"
+		"  node1$ export PXFER_SECRET=<token>\n"
+		"  node1$ pxfer send -j 8 bigfile dir/ node2\n"
+		"\n"
+		"'pxfer <command> --help' describes a command's options and exit codes.\n");
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 0: break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' && shift)
+		end++;
+	if ((*end == 'B' || *end == 'b') && shift)
+		end++;
+	if (*end || v > (UINT64_MAX >> shift))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int cli_parse_uint(const char *s, unsigned long min, unsigned long max,
+		   unsigned long *out)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
+{
+	int ret = pxfer_secret_load(s, file);
+
+	if (ret == -ENOENT && !file && generate) {
+		ret = pxfer_secret_generate(s);
+		if (ret)
+			return error("cannot generate a secret: %s", strerror(-ret));
+		info("pxfer: no secret given; generated one for this receiver. On the sender run:\n"
+		     "  export %s=%.*s", PXFER_SECRET_ENV, (int)s->len,
+		     (const char *)s->key);
+		return 0;
+	}
+	if (ret == -ENOENT && !file)
+		return error("no shared secret: set %s to the receiver's token, or pass --secret-file FILE",
+			     PXFER_SECRET_ENV);
+	if (ret == -EINVAL)
+		return error("the secret%s%s%s is too short: use at least %d characters",
+			     file ? " in '" : " in $" PXFER_SECRET_ENV,
+			     file ? file : "", file ? "'" : "", PXFER_SECRET_MIN);
+	if (ret == -E2BIG)
+		return error("the secret is longer than %d bytes", PXFER_SECRET_MAX);
+	if (ret)
+		return error("cannot read the secret from '%s': %s", file,
+			     strerror(-ret));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return PXFER_EXIT_USAGE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
+	    !strcmp(argv[1], "help")) {
+		if (argc > 2 && strcmp(argv[1], "help") == 0) {
+			char *sub[] = { argv[2], "--help", NULL };
+
+			for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+				if (!strcmp(commands[i].name, argv[2]))
+					return commands[i].fn(2, sub);
+		}
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
+		printf("pxfer %s (protocol %d)\n", PXFER_VERSION, 1);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(commands[i].name, argv[1]))
+			return commands[i].fn(argc - 1, argv + 1);
+	error("'%s' is not a pxfer command (see 'pxfer --help')", argv[1]);
+	return PXFER_EXIT_USAGE;
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control channel of a session, owned by the coordinator thread.
+ * Any thread may queue a message (encoded at once into the out buffer);
+ * only the coordinator flushes and reads, both without blocking, so two
+ * coordinators that write at the same time can never deadlock on full
+ * socket buffers. Queueing wakes the coordinator through @wake_fd.
+ */
+#ifndef PXFER_CTRL_H
+#define PXFER_CTRL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "transport.h"
+
+struct pxfer_ctrl {
+	struct pxfer_conn *conn;
+	pthread_mutex_t lock;
+	uint8_t *out;
+	size_t out_len, out_cap;
+	uint8_t *in;
+	size_t in_off, in_len, in_cap;
+	int wake_fd;		/* eventfd, written when out goes non-empty */
+	int eof;
+};
+
+int pxfer_ctrl_init(struct pxfer_ctrl *c, struct pxfer_conn *conn);
+void pxfer_ctrl_release(struct pxfer_ctrl *c);
+
+/* pxfer_ctrl_queue - encode @m for sending; thread-safe. 0 or -errno. */
+int pxfer_ctrl_queue(struct pxfer_ctrl *c, const struct pxfer_msg *m);
+
+/* pxfer_ctrl_flush - send what the connection takes now. 0 or -errno. */
+int pxfer_ctrl_flush(struct pxfer_ctrl *c);
+
+/* pxfer_ctrl_pending - bytes still to send */
+size_t pxfer_ctrl_pending(struct pxfer_ctrl *c);
+
+/* pxfer_ctrl_fill - read what has arrived. 0, -EPIPE at EOF, or -errno. */
+int pxfer_ctrl_fill(struct pxfer_ctrl *c);
+
+/*
+ * pxfer_ctrl_next - decode the next whole message from what arrived.
+ * 1 with @m filled, 0 if no whole message is buffered, -EPROTO.
+ */
+int pxfer_ctrl_next(struct pxfer_ctrl *c, struct pxfer_msg *m);
+
+/* pxfer_ctrl_drain_wake - clear the wake event (coordinator) */
+void pxfer_ctrl_drain_wake(struct pxfer_ctrl *c);
+
+#endif

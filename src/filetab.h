@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receiver's table of files in flight, indexed by file id (ids are
+ * slots < max_files, reused after FILE_DONE/FILE_ERR). The coordinator
+ * opens and finalizes files; workers reserve byte ranges when a chunk
+ * arrives and account for them when the write completes. A file is
+ * complete when the sender has said how many bytes it sent (FILE_END) and
+ * exactly that many are written, with none still in flight; only then may
+ * its descriptor be closed and its temporary name replaced by the real one.
+ */
+#ifndef PXFER_FILETAB_H
+#define PXFER_FILETAB_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+#include "proto.h"
+
+struct pxfer_rfile {
+	int used;
+	int fd;			/* the temporary file */
+	int dirfd;		/* its directory */
+	char *path;		/* relative path, for messages */
+	const char *base;	/* final name, inside path */
+	char *tmp;		/* temporary name in dirfd */
+	uint64_t size;
+	uint64_t submitted;	/* bytes whose writes were started */
+	uint64_t written;	/* bytes whose writes completed */
+	uint64_t total;		/* from FILE_END */
+	int end_known;
+	int end_code;
+	int err;		/* first write error, positive errno */
+	uint32_t mode;
+	struct timespec times[2];
+};
+
+struct pxfer_filetab {
+	pthread_mutex_t lock;
+	struct pxfer_rfile *f;
+	unsigned int n;
+	unsigned int used;
+	uint32_t *doneq;	/* ids ready to finalize */
+	unsigned int dhead, dcount;
+	int wake_fd;		/* the coordinator's */
+};
+
+int pxfer_filetab_init(struct pxfer_filetab *t, unsigned int n, int wake_fd);
+void pxfer_filetab_release(struct pxfer_filetab *t);
+
+/*
+ * pxfer_filetab_reserve - check every segment of @ch against its file
+ * (open, not ended beyond, inside its size) and reserve them all, or none.
+ * Fills @fds with each segment's descriptor. 0 or -EPROTO.
+ */
+int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch,
+			  int *fds);
+
+/* pxfer_filetab_written - @len bytes of @id written (or failed with @err) */
+void pxfer_filetab_written(struct pxfer_filetab *t, uint64_t id, uint32_t len,
+			   int err);
+
+/* pxfer_filetab_end - FILE_END arrived; 0 or -EPROTO */
+int pxfer_filetab_end(struct pxfer_filetab *t, uint64_t id, uint64_t total,
+		      int code);
+
+/* pxfer_filetab_pop_done - next id ready to finalize; 1, or 0 if none */
+int pxfer_filetab_pop_done(struct pxfer_filetab *t, uint64_t *id);
+
+#endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Error reporting in the manner of git's usage.c: error() prints
+ * "error: ..." and returns -1, warning() prints "warning: ...", die()
+ * prints "fatal: ..." and exits. Messages are lowercase, name the object in
+ * quotes and say what to do. All output is one write(2) per line so lines
+ * from threads do not interleave.
+ */
+#ifndef PXFER_LOG_H
+#define PXFER_LOG_H
+
+#include <stdarg.h>
+
+extern int pxfer_verbose;	/* -v count */
+
+__attribute__((format(printf, 1, 2))) int error(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void warning(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void info(const char *fmt, ...);
+__attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
+/* printed only with -v */
+__attribute__((format(printf, 1, 2))) void verbose(const char *fmt, ...);
+
+/* Replace the progress line (if any) before printing a message. */
+void pxfer_log_set_progress_clear(void (*clear)(void));
+
+#endif

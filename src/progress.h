@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* The progress line on a terminal: bytes, rate, ETA, files done/total. */
+#ifndef PXFER_PROGRESS_H
+#define PXFER_PROGRESS_H
+
+#include <stdint.h>
+
+struct pxfer_progress {
+	int enabled;
+	int drawn;
+	double start, last;
+	double rate;		/* smoothed bytes per second */
+	uint64_t last_bytes;
+};
+
+void pxfer_progress_init(struct pxfer_progress *p, int enabled);
+/* @more: the total is still growing (the walk goes on) */
+void pxfer_progress_draw(struct pxfer_progress *p, uint64_t bytes,
+			 uint64_t total, uint64_t files, uint64_t files_total,
+			 int more, int final);
+void pxfer_progress_end(struct pxfer_progress *p);
+
+#endif

@@ -1,0 +1,1179 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The receiver side.
+ *
+ * pxfer_recv listens and serves one session at a time. For each session
+ * the coordinator (the calling thread) authenticates the sender, accepts
+ * one data connection per worker, creates each file under a temporary name
+ * beneath the top directory (path.c decides what is allowed), grants
+ * credits, and renames a file to its real name only once every byte of it
+ * is written. Workers take chunks off their data connection straight into
+ * the granted slot, verify the checksum and write the data at its offset
+ * (io_uring WRITE_FIXED); a slot is granted again once its data is written.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+#include <xxhash.h>
+
+#include "pxfer/pxfer.h"
+#include "auth.h"
+#include "credit.h"
+#include "ctrl.h"
+#include "filetab.h"
+#include "io.h"
+#include "log.h"
+#include "path.h"
+#include "ring.h"
+#include "session.h"
+#include "transport.h"
+
+#define REAP_BATCH 64
+#define MAX_FILES 1024
+#define RECV_CHUNK_MAX (16u << 20)
+
+struct recv_session;
+
+struct rslot {
+	struct pxfer_seg seg[PXFER_SEG_MAX];
+	int fd[PXFER_SEG_MAX];
+	uint32_t boff[PXFER_SEG_MAX];
+	uint32_t done[PXFER_SEG_MAX];
+	unsigned int nseg;
+	unsigned int pending;
+};
+
+struct rworker {
+	struct recv_session *s;
+	unsigned int idx;
+	pthread_t thread;
+	int started;
+	struct pxfer_conn *conn;
+	struct pxfer_ring ring;
+	struct pxfer_io *io;
+	pthread_mutex_t lock;		/* guards cred */
+	int lock_init;
+	struct pxfer_credits cred;
+	int wake_fd;
+	struct rslot *slots;
+	struct pxfer_chunk desc;
+	uint64_t seq;
+};
+
+struct rdir {
+	char *path;
+	uint32_t mode;
+	struct timespec times[2];
+};
+
+struct recv_session {
+	const struct pxfer_recv_opts *o;
+	const struct pxfer_transport_ops *t;
+	struct pxfer_listener *l;
+	int rootfd;			/* the top directory (--dir) */
+	int basefd;			/* the destination below it */
+	struct pxfer_fail fail;
+	struct pxfer_conn *cconn;
+	struct pxfer_ctrl ctrl;
+	int ctrl_init;
+	struct pxfer_filetab tab;
+	int tab_init;
+	struct pxfer_welcome wel;
+	uint8_t session_key[PXFER_KEY_LEN];
+	int fsync;
+	struct rworker *w;
+	unsigned int nworkers;
+	struct rdir *dirs;
+	size_t ndirs, dirs_cap;
+	atomic_int stop;
+	atomic_int fin_seen;
+	int acked;
+	int sigfd;
+	uint64_t files, bytes, failed;
+	struct pxfer_msg msg;
+	char dest[PXFER_PATH_MAX + 1];
+};
+
+/* ---- workers ---------------------------------------------------------- */
+
+static int fatal_write_error(int err)
+{
+	return err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS ||
+	       err == EFBIG;
+}
+
+static int rw_prep_write(struct rworker *w, unsigned int slot, unsigned int i)
+{
+	struct rslot *rs = &w->slots[slot];
+	uint8_t *buf = pxfer_ring_slot(&w->ring, slot) + rs->boff[i];
+	uint32_t done = rs->done[i];
+
+	rs->pending++;
+	return w->io->ops->prep(w->io, PXFER_IO_WRITE, rs->fd[i], slot,
+				buf + done, rs->seg[i].len - done,
+				rs->seg[i].offset + done, ((uint64_t)slot << 8) | i);
+}
+
+static void rw_slot_free(struct rworker *w, unsigned int slot)
+{
+	pthread_mutex_lock(&w->lock);
+	pxfer_credits_put(&w->cred, slot);
+	pthread_mutex_unlock(&w->lock);
+	pxfer_wake(w->s->ctrl.wake_fd);
+}
+
+static int rw_write_done(struct rworker *w, uint64_t tag, int res)
+{
+	struct recv_session *s = w->s;
+	unsigned int slot = tag >> 8, i = tag & 0xff;
+	struct rslot *rs = &w->slots[slot];
+	struct pxfer_seg *seg = &rs->seg[i];
+	int err = 0;
+
+	rs->pending--;
+	if (res > 0) {
+		rs->done[i] += res;
+		if (rs->done[i] < seg->len)
+			return rw_prep_write(w, slot, i);	/* short write */
+	} else {
+		err = res < 0 ? -res : EIO;
+	}
+	if (err && fatal_write_error(err))
+		pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+			   "cannot write into '%s': %s", s->o->dir, strerror(err));
+	pxfer_filetab_written(&s->tab, seg->file, seg->len, err);
+	if (!rs->pending)
+		rw_slot_free(w, slot);
+	return 0;
+}
+
+/* the chunk's descriptor is known and its payload not yet read */
+static int rw_check(void *arg, const struct pxfer_chunk *ch)
+{
+	struct rworker *w = arg;
+	int ret;
+
+	if (ch->seq != w->seq)
+		return -EPROTO;
+	pthread_mutex_lock(&w->lock);
+	ret = pxfer_credits_accept(&w->cred, ch->slot);
+	pthread_mutex_unlock(&w->lock);
+	if (ret)
+		return ret;
+	return pxfer_filetab_reserve(&w->s->tab, ch, w->slots[ch->slot].fd);
+}
+
+static int rw_chunk(struct rworker *w)
+{
+	struct recv_session *s = w->s;
+	struct pxfer_chunk *d = &w->desc;
+	struct rslot *rs = &w->slots[d->slot];
+	uint8_t *buf = pxfer_ring_slot(&w->ring, d->slot);
+	uint32_t off = 0;
+	int ret;
+
+	w->seq++;
+	if (XXH3_64bits(buf, d->len) != d->xxh3)
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "checksum mismatch in chunk %llu from %s (data connection %u): data was corrupted in transit",
+				  (unsigned long long)d->seq, w->conn->peer, w->idx);
+	rs->nseg = d->nseg;
+	rs->pending = 0;
+	for (unsigned int i = 0; i < d->nseg; i++) {
+		rs->seg[i] = d->seg[i];
+		rs->boff[i] = off;
+		rs->done[i] = 0;
+		off += d->seg[i].len;
+	}
+	for (unsigned int i = 0; i < d->nseg; i++) {
+		ret = rw_prep_write(w, d->slot, i);
+		if (ret)
+			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+					  "cannot queue a write: %s", strerror(-ret));
+	}
+	return 0;
+}
+
+static int rw_receive(struct rworker *w)
+{
+	struct recv_session *s = w->s;
+	int ret, n = 0;
+
+	/* bounded, so completions and the ring's slots keep moving */
+	while (n < 16) {
+		ret = s->t->recv_chunk(w->conn, &w->ring, &w->desc, rw_check, w);
+		if (ret == 0)
+			break;
+		if (ret == -EPIPE && atomic_load(&s->fin_seen))
+			return 1;
+		if (ret == -EPIPE || ret == -ECONNRESET)
+			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+					  "the sender %s closed data connection %u before the transfer completed",
+					  w->conn->peer, w->idx);
+		if (ret == -EPROTO)
+			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+					  "protocol error on data connection %u from %s: a chunk that was not granted or does not fit its file",
+					  w->idx, w->conn->peer);
+		if (ret < 0)
+			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+					  "data connection %u from %s failed: %s",
+					  w->idx, w->conn->peer, strerror(-ret));
+		if (rw_chunk(w))
+			return -1;
+		n++;
+	}
+	return 0;
+}
+
+static void *rw_main(void *arg)
+{
+	struct rworker *w = arg;
+	struct recv_session *s = w->s;
+	struct pxfer_io_cqe cqe[REAP_BATCH];
+	struct pollfd p[3];
+	int n, ret, closed = 0;
+
+	while (!atomic_load(&s->stop) && !pxfer_failed(&s->fail)) {
+		p[0].fd = w->wake_fd;
+		p[0].events = POLLIN;
+		p[1].fd = s->t->conn_fd(w->conn);
+		p[1].events = closed ? 0 : POLLIN;
+		p[2].fd = w->io->event_fd;
+		p[2].events = POLLIN;
+		poll(p, w->io->event_fd >= 0 ? 3 : 2, w->io->inflight ? 100 : 1000);
+		pxfer_drain(w->wake_fd);
+		if (!closed && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ret = rw_receive(w);
+			if (ret < 0)
+				break;
+			closed = ret > 0;
+		}
+		ret = w->io->ops->submit(w->io);
+		if (ret) {
+			pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+				   "cannot submit writes: %s", strerror(-ret));
+			break;
+		}
+		n = w->io->ops->reap(w->io, cqe, REAP_BATCH, 0);
+		for (int i = 0; i < n; i++)
+			rw_write_done(w, cqe[i].tag, cqe[i].res);
+		w->io->ops->submit(w->io);
+	}
+	/* every write into the ring finishes before the ring goes away */
+	while (w->io->inflight) {
+		if (w->io->ops->submit(w->io))
+			break;
+		n = w->io->ops->reap(w->io, cqe, REAP_BATCH, 1);
+		if (n < 0)
+			break;
+	}
+	return NULL;
+}
+
+/* ---- files ------------------------------------------------------------ */
+
+static int make_tmp_name(char *buf, size_t len, const char *base)
+{
+	uint32_t r = randombytes_random();
+	int n = snprintf(buf, len, ".pxfer-%.200s.%08x.part", base, r);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static void reply_status(struct recv_session *s, uint16_t type, uint64_t id,
+			 int code, const char *text)
+{
+	struct pxfer_msg m = { .type = type };
+
+	m.u.status.id = id;
+	m.u.status.code = code;
+	if (text) {
+		size_t n = strlen(text);
+
+		if (n > PXFER_TEXT_MAX)
+			n = PXFER_TEXT_MAX;
+		memcpy(m.u.status.text, text, n);
+		m.u.status.text[n] = 0;
+		m.u.status.text_len = n;
+	}
+	if (pxfer_ctrl_queue(&s->ctrl, &m))
+		pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
+}
+
+static void refuse_file(struct recv_session *s, const struct pxfer_file *f,
+			int err, const char *what)
+{
+	char text[PXFER_TEXT_MAX + 1];
+
+	snprintf(text, sizeof(text), "%s: %s", what, strerror(err));
+	if (!s->o->quiet)
+		warning("refused '%s' from %s: %s", f->path, s->cconn->peer, text);
+	s->failed++;
+	reply_status(s, PXFER_MSG_FILE_ERR, f->id, err, text);
+}
+
+static void set_times(struct timespec *ts, const struct pxfer_file *f)
+{
+	ts[0].tv_sec = 0;
+	ts[0].tv_nsec = UTIME_OMIT;
+	ts[1].tv_sec = f->mtime_sec;
+	ts[1].tv_nsec = f->mtime_nsec;
+}
+
+static int remember_dir(struct recv_session *s, const struct pxfer_file *f)
+{
+	struct rdir *d;
+
+	if (s->ndirs == s->dirs_cap) {
+		size_t cap = s->dirs_cap ? 2 * s->dirs_cap : 64;
+
+		d = realloc(s->dirs, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		s->dirs = d;
+		s->dirs_cap = cap;
+	}
+	d = &s->dirs[s->ndirs];
+	d->path = strdup(f->path);
+	if (!d->path)
+		return -ENOMEM;
+	d->mode = f->mode;
+	set_times(d->times, f);
+	s->ndirs++;
+	return 0;
+}
+
+static void on_dir(struct recv_session *s, const struct pxfer_file *f)
+{
+	/* owner-writable until the end, when the real mode is applied */
+	int ret = pxfer_path_mkdir(s->basefd, f->path, 0700);
+
+	if (ret)
+		return refuse_file(s, f, -ret, "cannot create the directory");
+	if (remember_dir(s, f)) {
+		pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
+		return;
+	}
+	reply_status(s, PXFER_MSG_FILE_DONE, f->id, 0, NULL);
+}
+
+static void on_symlink(struct recv_session *s, const struct pxfer_file *f)
+{
+	char tmp[PXFER_NAME_MAX + 1];
+	struct timespec ts[2];
+	const char *base;
+	int dfd, ret;
+
+	dfd = pxfer_path_open_parent(s->basefd, f->path, 1, &base);
+	if (dfd < 0)
+		return refuse_file(s, f, -dfd, "unsafe or unusable path");
+	ret = make_tmp_name(tmp, sizeof(tmp), base);
+	/* the link is created, never followed: its target is only text */
+	if (!ret && symlinkat(f->target, dfd, tmp))
+		ret = -errno;
+	if (!ret && renameat(dfd, tmp, dfd, base)) {
+		ret = -errno;
+		unlinkat(dfd, tmp, 0);
+	}
+	if (ret) {
+		close(dfd);
+		return refuse_file(s, f, -ret, "cannot create the link");
+	}
+	set_times(ts, f);
+	utimensat(dfd, base, ts, AT_SYMLINK_NOFOLLOW);
+	close(dfd);
+	reply_status(s, PXFER_MSG_FILE_DONE, f->id, 0, NULL);
+}
+
+static void on_regular(struct recv_session *s, const struct pxfer_file *f)
+{
+	struct pxfer_rfile *rf = &s->tab.f[f->id];
+	char tmp[PXFER_NAME_MAX + 1];
+	const char *base;
+	char *path = NULL, *tname = NULL;
+	int dfd, fd = -1, ret;
+
+	dfd = pxfer_path_open_parent(s->basefd, f->path, 1, &base);
+	if (dfd < 0)
+		return refuse_file(s, f, -dfd, "unsafe or unusable path");
+	ret = make_tmp_name(tmp, sizeof(tmp), base);
+	if (!ret) {
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+				      O_NOFOLLOW, 0600);
+		if (fd < 0)
+			ret = -errno;
+	}
+	/* sized up front: holes stay holes, and writes need not extend it */
+	if (!ret && ftruncate(fd, f->size))
+		ret = -errno;
+	if (!ret) {
+		path = strdup(f->path);
+		tname = strdup(tmp);
+		if (!path || !tname)
+			ret = -ENOMEM;
+	}
+	if (ret) {
+		if (fd >= 0) {
+			close(fd);
+			unlinkat(dfd, tmp, 0);
+		}
+		close(dfd);
+		free(path);
+		free(tname);
+		return refuse_file(s, f, -ret, "cannot create the file");
+	}
+	pthread_mutex_lock(&s->tab.lock);
+	memset(rf, 0, sizeof(*rf));
+	rf->fd = fd;
+	rf->dirfd = dfd;
+	rf->path = path;
+	rf->base = path + (base - f->path);
+	rf->tmp = tname;
+	rf->size = f->size;
+	rf->mode = f->mode & 01777;	/* never set-id bits from a peer */
+	set_times(rf->times, f);
+	rf->used = 1;
+	s->tab.used++;
+	pthread_mutex_unlock(&s->tab.lock);
+	reply_status(s, PXFER_MSG_FILE_OK, f->id, 0, NULL);
+}
+
+static int on_file(struct recv_session *s, const struct pxfer_file *f)
+{
+	int ret;
+
+	if (f->id >= s->wel.max_files || s->tab.f[f->id].used)
+		return -EPROTO;
+	ret = pxfer_path_check(f->path, f->path_len);
+	if (ret) {
+		refuse_file(s, f, -ret, "unsafe path");
+		return 0;
+	}
+	switch (f->type) {
+	case PXFER_FT_DIR:
+		on_dir(s, f);
+		break;
+	case PXFER_FT_SYMLINK:
+		on_symlink(s, f);
+		break;
+	default:
+		on_regular(s, f);
+		break;
+	}
+	return 0;
+}
+
+static void rfile_drop(struct recv_session *s, uint64_t id, int unlink_tmp)
+{
+	struct pxfer_rfile *rf = &s->tab.f[id];
+
+	if (unlink_tmp)
+		unlinkat(rf->dirfd, rf->tmp, 0);
+	close(rf->fd);
+	close(rf->dirfd);
+	free(rf->path);
+	free(rf->tmp);
+	pthread_mutex_lock(&s->tab.lock);
+	memset(rf, 0, sizeof(*rf));
+	s->tab.used--;
+	pthread_mutex_unlock(&s->tab.lock);
+}
+
+static int finish_file(struct recv_session *s, struct pxfer_rfile *rf)
+{
+	if (s->fsync && fsync(rf->fd))
+		return -errno;
+	if (fchmod(rf->fd, rf->mode) || futimens(rf->fd, rf->times))
+		return -errno;
+	if (renameat(rf->dirfd, rf->tmp, rf->dirfd, rf->base))
+		return -errno;
+	if (s->fsync && fsync(rf->dirfd))
+		return -errno;
+	return 0;
+}
+
+static void finalize(struct recv_session *s, uint64_t id)
+{
+	struct pxfer_rfile *rf = &s->tab.f[id];
+	char text[PXFER_TEXT_MAX + 1];
+	int err = rf->end_code ? rf->end_code : rf->err;
+
+	if (!err)
+		err = -finish_file(s, rf);
+	if (!err) {
+		s->files++;
+		s->bytes += rf->total;
+		reply_status(s, PXFER_MSG_FILE_DONE, id, 0, NULL);
+		rfile_drop(s, id, 0);
+		return;
+	}
+	if (rf->end_code) {
+		snprintf(text, sizeof(text), "the sender could not read it: %s",
+			 strerror(err));
+	} else {
+		snprintf(text, sizeof(text), "cannot write it: %s", strerror(err));
+		if (!s->o->quiet)
+			error("cannot write '%s': %s", rf->path, strerror(err));
+	}
+	s->failed++;
+	reply_status(s, PXFER_MSG_FILE_DONE, id, err, text);
+	rfile_drop(s, id, 1);
+}
+
+static void apply_dirs(struct recv_session *s)
+{
+	/* deepest first: setting a mode may forbid entering what is below */
+	for (size_t i = s->ndirs; i-- > 0;) {
+		struct rdir *d = &s->dirs[i];
+		int fd = pxfer_path_open_dir(s->basefd, d->path);
+
+		if (fd < 0)
+			continue;
+		if (fchmod(fd, d->mode & 01777) || futimens(fd, d->times))
+			warning("cannot set the mode or time of '%s': %s",
+				d->path, strerror(errno));
+		close(fd);
+	}
+}
+
+static void free_dirs(struct recv_session *s)
+{
+	for (size_t i = 0; i < s->ndirs; i++)
+		free(s->dirs[i].path);
+	free(s->dirs);
+	s->dirs = NULL;
+	s->ndirs = s->dirs_cap = 0;
+}
+
+/* ---- control ---------------------------------------------------------- */
+
+static int on_fin(struct recv_session *s, const struct pxfer_fin *fin)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_ACK };
+
+	if (s->tab.used)
+		return -EPROTO;
+	apply_dirs(s);
+	atomic_store(&s->fin_seen, 1);
+	m.u.fin.files = s->files;
+	m.u.fin.bytes = s->bytes;
+	m.u.fin.code = 0;
+	if (pxfer_ctrl_queue(&s->ctrl, &m))
+		return -ENOMEM;
+	s->acked = 1;
+	return 0;
+}
+
+static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
+{
+	switch (m->type) {
+	case PXFER_MSG_FILE:
+		return on_file(s, &m->u.file);
+	case PXFER_MSG_FILE_END:
+		return pxfer_filetab_end(&s->tab, m->u.end.id, m->u.end.bytes,
+					 m->u.end.code);
+	case PXFER_MSG_FIN:
+		return on_fin(s, &m->u.fin);
+	case PXFER_MSG_ABORT:
+		pxfer_fail(&s->fail, PXFER_EXIT_FAIL,
+			   "the sender %s ended the session: %s", s->cconn->peer,
+			   m->u.error.text_len ? m->u.error.text
+					       : strerror(m->u.error.code));
+		return 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+static int grant_credits(struct recv_session *s)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_CREDIT };
+	struct pxfer_credit *c = &m.u.credit;
+	int ret;
+
+	for (unsigned int i = 0; i < s->nworkers; i++) {
+		struct rworker *w = &s->w[i];
+
+		c->worker = i;
+		pthread_mutex_lock(&w->lock);
+		c->count = pxfer_credits_collect(&w->cred, c->slots,
+						 PXFER_CREDIT_MAX);
+		pthread_mutex_unlock(&w->lock);
+		if (!c->count)
+			continue;
+		ret = pxfer_ctrl_queue(&s->ctrl, &m);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int read_control(struct recv_session *s)
+{
+	int ret, r;
+
+	ret = pxfer_ctrl_fill(&s->ctrl);
+	while (!pxfer_failed(&s->fail) && !s->acked) {
+		r = pxfer_ctrl_next(&s->ctrl, &s->msg);
+		if (r == 0)
+			break;
+		if (r > 0)
+			r = dispatch(s, &s->msg);
+		if (r < 0)
+			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+					  "protocol error from the sender %s (%s): %s",
+					  s->cconn->peer,
+					  r > -1000 ? pxfer_msg_name(s->msg.type) : "?",
+					  strerror(-r));
+	}
+	if (s->acked)
+		return 0;
+	if (ret == -EPIPE)
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "the sender %s went away before the transfer completed",
+				  s->cconn->peer);
+	if (ret < 0)
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "lost the connection to the sender %s: %s",
+				  s->cconn->peer, strerror(-ret));
+	return 0;
+}
+
+static int flush_all(struct recv_session *s, int timeout_ms)
+{
+	struct pollfd p = { .fd = s->t->conn_fd(s->cconn), .events = POLLOUT };
+	double end = pxfer_now() + timeout_ms / 1000.0;
+	int ret;
+
+	while (pxfer_ctrl_pending(&s->ctrl)) {
+		ret = pxfer_ctrl_flush(&s->ctrl);
+		if (ret)
+			return ret;
+		if (!pxfer_ctrl_pending(&s->ctrl))
+			break;
+		if (pxfer_now() > end)
+			return -ETIMEDOUT;
+		poll(&p, 1, 100);
+	}
+	return 0;
+}
+
+static int coordinate(struct recv_session *s)
+{
+	struct pollfd p[3];
+	uint64_t id;
+	int ret;
+
+	if (grant_credits(s))
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
+	while (!pxfer_failed(&s->fail) && !s->acked) {
+		ret = pxfer_ctrl_flush(&s->ctrl);
+		if (ret)
+			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+					  "lost the connection to the sender %s: %s",
+					  s->cconn->peer, strerror(-ret));
+		p[0].fd = s->t->conn_fd(s->cconn);
+		p[0].events = POLLIN | (pxfer_ctrl_pending(&s->ctrl) ? POLLOUT : 0);
+		p[1].fd = s->ctrl.wake_fd;
+		p[1].events = POLLIN;
+		p[2].fd = s->sigfd;
+		p[2].events = POLLIN;
+		if (poll(p, 3, 1000) < 0 && errno != EINTR)
+			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "poll: %s",
+					  strerror(errno));
+		if (pxfer_signal_pending())
+			return pxfer_fail(&s->fail, PXFER_EXIT_INTR,
+					  "interrupted; incomplete files were removed");
+		pxfer_ctrl_drain_wake(&s->ctrl);
+		if (read_control(s))
+			break;
+		while (pxfer_filetab_pop_done(&s->tab, &id))
+			finalize(s, id);
+		if (grant_credits(s))
+			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
+	}
+	if (s->acked && flush_all(s, PXFER_HANDSHAKE_MS))
+		warning("could not confirm completion to the sender %s",
+			s->cconn->peer);
+	return pxfer_failed(&s->fail) ? -1 : 0;
+}
+
+/* ---- session set-up --------------------------------------------------- */
+
+static int send_challenge(struct recv_session *s, struct pxfer_conn *c,
+			  uint8_t *nonce)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_CHALLENGE };
+
+	m.u.challenge.magic = PXFER_MAGIC;
+	m.u.challenge.version = PXFER_PROTO_VERSION;
+	m.u.challenge.transport = s->t->wire_id;
+	pxfer_auth_nonce(m.u.challenge.nonce);
+	memcpy(nonce, m.u.challenge.nonce, PXFER_NONCE_LEN);
+	return pxfer_conn_send_msg(c, &m, PXFER_HANDSHAKE_MS);
+}
+
+static void send_refuse(struct pxfer_conn *c, int code, const char *text)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_REFUSE };
+
+	m.u.error.code = code;
+	m.u.error.text_len = strlen(text);
+	memcpy(m.u.error.text, text, m.u.error.text_len + 1);
+	pxfer_conn_send_msg(c, &m, 1000);
+}
+
+static int worker_init(struct recv_session *s, struct rworker *w,
+		       uint8_t *blob, uint16_t *blob_len)
+{
+	int ret;
+
+	w->s = s;
+	w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->wake_fd < 0)
+		return -errno;
+	ret = -pthread_mutex_init(&w->lock, NULL);
+	if (ret)
+		return ret;
+	w->lock_init = 1;
+	ret = pxfer_credits_init(&w->cred, s->wel.slots, 1);
+	if (ret)
+		return ret;
+	w->slots = calloc(s->wel.slots, sizeof(*w->slots));
+	if (!w->slots)
+		return -ENOMEM;
+	ret = pxfer_ring_init(&w->ring, s->wel.slots, s->wel.chunk_size);
+	if (ret)
+		return ret;
+	ret = pxfer_io_create(s->o->io, &w->ring, s->wel.slots * 4, &w->io);
+	if (ret)
+		return ret;
+	return s->t->ring_register(w->conn, &w->ring, blob, blob_len);
+}
+
+static void worker_release(struct recv_session *s, struct rworker *w)
+{
+	if (w->io)
+		pxfer_io_destroy(w->io);
+	if (w->conn)
+		s->t->close(w->conn);
+	pxfer_ring_release(&w->ring);
+	free(w->slots);
+	pxfer_credits_release(&w->cred);
+	if (w->lock_init)
+		pthread_mutex_destroy(&w->lock);
+	if (w->wake_fd >= 0)
+		close(w->wake_fd);
+}
+
+/* One data connection: prove it belongs to this session, set up its worker. */
+static int accept_data(struct recv_session *s, struct pxfer_conn *c)
+{
+	struct pxfer_msg *m = &s->msg;
+	uint8_t nonce[PXFER_NONCE_LEN], mac[PXFER_MAC_LEN];
+	struct rworker *w;
+	uint16_t blob_len = 0;
+	uint8_t blob[PXFER_BLOB_MAX];
+	int ret;
+
+	ret = send_challenge(s, c, nonce);
+	if (!ret)
+		ret = pxfer_conn_recv_msg(c, m, PXFER_HANDSHAKE_MS);
+	if (ret)
+		return ret;
+	if (m->type == PXFER_MSG_HELLO) {
+		send_refuse(c, EBUSY, "the receiver is busy with another session; try again later");
+		return -EBUSY;
+	}
+	if (m->type != PXFER_MSG_DATA_HELLO)
+		return -EPROTO;
+	pxfer_auth_data_mac(s->session_key, nonce, m->u.data_hello.session,
+			    m->u.data_hello.worker, mac);
+	if (m->u.data_hello.session != s->wel.session ||
+	    !pxfer_auth_equal(mac, m->u.data_hello.mac)) {
+		send_refuse(c, EACCES, "not part of this session");
+		return -EACCES;
+	}
+	if (m->u.data_hello.worker >= s->nworkers ||
+	    s->w[m->u.data_hello.worker].conn)
+		return -EPROTO;
+	w = &s->w[m->u.data_hello.worker];
+	w->conn = c;
+	ret = worker_init(s, w, blob, &blob_len);
+	if (ret)
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+				  "cannot set up worker %u: %s%s", w->idx,
+				  strerror(-ret),
+				  ret == -ENOMEM ? " (raise 'ulimit -l' or lower --ring-mem)" : "");
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_DATA_WELCOME;
+	m->u.data_welcome.worker = w->idx;
+	m->u.data_welcome.blob_len = blob_len;
+	memcpy(m->u.data_welcome.blob, blob, blob_len);
+	return pxfer_conn_send_msg(c, m, PXFER_HANDSHAKE_MS);
+}
+
+static int accept_workers(struct recv_session *s)
+{
+	double end = pxfer_now() + PXFER_HANDSHAKE_MS / 1000.0;
+	unsigned int have = 0;
+	struct pxfer_conn *c;
+	int ret;
+
+	while (have < s->nworkers) {
+		struct pollfd p = { .fd = s->t->listener_fd(s->l), .events = POLLIN };
+		int left = (int)((end - pxfer_now()) * 1000);
+
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+					  "the sender %s opened %u of %u data connections in time",
+					  s->cconn->peer, have, s->nworkers);
+		ret = s->t->accept(s->l, &c);
+		if (ret)
+			continue;
+		ret = accept_data(s, c);
+		if (pxfer_failed(&s->fail))
+			return -1;
+		if (ret) {
+			verbose("refused a connection from %s: %s", c->peer,
+				strerror(-ret));
+			s->t->close(c);
+			continue;
+		}
+		have++;
+	}
+	for (unsigned int i = 0; i < s->nworkers; i++) {
+		ret = pthread_create(&s->w[i].thread, NULL, rw_main, &s->w[i]);
+		if (ret)
+			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+					  "cannot start a worker thread: %s",
+					  strerror(ret));
+		s->w[i].started = 1;
+	}
+	return 0;
+}
+
+static unsigned int pick_slots(const struct pxfer_recv_opts *o,
+			       unsigned int workers, uint32_t chunk)
+{
+	uint64_t n = o->ring_mem / ((uint64_t)workers * chunk);
+
+	if (n < 2)
+		n = 2;
+	if (n > PXFER_SLOTS_MAX)
+		n = PXFER_SLOTS_MAX;
+	return n;
+}
+
+static int open_dest(struct recv_session *s, const struct pxfer_hello *h)
+{
+	int ret;
+
+	if (!h->dest_len) {
+		s->basefd = dup(s->rootfd);
+		return s->basefd < 0 ? -errno : 0;
+	}
+	ret = pxfer_path_check(h->dest, h->dest_len);
+	if (!ret)
+		ret = pxfer_path_mkdir(s->rootfd, h->dest, 0755);
+	if (!ret) {
+		s->basefd = pxfer_path_open_dir(s->rootfd, h->dest);
+		if (s->basefd < 0)
+			ret = s->basefd;
+	}
+	return ret;
+}
+
+/* The HELLO is authentic: agree on parameters and send the WELCOME. */
+static int welcome(struct recv_session *s, const struct pxfer_hello *h,
+		   const uint8_t *nonce_r)
+{
+	const struct pxfer_recv_opts *o = s->o;
+	unsigned long nofile = pxfer_raise_nofile();
+	struct pxfer_msg m = { .type = PXFER_MSG_WELCOME };
+	struct pxfer_welcome *wel = &m.u.welcome;
+	uint32_t chunk = h->chunk_size, page = sysconf(_SC_PAGESIZE);
+	int ret;
+
+	if (chunk > o->max_chunk)
+		chunk = o->max_chunk;
+	chunk -= chunk % page;
+	if (chunk < PXFER_CHUNK_MIN)
+		chunk = PXFER_CHUNK_MIN;
+	wel->chunk_size = chunk;
+	wel->workers = h->workers;
+	wel->slots = pick_slots(o, h->workers, chunk);
+	/* every file in flight holds two descriptors: the file, its directory */
+	wel->max_files = MAX_FILES;
+	if (nofile < 2 * MAX_FILES + 256)
+		wel->max_files = nofile > 320 ? (nofile - 256) / 2 : 32;
+	randombytes_buf(&wel->session, sizeof(wel->session));
+	pxfer_auth_welcome_mac(&o->secret, nonce_r, h->nonce, wel->session,
+			       wel->mac);
+	s->wel = *wel;
+	s->fsync = o->fsync || (h->flags & PXFER_HELLO_FSYNC);
+	s->nworkers = wel->workers;
+	ret = pxfer_filetab_init(&s->tab, wel->max_files, s->ctrl.wake_fd);
+	if (ret)
+		return ret;
+	s->tab_init = 1;
+	s->w = calloc(s->nworkers, sizeof(*s->w));
+	if (!s->w)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < s->nworkers; i++) {
+		s->w[i].idx = i;
+		s->w[i].wake_fd = -1;
+	}
+	return pxfer_conn_send_msg(s->cconn, &m, PXFER_HANDSHAKE_MS);
+}
+
+static void session_release(struct recv_session *s)
+{
+	if (s->w) {
+		atomic_store(&s->stop, 1);
+		for (unsigned int i = 0; i < s->nworkers; i++) {
+			if (pxfer_failed(&s->fail) && s->w[i].conn)
+				s->t->shutdown(s->w[i].conn);
+			if (s->w[i].wake_fd >= 0)
+				pxfer_wake(s->w[i].wake_fd);
+		}
+		for (unsigned int i = 0; i < s->nworkers; i++)
+			if (s->w[i].started)
+				pthread_join(s->w[i].thread, NULL);
+		for (unsigned int i = 0; i < s->nworkers; i++)
+			worker_release(s, &s->w[i]);
+		free(s->w);
+		s->w = NULL;
+	}
+	if (s->tab_init) {
+		/* what did not complete never shows under its real name */
+		for (unsigned int i = 0; i < s->tab.n; i++)
+			if (s->tab.f[i].used)
+				rfile_drop(s, i, 1);
+		pxfer_filetab_release(&s->tab);
+		s->tab_init = 0;
+	}
+	free_dirs(s);
+	if (s->ctrl_init)
+		pxfer_ctrl_release(&s->ctrl);
+	s->ctrl_init = 0;
+	if (s->cconn)
+		s->t->close(s->cconn);
+	s->cconn = NULL;
+	if (s->basefd >= 0)
+		close(s->basefd);
+	s->basefd = -1;
+	pxfer_fail_release(&s->fail);
+}
+
+static void send_abort(struct recv_session *s)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_ABORT };
+
+	m.u.error.code = ECANCELED;
+	snprintf(m.u.error.text, sizeof(m.u.error.text), "%.*s",
+		 PXFER_TEXT_MAX, s->fail.msg);
+	m.u.error.text_len = strlen(m.u.error.text);
+	if (!pxfer_ctrl_queue(&s->ctrl, &m))
+		flush_all(s, 1000);
+}
+
+static void report(struct recv_session *s, double secs)
+{
+	char b[32], r[32];
+
+	if (s->o->quiet)
+		return;
+	info("pxfer: %s %llu files (%s) from %s in %.1f s (%s/s)%s",
+	     pxfer_failed(&s->fail) ? "failed after" : "received",
+	     (unsigned long long)s->files, pxfer_human(b, sizeof(b), s->bytes),
+	     s->cconn->peer, secs, pxfer_human(r, sizeof(r), secs > 0 ? s->bytes / secs : 0),
+	     s->failed ? "; some files failed" : "");
+}
+
+/* Run one session on an authenticated control connection. */
+static int run_session(struct recv_session *s, const struct pxfer_hello *h,
+		       const uint8_t *nonce_r)
+{
+	double t0 = pxfer_now();
+	int ret;
+
+	ret = pxfer_ctrl_init(&s->ctrl, s->cconn);
+	if (ret)
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
+	s->ctrl_init = 1;
+	s->fail.wake_fd = s->ctrl.wake_fd;
+	ret = open_dest(s, h);
+	if (ret) {
+		send_refuse(s->cconn, -ret, "cannot use the destination directory");
+		return pxfer_fail(&s->fail, PXFER_EXIT_FAIL,
+				  "refused a sender from %s: cannot use destination '%s': %s",
+				  s->cconn->peer, h->dest, strerror(-ret));
+	}
+	ret = welcome(s, h, nonce_r);
+	if (ret)
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "handshake with %s failed: %s", s->cconn->peer,
+				  strerror(-ret));
+	pxfer_auth_session_key(&s->o->secret, nonce_r, h->nonce, s->session_key);
+	verbose("session with %s: %u workers, %u KiB chunks, %u slots each",
+		s->cconn->peer, s->nworkers, s->wel.chunk_size >> 10, s->wel.slots);
+	if (!accept_workers(s))
+		coordinate(s);
+	if (pxfer_failed(&s->fail) && s->fail.exit_code != PXFER_EXIT_NET)
+		send_abort(s);
+	report(s, pxfer_now() - t0);
+	return pxfer_failed(&s->fail) ? -1 : 0;
+}
+
+/*
+ * A new connection on the listener: it must open with an authentic HELLO.
+ * Returns 1 if a session ran (successfully or not), 0 if the connection
+ * was turned away.
+ */
+static int serve_conn(struct recv_session *s, struct pxfer_conn *c)
+{
+	uint8_t nonce[PXFER_NONCE_LEN], mac[PXFER_MAC_LEN];
+	struct pxfer_msg *m = &s->msg;
+	struct pxfer_hello h;
+	int ret;
+
+	ret = send_challenge(s, c, nonce);
+	if (!ret)
+		ret = pxfer_conn_recv_msg(c, m, PXFER_HANDSHAKE_MS);
+	if (ret) {
+		verbose("dropped a connection from %s: %s", c->peer, strerror(-ret));
+		goto out_close;
+	}
+	if (m->type != PXFER_MSG_HELLO) {
+		send_refuse(c, EPROTO, "expected a HELLO");
+		goto out_close;
+	}
+	h = m->u.hello;
+	pxfer_auth_hello_mac(&s->o->secret, nonce, &h, mac);
+	if (!pxfer_auth_equal(mac, h.mac)) {
+		if (!s->o->quiet)
+			warning("refused a sender from %s: authentication failed (wrong secret)",
+				c->peer);
+		send_refuse(c, EACCES, "authentication failed");
+		goto out_close;
+	}
+	s->cconn = c;
+	ret = run_session(s, &h, nonce);
+	return 1;
+
+out_close:
+	s->t->close(c);
+	return 0;
+}
+
+static int check_dir(const struct pxfer_recv_opts *o, int *fdp)
+{
+	int fd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return error("cannot use '%s' as the receiving directory: %s%s",
+			     o->dir, strerror(errno),
+			     errno == ENOENT ? " (create it first)" : "");
+	if (faccessat(fd, ".", W_OK, AT_EACCESS)) {
+		close(fd);
+		return error("cannot write into '%s': %s", o->dir,
+			     strerror(errno));
+	}
+	*fdp = fd;
+	return 0;
+}
+
+static int listen_on(struct recv_session *s)
+{
+	const struct pxfer_recv_opts *o = s->o;
+	int ret = s->t->listen(o->bind, o->port, &s->l);
+
+	if (ret == -EADDRINUSE)
+		return error("port %s is in use (another 'pxfer recv'? choose another with --port)",
+			     o->port);
+	if (ret)
+		return error("cannot listen on %s port %s: %s",
+			     o->bind ? o->bind : "any address", o->port,
+			     strerror(-ret));
+	return 0;
+}
+
+int pxfer_recv(const struct pxfer_recv_opts *o)
+{
+	struct recv_session *s;
+	int code = PXFER_EXIT_OK, ret;
+
+	if (pxfer_auth_init())
+		return error("cannot initialise the crypto library"), PXFER_EXIT_LOCAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return PXFER_EXIT_LOCAL;
+	s->o = o;
+	s->basefd = -1;
+	s->rootfd = -1;
+	s->t = pxfer_transport_find(o->transport && strcmp(o->transport, "auto")
+				    ? o->transport : "tcp");
+	if (!s->t) {
+		error("transport '%s' is not available in this build (use 'tcp' or 'auto')",
+		      o->transport);
+		free(s);
+		return PXFER_EXIT_USAGE;
+	}
+	s->sigfd = pxfer_signals_install();
+	if (check_dir(o, &s->rootfd)) {
+		free(s);
+		return PXFER_EXIT_USAGE;
+	}
+	if (listen_on(s)) {
+		close(s->rootfd);
+		free(s);
+		return PXFER_EXIT_NET;
+	}
+	if (!o->quiet)
+		info("pxfer: receiving into '%s' on %s (%s)", o->dir, s->l->addr,
+		     s->t->name);
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = s->t->listener_fd(s->l), .events = POLLIN },
+			{ .fd = s->sigfd, .events = POLLIN },
+		};
+		struct pxfer_conn *c;
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pxfer_signal_pending()) {
+			code = PXFER_EXIT_INTR;
+			break;
+		}
+		if (!(p[0].revents & POLLIN) || s->t->accept(s->l, &c))
+			continue;
+		memset(&s->fail, 0, sizeof(s->fail));
+		pxfer_fail_init(&s->fail, -1);
+		s->acked = 0;
+		atomic_store(&s->stop, 0);
+		atomic_store(&s->fin_seen, 0);
+		s->files = s->bytes = s->failed = 0;
+		ret = serve_conn(s, c);
+		if (ret) {
+			code = pxfer_failed(&s->fail) ? s->fail.exit_code
+			       : s->failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
+			session_release(s);
+			if (o->once || code == PXFER_EXIT_INTR)
+				break;
+		} else {
+			pxfer_fail_release(&s->fail);
+		}
+	}
+	s->t->listener_close(s->l);
+	close(s->rootfd);
+	free(s);
+	return code;
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A worker's ring of fixed-size slots, allocated once, page-aligned: the
+ * same memory is the io_uring fixed buffer and (with the rdma transport)
+ * the registered memory region. A chunk goes disk -> slot -> wire -> slot
+ * -> disk without a copy.
+ */
+#ifndef PXFER_RING_H
+#define PXFER_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct pxfer_ring {
+	uint8_t *base;
+	size_t slot_size;
+	unsigned int nslots;
+	size_t bytes;
+};
+
+/* pxfer_ring_init - map @nslots slots of @slot_size bytes; 0 or -errno. */
+int pxfer_ring_init(struct pxfer_ring *r, unsigned int nslots, size_t slot_size);
+void pxfer_ring_release(struct pxfer_ring *r);
+
+static inline uint8_t *pxfer_ring_slot(const struct pxfer_ring *r,
+				       unsigned int i)
+{
+	return r->base + (size_t)i * r->slot_size;
+}
+
+#endif

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "session.h"
+
+int pxfer_fail_init(struct pxfer_fail *f, int wake_fd)
+{
+	memset(f, 0, sizeof(*f));
+	f->wake_fd = wake_fd;
+	return -pthread_mutex_init(&f->lock, NULL);
+}
+
+void pxfer_fail_release(struct pxfer_fail *f)
+{
+	pthread_mutex_destroy(&f->lock);
+}
+
+int pxfer_fail(struct pxfer_fail *f, int exit_code, const char *fmt, ...)
+{
+	va_list ap;
+	int first;
+
+	pthread_mutex_lock(&f->lock);
+	first = !atomic_load(&f->failed);
+	if (first) {
+		va_start(ap, fmt);
+		vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
+		va_end(ap);
+		f->exit_code = exit_code;
+		atomic_store_explicit(&f->failed, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&f->lock);
+	if (first) {
+		error("%s", f->msg);
+		if (f->wake_fd >= 0)
+			pxfer_wake(f->wake_fd);
+	}
+	return -1;
+}
+
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t sig_seen;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	sig_seen = sig;
+	if (write(sig_pipe[1], &c, 1) < 0) {
+		/* the pipe is full: a signal is already pending */
+	}
+	errno = saved;
+}
+
+int pxfer_signals_install(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	signal(SIGPIPE, SIG_IGN);
+	if (sig_pipe[0] >= 0)
+		return sig_pipe[0];
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK))
+		return -errno;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return sig_pipe[0];
+}
+
+int pxfer_signal_pending(void)
+{
+	return sig_seen;
+}
+
+unsigned long pxfer_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return 1024;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max > 65536 ? 65536 : rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return rl.rlim_cur;
+}
+
+double pxfer_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+const char *pxfer_human(char *buf, size_t len, double bytes)
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	int u = 0;
+
+	while (bytes >= 1024 && u < 5) {
+		bytes /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%.0f B", bytes);
+	else
+		snprintf(buf, len, "%.1f %s", bytes, unit[u]);
+	return buf;
+}
+
+void pxfer_wake(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0) {
+		/* counter saturated: a wake-up is pending anyway */
+	}
+}
+
+void pxfer_drain(int fd)
+{
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* nothing pending */
+	}
+}

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the sender and the receiver sessions share: the first-error-wins
+ * failure record that stops every thread, signal delivery to the
+ * coordinator's poll loop, and small helpers.
+ */
+#ifndef PXFER_SESSION_H
+#define PXFER_SESSION_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#define PXFER_HANDSHAKE_MS 15000
+
+struct pxfer_fail {
+	pthread_mutex_t lock;
+	atomic_int failed;
+	int exit_code;
+	int wake_fd;		/* written on failure: the coordinator wakes */
+	char msg[512];
+};
+
+int pxfer_fail_init(struct pxfer_fail *f, int wake_fd);
+void pxfer_fail_release(struct pxfer_fail *f);
+/*
+ * pxfer_fail - record a session-ending failure and print it; only the
+ * first one is printed (the rest are its consequences). Returns -1.
+ */
+__attribute__((format(printf, 3, 4)))
+int pxfer_fail(struct pxfer_fail *f, int exit_code, const char *fmt, ...);
+
+static inline int pxfer_failed(struct pxfer_fail *f)
+{
+	return atomic_load_explicit(&f->failed, memory_order_acquire);
+}
+
+/*
+ * pxfer_signals_install - route SIGINT and SIGTERM to a pipe; returns its
+ * read end (pollable) or -errno. SIGPIPE is ignored.
+ */
+int pxfer_signals_install(void);
+/* pxfer_signal_pending - the signal number received, or 0 */
+int pxfer_signal_pending(void);
+
+/* pxfer_raise_nofile - raise the soft open-file limit; returns the limit */
+unsigned long pxfer_raise_nofile(void);
+
+double pxfer_now(void);
+
+/* pxfer_human - "1.5 GiB" into @buf */
+const char *pxfer_human(char *buf, size_t len, double bytes);
+
+/* pxfer_wake - bump an eventfd */
+void pxfer_wake(int fd);
+void pxfer_drain(int fd);
+
+#endif
