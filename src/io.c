@@ -43,8 +43,10 @@ int pxfer_io_create(const char *kind, const struct pxfer_ring *ring,
 		return -EINVAL;
 	ret = io_try(&pxfer_io_uring_ops, pxfer_io_uring_size(), ring, depth,
 		     out);
-	if (!ret || !strcmp(kind, "uring") || ret == -ENOMEM)
+	if (!ret || ret == -ENOMEM)
 		return ret;
+	if (!strcmp(kind, "uring"))
+		return -ENOSYS;
 	if (!atomic_exchange(&fallback_warned, 1))
 		warning("io_uring is unavailable (%s); using pread/pwrite",
 			strerror(-ret));
