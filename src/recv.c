@@ -648,7 +648,8 @@ static int read_control(struct recv_session *s)
 
 static int flush_all(struct recv_session *s, int timeout_ms)
 {
-	struct pollfd p = { .fd = s->t->conn_fd(s->cconn), .events = POLLOUT };
+	struct pollfd p = { .fd = s->t->conn_fd(s->cconn),
+			    .events = s->t->poll_events(s->cconn, 1) };
 	double end = pxfer_now() + timeout_ms / 1000.0;
 	int ret;
 
@@ -680,7 +681,8 @@ static int coordinate(struct recv_session *s)
 					  "lost the connection to the sender %s: %s",
 					  s->cconn->peer, strerror(-ret));
 		p[0].fd = s->t->conn_fd(s->cconn);
-		p[0].events = POLLIN | (pxfer_ctrl_pending(&s->ctrl) ? POLLOUT : 0);
+		p[0].events = s->t->poll_events(s->cconn,
+						pxfer_ctrl_pending(&s->ctrl) > 0);
 		p[1].fd = s->ctrl.wake_fd;
 		p[1].events = POLLIN;
 		p[2].fd = s->sigfd;
@@ -749,7 +751,8 @@ static int worker_init(struct recv_session *s, struct rworker *w,
 	w->slots = calloc(s->wel.slots, sizeof(*w->slots));
 	if (!w->slots)
 		return -ENOMEM;
-	ret = pxfer_ring_init(&w->ring, s->wel.slots, s->wel.chunk_size);
+	ret = pxfer_ring_init(&w->ring, s->wel.slots, s->wel.chunk_size,
+			      s->t->ring_hdr);
 	if (ret)
 		return ret;
 	ret = pxfer_io_create(s->o->io, &w->ring, s->wel.slots * 4, &w->io);

@@ -6,24 +6,28 @@
 
 #include "ring.h"
 
-int pxfer_ring_init(struct pxfer_ring *r, unsigned int nslots, size_t slot_size)
+int pxfer_ring_init(struct pxfer_ring *r, unsigned int nslots, size_t slot_size,
+		    size_t hdr_size)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t stride = slot_size + hdr_size;
 	void *p;
 
 	memset(r, 0, sizeof(*r));
-	if (!nslots || !slot_size || slot_size % page)
+	if (!nslots || !slot_size || slot_size % page || hdr_size % page)
 		return -EINVAL;
-	if (slot_size > SIZE_MAX / nslots)
+	if (stride < slot_size || stride > SIZE_MAX / nslots)
 		return -EOVERFLOW;
-	p = mmap(NULL, slot_size * nslots, PROT_READ | PROT_WRITE,
+	p = mmap(NULL, stride * nslots, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	r->base = p;
+	r->hdr_size = hdr_size;
 	r->slot_size = slot_size;
+	r->stride = stride;
 	r->nslots = nslots;
-	r->bytes = slot_size * nslots;
+	r->bytes = stride * nslots;
 	return 0;
 }
 

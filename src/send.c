@@ -108,22 +108,28 @@ struct send_session {
 
 static void sw_wait(struct sworker *w)
 {
-	struct pollfd p[2] = {
+	struct send_session *s = w->s;
+	struct pollfd p[3] = {
 		{ .fd = w->wake_fd, .events = POLLIN },
+		{ .fd = s->t->conn_fd(w->conn), .events = POLLIN },
 		{ .fd = w->io->event_fd, .events = POLLIN },
 	};
 
-	poll(p, w->io->event_fd >= 0 ? 2 : 1, 1000);
+	poll(p, w->io->event_fd >= 0 ? 3 : 2, 1000);
 	pxfer_drain(w->wake_fd);
 }
 
-static void sw_reap_sent(struct sworker *w)
+static int sw_reap_sent(struct sworker *w)
 {
 	struct send_session *s = w->s;
 	uint16_t done[REAP_BATCH];
 	int n;
 
-	while ((n = s->t->reap_sent(w->conn, done, REAP_BATCH)) > 0) {
+	while ((n = s->t->reap_sent(w->conn, done, REAP_BATCH)) != 0) {
+		if (n < 0)
+			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+					  "data connection %u to %s failed: %s",
+					  w->idx, w->conn->peer, strerror(-n));
 		for (int k = 0; k < n; k++) {
 			struct sslot *ss = &w->slots[done[k]];
 
@@ -135,6 +141,7 @@ static void sw_reap_sent(struct sworker *w)
 			pthread_mutex_unlock(&w->lock);
 		}
 	}
+	return 0;
 }
 
 /*
@@ -202,8 +209,7 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 				  w->conn->peer, w->idx, strerror(-ret));
 	atomic_fetch_add(&s->bytes_sent, d->len);
 	atomic_fetch_add(&s->chunks, 1);
-	sw_reap_sent(w);
-	return 0;
+	return sw_reap_sent(w);
 }
 
 static int sw_prep_read(struct sworker *w, unsigned int slot, unsigned int i)
@@ -289,7 +295,8 @@ static void *sw_main(void *arg)
 			if (sw_read_done(w, cqe[i].tag, cqe[i].res))
 				break;
 		busy |= n > 0;
-		sw_reap_sent(w);
+		if (sw_reap_sent(w))
+			break;
 		while (!pxfer_failed(&s->fail) && sw_fill_one(w) > 0)
 			busy = 1;
 		ret = w->io->ops->submit(w->io);
@@ -649,7 +656,8 @@ static int coordinate(struct send_session *s)
 					  "lost the connection to the receiver %s: %s",
 					  s->cconn->peer, strerror(-ret));
 		p[0].fd = s->t->conn_fd(s->cconn);
-		p[0].events = POLLIN | (pxfer_ctrl_pending(&s->ctrl) ? POLLOUT : 0);
+		p[0].events = s->t->poll_events(s->cconn,
+						pxfer_ctrl_pending(&s->ctrl) > 0);
 		p[1].fd = s->ctrl.wake_fd;
 		p[1].events = POLLIN;
 		p[2].fd = s->sigfd;
@@ -710,10 +718,11 @@ static int refused(struct send_session *s, const struct pxfer_msg *m,
 			  e->text_len ? e->text : strerror(e->code));
 }
 
-static int connect_conn(struct send_session *s, struct pxfer_conn **c)
+static int connect_conn(struct send_session *s, struct pxfer_conn **c,
+			int data)
 {
 	const struct pxfer_send_opts *o = s->o;
-	int ret = s->t->connect(o->host, o->port, o->bind, o->timeout_ms, c);
+	int ret = s->t->connect(o->host, o->port, o->bind, o->timeout_ms, data, c);
 
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
@@ -732,7 +741,7 @@ static int handshake(struct send_session *s)
 	uint8_t mac[PXFER_MAC_LEN];
 	int ret;
 
-	if (connect_conn(s, &s->cconn) || expect_challenge(s, s->cconn, &ch))
+	if (connect_conn(s, &s->cconn, 0) || expect_challenge(s, s->cconn, &ch))
 		return -1;
 	h.magic = PXFER_MAGIC;
 	h.version = PXFER_PROTO_VERSION;
@@ -784,7 +793,7 @@ static int worker_connect(struct send_session *s, struct sworker *w)
 	struct pxfer_challenge ch;
 	int ret;
 
-	if (connect_conn(s, &w->conn) || expect_challenge(s, w->conn, &ch))
+	if (connect_conn(s, &w->conn, 1) || expect_challenge(s, w->conn, &ch))
 		return -1;
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_HELLO;
@@ -833,7 +842,8 @@ static int worker_init(struct send_session *s, struct sworker *w)
 	w->slots = calloc(wel->slots, sizeof(*w->slots));
 	if (!w->slots)
 		return -ENOMEM;
-	ret = pxfer_ring_init(&w->ring, wel->slots, wel->chunk_size);
+	ret = pxfer_ring_init(&w->ring, wel->slots, wel->chunk_size,
+			      s->t->ring_hdr);
 	if (ret)
 		return ret;
 	ret = pxfer_io_create(s->o->io, &w->ring, wel->slots * 4, &w->io);

@@ -238,7 +238,7 @@ out_close:
 }
 
 static int tcp_connect(const char *host, const char *port,
-		       const char *bind_addr, int timeout_ms,
+		       const char *bind_addr, int timeout_ms, int data,
 		       struct pxfer_conn **out)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
@@ -265,6 +265,11 @@ static int tcp_connect(const char *host, const char *port,
 static int tcp_conn_fd(struct pxfer_conn *c)
 {
 	return to_tcp(c)->fd;
+}
+
+static short tcp_poll_events(struct pxfer_conn *c, int want_send)
+{
+	return POLLIN | (want_send ? POLLOUT : 0);
 }
 
 static ssize_t tcp_send(struct pxfer_conn *c, const void *buf, size_t len)
@@ -458,7 +463,10 @@ const struct pxfer_transport_ops pxfer_tcp_ops = {
 	.accept = tcp_accept,
 	.listener_close = tcp_listener_close,
 	.connect = tcp_connect,
+	.ring_hdr = 0,
+	.pins_memory = 0,
 	.conn_fd = tcp_conn_fd,
+	.poll_events = tcp_poll_events,
 	.send = tcp_send,
 	.recv = tcp_recv,
 	.ring_register = tcp_ring_register,

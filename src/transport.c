@@ -11,6 +11,8 @@ const struct pxfer_transport_ops *pxfer_transport_find(const char *name)
 {
 	if (!strcmp(name, "tcp"))
 		return &pxfer_tcp_ops;
+	if (!strcmp(name, "rdma"))
+		return &pxfer_rdma_ops;
 	return NULL;
 }
 
@@ -24,7 +26,8 @@ static int64_t now_ms(void)
 
 static int wait_fd(struct pxfer_conn *c, short ev, int64_t deadline)
 {
-	struct pollfd p = { .fd = c->ops->conn_fd(c), .events = ev };
+	struct pollfd p = { .fd = c->ops->conn_fd(c),
+			    .events = c->ops->poll_events(c, ev == POLLOUT) };
 	int64_t left = deadline - now_ms();
 	int ret;
 

@@ -38,6 +38,8 @@ typedef int (*pxfer_chunk_check_fn)(void *arg, const struct pxfer_chunk *ch);
 struct pxfer_transport_ops {
 	const char *name;
 	uint16_t wire_id;	/* CHALLENGE.transport */
+	size_t ring_hdr;	/* header room each ring slot needs (page multiple) */
+	int pins_memory;	/* rings are pinned: RLIMIT_MEMLOCK applies */
 
 	int (*listen)(const char *bind, const char *port,
 		      struct pxfer_listener **out);
@@ -45,11 +47,15 @@ struct pxfer_transport_ops {
 	int (*accept)(struct pxfer_listener *l, struct pxfer_conn **out);
 	void (*listener_close)(struct pxfer_listener *l);
 
+	/* @data: a data connection (0: the control connection) */
 	int (*connect)(const char *host, const char *port, const char *bind,
-		       int timeout_ms, struct pxfer_conn **out);
+		       int timeout_ms, int data, struct pxfer_conn **out);
 
-	/* pollable descriptor: readable when recv or recv_chunk has work */
+	/* pollable descriptor: readable when recv, recv_chunk or reap_sent
+	 * has work, or when the connection changed state */
 	int (*conn_fd)(struct pxfer_conn *c);
+	/* poll events to wait for on conn_fd; @want_send: data is queued */
+	short (*poll_events)(struct pxfer_conn *c, int want_send);
 	/* non-blocking: bytes taken, or -EAGAIN */
 	ssize_t (*send)(struct pxfer_conn *c, const void *buf, size_t len);
 	/* non-blocking: bytes read, 0 when the peer closed, or -EAGAIN */
@@ -65,7 +71,8 @@ struct pxfer_transport_ops {
 	/* sender: put the chunk in flight into remote slot ch->slot */
 	int (*send_chunk)(struct pxfer_conn *c, const struct pxfer_chunk *ch,
 			  const void *payload);
-	/* sender: slots whose sends completed, so they may be reused */
+	/* sender: slots whose sends completed, so they may be reused;
+	 * a negative errno if the connection failed */
 	int (*reap_sent)(struct pxfer_conn *c, uint16_t *slots,
 			 unsigned int max);
 	/* receiver: 1 with a chunk in its slot of @r, 0 if none is ready,
@@ -80,6 +87,15 @@ struct pxfer_transport_ops {
 };
 
 extern const struct pxfer_transport_ops pxfer_tcp_ops;
+extern const struct pxfer_transport_ops pxfer_rdma_ops;
+
+/*
+ * pxfer_rdma_probe - 1 if an active RDMA device routes to @host (so
+ * --transport auto picks rdma), 0 if not; describes the choice in @why.
+ */
+int pxfer_rdma_probe(const char *host, const char *bind, char *why, size_t len);
+/* pxfer_rdma_available - 1 if this host has an RDMA device at all */
+int pxfer_rdma_available(void);
 
 /* pxfer_transport_find - the ops for "tcp" (or "rdma"), or NULL */
 const struct pxfer_transport_ops *pxfer_transport_find(const char *name);
