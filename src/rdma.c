@@ -52,7 +52,7 @@
 #define RDMA_SMALL_BUF		256	/* handshake messages on data QPs */
 #define RDMA_DATA_SENDS		4
 #define RDMA_SRQ_BASE		128
-#define RDMA_SRQ_MAX		16384
+#define RDMA_SRQ_MAX		4096
 #define RDMA_CQ_SIZE		32768
 #define RDMA_MSG_HDR		4	/* u16 credits returned, u16 reserved */
 #define RDMA_RX_Q		(RDMA_CTRL_BUFS + 8)
@@ -121,6 +121,10 @@ struct rdma_conn {
 	atomic_int peer_closed;
 	atomic_int closing;
 	atomic_int wc_error;		/* an ibv_wc_status, 0 if none */
+	atomic_uint wr_out;		/* send WRs posted, not yet retired */
+	atomic_uint wr_max;		/* the most ever outstanding */
+	unsigned int sq_depth;		/* max_send_wr of the QP */
+	uint64_t chunks;
 	/* received messages (control, and handshakes on data QPs) */
 	struct rx_entry rx[RDMA_RX_Q];
 	unsigned int rx_head, rx_count;
@@ -350,8 +354,10 @@ static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
 			c->send_free |= 1ull << idx;
 	} else if (kind == WR_SEND) {
 		c->send_free |= 1ull << idx;
+		atomic_fetch_sub(&c->wr_out, 1);
 	} else if (kind == WR_DATA) {
 		slotq_push(c, idx);
+		atomic_fetch_sub(&c->wr_out, 2);
 	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		slotq_push(c, ntohl(wc->imm_data) & 0xffff);
 	} else if (kind == WR_CTRL_RECV) {
@@ -803,6 +809,7 @@ static int conn_qp(struct rdma_conn *c, unsigned int send_wr)
 		return ret;
 	if (rdma_create_qp(c->id, ctx->pd, &qa))
 		return -errno;
+	c->sq_depth = qa.cap.max_send_wr;
 	if (c->kind == KIND_CTRL)
 		for (unsigned int i = 0; i < RDMA_CTRL_BUFS; i++) {
 			ret = ctrl_recv_post(c, i);
@@ -890,6 +897,10 @@ static void rt_close(struct pxfer_conn *pc)
 {
 	struct rdma_conn *c = to_rconn(pc);
 
+	if (c->chunks)
+		verbose("rdma: data connection to %s: %llu chunks, at most %u work requests outstanding (credit bound %u, send queue depth %u)",
+			c->conn.peer, (unsigned long long)c->chunks,
+			atomic_load(&c->wr_max), 2 * c->ring->nslots, c->sq_depth);
 	/* let a last message (ACK, ABORT) leave before the QP goes away */
 	if (c->id && c->id->qp && atomic_load(&c->established))
 		conn_wait(c, sends_done, 2000);
@@ -947,6 +958,36 @@ static int resolve(const char *host, const char *port, int passive,
 	if (ret == EAI_NONAME || ret == EAI_NODATA)
 		return -EHOSTUNREACH;
 	return ret ? -EINVAL : 0;
+}
+
+/* say which device, port and GID the route uses (-v) */
+static void describe_route(struct rdma_cm_id *id, const char *peer)
+{
+	const union ibv_gid *sgid = &id->route.addr.addr.ibaddr.sgid;
+	struct ibv_port_attr pa;
+	char gid[INET6_ADDRSTRLEN] = "?";
+	const char *type = "unknown type";
+	int index = -1;
+
+	if (!pxfer_verbose || !id->verbs)
+		return;
+	inet_ntop(AF_INET6, sgid->raw, gid, sizeof(gid));
+	if (!ibv_query_port(id->verbs, id->port_num, &pa)) {
+		for (int i = 0; i < pa.gid_tbl_len && index < 0; i++) {
+			struct ibv_gid_entry e;
+
+			if (ibv_query_gid_ex(id->verbs, id->port_num, i, &e, 0))
+				continue;
+			if (memcmp(e.gid.raw, sgid->raw, sizeof(e.gid.raw)))
+				continue;
+			index = i;
+			type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" :
+			       e.gid_type == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1" : "IB";
+		}
+	}
+	verbose("rdma: to %s through device %s port %u, GID index %d (%s, %s)",
+		peer, ibv_get_device_name(id->verbs->device), id->port_num,
+		index, type, gid);
 }
 
 static int rt_connect_to(const char *host, const char *port,
@@ -1015,6 +1056,8 @@ static int rt_connect_to(const char *host, const char *port,
 	if (ret)
 		goto out_free;
 	format_addr(rdma_get_peer_addr(c->id), c->conn.peer, sizeof(c->conn.peer));
+	if (kind == KIND_CTRL)
+		describe_route(c->id, c->conn.peer);
 	freeaddrinfo(dst);
 	if (src)
 		freeaddrinfo(src);
@@ -1157,6 +1200,8 @@ static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 	if (ret)
 		goto out_free;
 	format_addr(rdma_get_peer_addr(id), c->conn.peer, sizeof(c->conn.peer));
+	if (kind == KIND_CTRL)
+		describe_route(id, c->conn.peer);
 	*out = &c->conn;
 	return 0;
 
@@ -1215,6 +1260,16 @@ static int conn_error(struct rdma_conn *c)
 	}
 }
 
+/* count posted send WRs; the high-water mark shows the queue was bounded */
+static void note_posted(struct rdma_conn *c, unsigned int n)
+{
+	unsigned int out = atomic_fetch_add(&c->wr_out, n) + n;
+	unsigned int max = atomic_load(&c->wr_max);
+
+	while (out > max && !atomic_compare_exchange_weak(&c->wr_max, &max, out))
+		;
+}
+
 /* post one message from send buffer @i: the caller holds c->lock */
 static int post_msg(struct rdma_conn *c, unsigned int i, uint32_t len)
 {
@@ -1233,6 +1288,7 @@ static int post_msg(struct rdma_conn *c, unsigned int i, uint32_t len)
 
 	c->send_free &= ~(1ull << i);
 	c->peer_credits--;
+	note_posted(c, 1);
 	atomic_fetch_add(&c->ctx->inflight, 1);
 	if (ibv_post_send(c->id->qp, &wr, &bad)) {
 		atomic_fetch_sub(&c->ctx->inflight, 1);
@@ -1461,11 +1517,14 @@ static int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
 	wr[1].wr.rdma.remote_addr = rslot;
 	wr[1].wr.rdma.rkey = c->rkey;
 	atomic_fetch_add(&c->ctx->inflight, 1);
+	note_posted(c, 2);
 	if (ibv_post_send(c->id->qp, wr, &bad)) {
 		ret = -errno;
 		atomic_fetch_sub(&c->ctx->inflight, 1);
+		atomic_fetch_sub(&c->wr_out, 2);
 		return ret;
 	}
+	c->chunks++;
 	return 0;
 }
 

@@ -75,8 +75,10 @@ struct rdir {
 
 struct recv_session {
 	const struct pxfer_recv_opts *o;
-	const struct pxfer_transport_ops *t;
-	struct pxfer_listener *l;
+	const struct pxfer_transport_ops *t;	/* of the current session */
+	struct pxfer_listener *l;		/* that accepted it */
+	struct pxfer_listener *ls[2];		/* tcp and/or rdma */
+	unsigned int nls;
 	int rootfd;			/* the top directory (--dir) */
 	int basefd;			/* the destination below it */
 	struct pxfer_fail fail;
@@ -917,6 +919,19 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 	wel->max_files = MAX_FILES;
 	if (nofile < 2 * MAX_FILES + 256)
 		wel->max_files = nofile > 320 ? (nofile - 256) / 2 : 32;
+	if (s->t->pins_memory) {
+		uint64_t need = (uint64_t)wel->workers * wel->slots *
+				(chunk + s->t->ring_hdr) + (2u << 20);
+		uint64_t limit;
+		char msg[400];
+
+		if (pxfer_memlock_check(need, &limit)) {
+			pxfer_memlock_message(msg, sizeof(msg), need, limit);
+			send_refuse(s->cconn, ENOMEM, "the receiver cannot pin its ring memory (memlock limit); see its log");
+			pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "%s", msg);
+			return -ENOMEM;
+		}
+	}
 	randombytes_buf(&wel->session, sizeof(wel->session));
 	pxfer_auth_welcome_mac(&o->secret, nonce_r, h->nonce, wel->session,
 			       wel->mac);
@@ -1021,6 +1036,8 @@ static int run_session(struct recv_session *s, const struct pxfer_hello *h,
 				  s->cconn->peer, h->dest, strerror(-ret));
 	}
 	ret = welcome(s, h, nonce_r);
+	if (ret && pxfer_failed(&s->fail))
+		return -1;
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "handshake with %s failed: %s", s->cconn->peer,
@@ -1094,19 +1111,59 @@ static int check_dir(const struct pxfer_recv_opts *o, int *fdp)
 	return 0;
 }
 
-static int listen_on(struct recv_session *s)
+static int listen_one(struct recv_session *s, const struct pxfer_transport_ops *t,
+		      int quiet_fail)
 {
 	const struct pxfer_recv_opts *o = s->o;
-	int ret = s->t->listen(o->bind, o->port, &s->l);
+	struct pxfer_listener *l;
+	int ret = t->listen(o->bind, o->port, &l);
 
+	if (!ret) {
+		s->ls[s->nls++] = l;
+		return 0;
+	}
+	if (quiet_fail) {
+		verbose("not listening for %s: %s", t->name, strerror(-ret));
+		return 0;
+	}
 	if (ret == -EADDRINUSE)
 		return error("port %s is in use (another 'pxfer recv'? choose another with --port)",
 			     o->port);
-	if (ret)
-		return error("cannot listen on %s port %s: %s",
-			     o->bind ? o->bind : "any address", o->port,
+	if (ret == -EADDRNOTAVAIL || ret == -ENODEV)
+		return error("cannot listen for %s on %s port %s: %s (is an RDMA device up with that address? see 'rdma link')",
+			     t->name, o->bind ? o->bind : "any address", o->port,
 			     strerror(-ret));
-	return 0;
+	return error("cannot listen for %s on %s port %s: %s", t->name,
+		     o->bind ? o->bind : "any address", o->port, strerror(-ret));
+}
+
+/* auto: tcp always, rdma too when this host has a device */
+static int listen_all(struct recv_session *s)
+{
+	const char *name = s->o->transport ? s->o->transport : "auto";
+
+	if (!strcmp(name, "auto")) {
+		if (listen_one(s, &pxfer_tcp_ops, 0))
+			return -1;
+		if (pxfer_rdma_available())
+			listen_one(s, &pxfer_rdma_ops, 1);
+		return 0;
+	}
+	if (!strcmp(name, "rdma") && !pxfer_rdma_available())
+		return error("no RDMA device on this host (load rdma_rxe or siw for Soft-RoCE, or use --transport tcp)");
+	return listen_one(s, pxfer_transport_find(name), 0);
+}
+
+static void announce(struct recv_session *s)
+{
+	char where[256] = "";
+	size_t n = 0;
+
+	for (unsigned int i = 0; i < s->nls; i++)
+		n += snprintf(where + n, sizeof(where) - n, "%s%s (%s)",
+			      i ? " and " : "", s->ls[i]->addr,
+			      s->ls[i]->ops->name);
+	info("pxfer: receiving into '%s' on %s", s->o->dir, where);
 }
 
 int pxfer_recv(const struct pxfer_recv_opts *o)
@@ -1122,41 +1179,42 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 	s->o = o;
 	s->basefd = -1;
 	s->rootfd = -1;
-	s->t = pxfer_transport_find(o->transport && strcmp(o->transport, "auto")
-				    ? o->transport : "tcp");
-	if (!s->t) {
-		error("transport '%s' is not available in this build (use 'tcp' or 'auto')",
-		      o->transport);
-		free(s);
-		return PXFER_EXIT_USAGE;
-	}
 	s->sigfd = pxfer_signals_install();
 	if (check_dir(o, &s->rootfd)) {
 		free(s);
 		return PXFER_EXIT_USAGE;
 	}
-	if (listen_on(s)) {
-		close(s->rootfd);
-		free(s);
-		return PXFER_EXIT_NET;
+	if (listen_all(s)) {
+		code = PXFER_EXIT_NET;
+		goto out;
 	}
 	if (!o->quiet)
-		info("pxfer: receiving into '%s' on %s (%s)", o->dir, s->l->addr,
-		     s->t->name);
+		announce(s);
 	for (;;) {
-		struct pollfd p[2] = {
-			{ .fd = s->t->listener_fd(s->l), .events = POLLIN },
-			{ .fd = s->sigfd, .events = POLLIN },
-		};
+		struct pollfd p[3];
 		struct pxfer_conn *c;
+		unsigned int i;
 
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
+		for (i = 0; i < s->nls; i++) {
+			p[i].fd = s->ls[i]->ops->listener_fd(s->ls[i]);
+			p[i].events = POLLIN;
+		}
+		p[i].fd = s->sigfd;
+		p[i].events = POLLIN;
+		if (poll(p, s->nls + 1, -1) < 0 && errno != EINTR)
 			break;
 		if (pxfer_signal_pending()) {
 			code = PXFER_EXIT_INTR;
 			break;
 		}
-		if (!(p[0].revents & POLLIN) || s->t->accept(s->l, &c))
+		for (i = 0; i < s->nls; i++)
+			if (p[i].revents & POLLIN)
+				break;
+		if (i == s->nls)
+			continue;
+		s->l = s->ls[i];
+		s->t = s->l->ops;
+		if (s->t->accept(s->l, &c))
 			continue;
 		memset(&s->fail, 0, sizeof(s->fail));
 		pxfer_fail_init(&s->fail, -1);
@@ -1175,7 +1233,9 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 			pxfer_fail_release(&s->fail);
 		}
 	}
-	s->t->listener_close(s->l);
+out:
+	for (unsigned int i = 0; i < s->nls; i++)
+		s->ls[i]->ops->listener_close(s->ls[i]);
 	close(s->rootfd);
 	free(s);
 	return code;

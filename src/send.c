@@ -872,6 +872,17 @@ static int workers_start(struct send_session *s)
 	int ret;
 
 	s->nworkers = s->wel.workers;
+	if (s->t->pins_memory) {
+		uint64_t need = (uint64_t)s->nworkers * s->wel.slots *
+				(s->wel.chunk_size + s->t->ring_hdr) + (2u << 20);
+		uint64_t limit;
+		char msg[400];
+
+		if (pxfer_memlock_check(need, &limit)) {
+			pxfer_memlock_message(msg, sizeof(msg), need, limit);
+			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "%s", msg);
+		}
+	}
 	s->w = calloc(s->nworkers, sizeof(*s->w));
 	if (!s->w)
 		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
@@ -976,12 +987,17 @@ static int pick_transport(struct send_session *s)
 {
 	const char *name = s->o->transport ? s->o->transport : "auto";
 
+	char why[160];
+
 	if (!strcmp(name, "auto")) {
-		/* rdma is chosen here once it routes to the peer */
-		s->t = &pxfer_tcp_ops;
-		verbose("transport: tcp");
+		s->t = pxfer_rdma_probe(s->o->host, s->o->bind, why, sizeof(why))
+		       ? &pxfer_rdma_ops : &pxfer_tcp_ops;
+		verbose("transport auto: %s, so %s", why, s->t->name);
 		return 0;
 	}
+	if (!strcmp(name, "rdma") && !pxfer_rdma_available())
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "no RDMA device on this host (load rdma_rxe or siw for Soft-RoCE, or use --transport tcp)");
 	s->t = pxfer_transport_find(name);
 	if (!s->t)
 		return pxfer_fail(&s->fail, PXFER_EXIT_USAGE,

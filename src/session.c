@@ -96,6 +96,46 @@ unsigned long pxfer_raise_nofile(void)
 	return rl.rlim_cur;
 }
 
+static int has_ipc_lock(void)
+{
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "re");
+	unsigned long long caps = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+			break;
+	fclose(f);
+	return !!(caps & (1ull << 14));	/* CAP_IPC_LOCK */
+}
+
+int pxfer_memlock_check(uint64_t need, uint64_t *limit)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY ||
+	    need <= rl.rlim_cur || has_ipc_lock())
+		return 0;
+	*limit = rl.rlim_cur;
+	return -ENOMEM;
+}
+
+void pxfer_memlock_message(char *buf, size_t len, uint64_t need,
+			   uint64_t limit)
+{
+	char n[32], l[32];
+	uint64_t kib = (need + 1023) / 1024;
+
+	snprintf(buf, len,
+		 "cannot register %s of ring memory with the RDMA device: the memlock limit is %s "
+		 "(raise it with 'ulimit -l %llu' or more, or in /etc/security/limits.conf; "
+		 "or use fewer workers (-j) or a smaller --ring-mem on the receiver)",
+		 pxfer_human(n, sizeof(n), need), pxfer_human(l, sizeof(l), limit),
+		 (unsigned long long)kib);
+}
+
 double pxfer_now(void)
 {
 	struct timespec ts;

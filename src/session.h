@@ -47,6 +47,17 @@ int pxfer_signal_pending(void);
 /* pxfer_raise_nofile - raise the soft open-file limit; returns the limit */
 unsigned long pxfer_raise_nofile(void);
 
+/*
+ * pxfer_memlock_check - whether @need bytes may be pinned (RDMA memory
+ * registration). 0 if so (or if the process has CAP_IPC_LOCK), else
+ * -ENOMEM with the soft limit in *limit.
+ */
+int pxfer_memlock_check(uint64_t need, uint64_t *limit);
+
+/* pxfer_memlock_message - the error text for a failed check */
+void pxfer_memlock_message(char *buf, size_t len, uint64_t need,
+			   uint64_t limit);
+
 double pxfer_now(void);
 
 /* pxfer_human - "1.5 GiB" into @buf */
