@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages pxfer needs to build, test and benchmark.
+# Idempotent; runs apt-get update only when something is missing.
+# Usage: tools/install-deps.sh [--no-vm]   (--no-vm: skip the RDMA test bed)
+set -euo pipefail
+
+build_pkgs=(build-essential pkg-config liburing-dev libibverbs-dev librdmacm-dev
+	    libxxhash-dev libsodium-dev)
+test_pkgs=(iproute2 procps psmisc libseccomp-dev python3)
+bench_pkgs=(iperf3 rsync netcat-openbsd time)
+rdma_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)
+
+want_vm=1
+[ "${1:-}" = --no-vm ] && want_vm=0
+
+sudo=
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || { echo "error: run as root or install sudo" >&2; exit 1; }
+	sudo=sudo
+fi
+
+missing=()
+for p in "${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}" "${rdma_pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "installing: ${missing[*]}"
+	$sudo apt-get update -qq
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+fi
+
+here=$(cd "$(dirname "$0")" && pwd)
+if [ $want_vm -eq 1 ] && [ -x "$here/rxe-vm/install-deps.sh" ]; then
+	$sudo "$here/rxe-vm/install-deps.sh"
+fi
