@@ -62,6 +62,14 @@ static int out_reserve(struct pxfer_ctrl *c, size_t need)
 
 	if (c->out_len + need <= cap)
 		return 0;
+	/* what was sent is dead space: reclaim it before growing */
+	if (c->out_off) {
+		memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
+		c->out_len -= c->out_off;
+		c->out_off = 0;
+		if (c->out_len + need <= cap)
+			return 0;
+	}
 	while (c->out_len + need > cap)
 		cap *= 2;
 	p = realloc(c->out, cap);
@@ -87,7 +95,7 @@ int pxfer_ctrl_queue(struct pxfer_ctrl *c, const struct pxfer_msg *m)
 		ret = n;
 		goto out_unlock;
 	}
-	was_empty = !c->out_len;
+	was_empty = c->out_len == c->out_off;
 	c->out_len += n;
 	if (was_empty && write(c->wake_fd, &one, sizeof(one)) < 0) {
 		/* the counter is already non-zero: the wake-up is pending */
@@ -99,18 +107,18 @@ out_unlock:
 
 int pxfer_ctrl_flush(struct pxfer_ctrl *c)
 {
-	size_t off = 0;
 	ssize_t n = 0;
 
 	pthread_mutex_lock(&c->lock);
-	while (off < c->out_len) {
-		n = c->conn->ops->send(c->conn, c->out + off, c->out_len - off);
+	while (c->out_off < c->out_len) {
+		n = c->conn->ops->send(c->conn, c->out + c->out_off,
+				       c->out_len - c->out_off);
 		if (n <= 0)
 			break;
-		off += n;
+		c->out_off += n;
 	}
-	memmove(c->out, c->out + off, c->out_len - off);
-	c->out_len -= off;
+	if (c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
 	pthread_mutex_unlock(&c->lock);
 	return n < 0 && n != -EAGAIN ? (int)n : 0;
 }
@@ -120,7 +128,7 @@ size_t pxfer_ctrl_pending(struct pxfer_ctrl *c)
 	size_t n;
 
 	pthread_mutex_lock(&c->lock);
-	n = c->out_len;
+	n = c->out_len - c->out_off;
 	pthread_mutex_unlock(&c->lock);
 	return n;
 }

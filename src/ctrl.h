@@ -18,7 +18,7 @@ struct pxfer_ctrl {
 	struct pxfer_conn *conn;
 	pthread_mutex_t lock;
 	uint8_t *out;
-	size_t out_len, out_cap;
+	size_t out_off, out_len, out_cap;	/* unsent: out[out_off..out_len) */
 	uint8_t *in;
 	size_t in_off, in_len, in_cap;
 	int wake_fd;		/* eventfd, written when out goes non-empty */
