@@ -1652,6 +1652,71 @@ out:
 	return ok;
 }
 
+/* an IPv4-mapped GID (::ffff:a.b.c.d) into "a.b.c.d" */
+static int gid_ipv4(const union ibv_gid *g, char *buf, size_t len)
+{
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (memcmp(g->raw, prefix, sizeof(prefix)))
+		return -EAFNOSUPPORT;
+	return inet_ntop(AF_INET, g->raw + 12, buf, len) ? 0 : -EINVAL;
+}
+
+int pxfer_rdma_source(const char *device, int gid_index, char *buf,
+		      size_t len, char *why, size_t wlen)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry e;
+	int n = 0, ret = -ENODEV;
+
+	list = ibv_get_device_list(&n);
+	for (int i = 0; list && i < n && !ctx; i++)
+		if (!device || !strcmp(ibv_get_device_name(list[i]), device))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx) {
+		snprintf(why, wlen, "no RDMA device named '%s' (see 'rdma link')",
+			 device ? device : "(any)");
+		goto out;
+	}
+	ret = ibv_query_port(ctx, 1, &pa) ? -errno : 0;
+	if (ret) {
+		snprintf(why, wlen, "cannot query port 1 of %s", device);
+		goto out_close;
+	}
+	ret = -ENOENT;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		if (gid_index >= 0 && i != gid_index)
+			continue;
+		if (ibv_query_gid_ex(ctx, 1, i, &e, 0))
+			continue;
+		/* by default the first RoCE v2 IPv4-mapped GID */
+		if (gid_index < 0 && e.gid_type != IBV_GID_TYPE_ROCE_V2)
+			continue;
+		if (!gid_ipv4(&e.gid, buf, len)) {
+			snprintf(why, wlen, "device %s GID index %d is %s (%s)",
+				 ibv_get_device_name(ctx->device), i, buf,
+				 e.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" :
+				 e.gid_type == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1" : "IB");
+			ret = 0;
+			break;
+		}
+	}
+	if (ret && gid_index >= 0)
+		snprintf(why, wlen, "GID index %d of %s does not exist or holds no IPv4 address",
+			 gid_index, ibv_get_device_name(ctx->device));
+	else if (ret)
+		snprintf(why, wlen, "%s has no RoCE v2 GID with an IPv4 address (is its netdev configured?)",
+			 ibv_get_device_name(ctx->device));
+out_close:
+	ibv_close_device(ctx);
+out:
+	if (list)
+		ibv_free_device_list(list);
+	return ret;
+}
+
 const struct pxfer_transport_ops pxfer_rdma_ops = {
 	.name = "rdma",
 	.wire_id = 1,

@@ -79,6 +79,8 @@ struct recv_session {
 	struct pxfer_listener *l;		/* that accepted it */
 	struct pxfer_listener *ls[2];		/* tcp and/or rdma */
 	unsigned int nls;
+	const char *bind;		/* --bind, or what --device implies */
+	char bind_buf[64];
 	int rootfd;			/* the top directory (--dir) */
 	int basefd;			/* the destination below it */
 	struct pxfer_fail fail;
@@ -1116,7 +1118,7 @@ static int listen_one(struct recv_session *s, const struct pxfer_transport_ops *
 {
 	const struct pxfer_recv_opts *o = s->o;
 	struct pxfer_listener *l;
-	int ret = t->listen(o->bind, o->port, &l);
+	int ret = t->listen(s->bind, o->port, &l);
 
 	if (!ret) {
 		s->ls[s->nls++] = l;
@@ -1131,10 +1133,10 @@ static int listen_one(struct recv_session *s, const struct pxfer_transport_ops *
 			     o->port);
 	if (ret == -EADDRNOTAVAIL || ret == -ENODEV)
 		return error("cannot listen for %s on %s port %s: %s (is an RDMA device up with that address? see 'rdma link')",
-			     t->name, o->bind ? o->bind : "any address", o->port,
+			     t->name, s->bind ? s->bind : "any address", o->port,
 			     strerror(-ret));
 	return error("cannot listen for %s on %s port %s: %s", t->name,
-		     o->bind ? o->bind : "any address", o->port, strerror(-ret));
+		     s->bind ? s->bind : "any address", o->port, strerror(-ret));
 }
 
 /* auto: tcp always, rdma too when this host has a device */
@@ -1142,6 +1144,15 @@ static int listen_all(struct recv_session *s)
 {
 	const char *name = s->o->transport ? s->o->transport : "auto";
 
+	s->bind = s->o->bind;
+	if (s->o->device || s->o->gid_index >= 0) {
+		if (!strcmp(name, "tcp"))
+			return error("--device and --gid-index apply to the rdma transport, not tcp");
+		if (pxfer_pick_source(s->o->device, s->o->gid_index, &s->bind,
+				      s->bind_buf, sizeof(s->bind_buf)))
+			return -1;
+		name = "rdma";
+	}
 	if (!strcmp(name, "auto")) {
 		if (listen_one(s, &pxfer_tcp_ops, 0))
 			return -1;

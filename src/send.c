@@ -102,6 +102,8 @@ struct send_session {
 	struct pxfer_progress prog;
 	int sigfd;
 	struct pxfer_msg msg;		/* scratch for the coordinator */
+	const char *bind;		/* --bind, or what --device implies */
+	char bind_buf[64];
 };
 
 /* ---- workers ---------------------------------------------------------- */
@@ -722,7 +724,7 @@ static int connect_conn(struct send_session *s, struct pxfer_conn **c,
 			int data)
 {
 	const struct pxfer_send_opts *o = s->o;
-	int ret = s->t->connect(o->host, o->port, o->bind, o->timeout_ms, data, c);
+	int ret = s->t->connect(o->host, o->port, s->bind, o->timeout_ms, data, c);
 
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
@@ -986,11 +988,23 @@ static void session_release(struct send_session *s)
 static int pick_transport(struct send_session *s)
 {
 	const char *name = s->o->transport ? s->o->transport : "auto";
-
 	char why[160];
 
+	s->bind = s->o->bind;
+	if (s->o->device || s->o->gid_index >= 0) {
+		if (!strcmp(name, "tcp"))
+			return pxfer_fail(&s->fail, PXFER_EXIT_USAGE,
+					  "--device and --gid-index apply to the rdma transport, not tcp");
+		if (pxfer_pick_source(s->o->device, s->o->gid_index, &s->bind,
+				      s->bind_buf, sizeof(s->bind_buf))) {
+			atomic_store(&s->fail.failed, 1);
+			s->fail.exit_code = PXFER_EXIT_USAGE;
+			return -1;
+		}
+		name = "rdma";
+	}
 	if (!strcmp(name, "auto")) {
-		s->t = pxfer_rdma_probe(s->o->host, s->o->bind, why, sizeof(why))
+		s->t = pxfer_rdma_probe(s->o->host, s->bind, why, sizeof(why))
 		       ? &pxfer_rdma_ops : &pxfer_tcp_ops;
 		verbose("transport auto: %s, so %s", why, s->t->name);
 		return 0;

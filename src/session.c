@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "session.h"
+#include "transport.h"
 
 int pxfer_fail_init(struct pxfer_fail *f, int wake_fd)
 {
@@ -134,6 +135,23 @@ void pxfer_memlock_message(char *buf, size_t len, uint64_t need,
 		 "or use fewer workers (-j) or a smaller --ring-mem on the receiver)",
 		 pxfer_human(n, sizeof(n), need), pxfer_human(l, sizeof(l), limit),
 		 (unsigned long long)kib);
+}
+
+int pxfer_pick_source(const char *device, int gid_index, const char **bind,
+		      char *buf, size_t len)
+{
+	char why[200];
+
+	if (!device && gid_index < 0)
+		return 0;
+	if (pxfer_rdma_source(device, gid_index, buf, len, why, sizeof(why)))
+		return error("cannot use %s: %s", device ? device : "that GID", why);
+	if (*bind && strcmp(*bind, buf))
+		return error("--bind %s does not match %s; give one or the other",
+			     *bind, why);
+	verbose("rdma: %s, so binding %s", why, buf);
+	*bind = buf;
+	return 0;
 }
 
 double pxfer_now(void)

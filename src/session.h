@@ -58,6 +58,14 @@ int pxfer_memlock_check(uint64_t need, uint64_t *limit);
 void pxfer_memlock_message(char *buf, size_t len, uint64_t need,
 			   uint64_t limit);
 
+/*
+ * pxfer_pick_source - apply --device / --gid-index: the address to bind so
+ * that rdma_cm uses that device and GID. Returns 0 with *bind unchanged
+ * when neither is given, 0 with *bind = @buf, or -1 after printing why.
+ */
+int pxfer_pick_source(const char *device, int gid_index, const char **bind,
+		      char *buf, size_t len);
+
 double pxfer_now(void);
 
 /* pxfer_human - "1.5 GiB" into @buf */

@@ -28,6 +28,10 @@ static void recv_usage(FILE *f)
 		"      --once             exit after one session\n"
 		"      --secret-file FILE read the shared secret from FILE ('-': stdin)\n"
 		"      --transport T      auto, rdma or tcp (default auto)\n"
+		"      --device NAME      rdma: use this RDMA device (see 'rdma link')\n"
+		"      --gid-index N      rdma: use this GID of the device (default: its\n"
+		"                         first RoCE v2 IPv4 GID); both work by binding\n"
+		"                         the address the GID holds\n"
 		"      --fsync            fsync every file before naming it\n"
 		"      --ring-mem SIZE    memory for all data rings (default 32M)\n"
 		"      --max-chunk SIZE   largest chunk accepted (default 16M)\n"
@@ -47,7 +51,7 @@ static void recv_usage(FILE *f)
 int cmd_recv(int argc, char **argv)
 {
 	enum { O_BIND = 256, O_ONCE, O_SECRET, O_TRANSPORT, O_FSYNC, O_RING,
-	       O_MAXCHUNK, O_IO };
+	       O_MAXCHUNK, O_IO, O_DEVICE, O_GID };
 	static const struct option longopts[] = {
 		{ "dir", required_argument, NULL, 'd' },
 		{ "port", required_argument, NULL, 'p' },
@@ -55,6 +59,8 @@ int cmd_recv(int argc, char **argv)
 		{ "once", no_argument, NULL, O_ONCE },
 		{ "secret-file", required_argument, NULL, O_SECRET },
 		{ "transport", required_argument, NULL, O_TRANSPORT },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "gid-index", required_argument, NULL, O_GID },
 		{ "fsync", no_argument, NULL, O_FSYNC },
 		{ "ring-mem", required_argument, NULL, O_RING },
 		{ "max-chunk", required_argument, NULL, O_MAXCHUNK },
@@ -71,6 +77,7 @@ int cmd_recv(int argc, char **argv)
 		.io = "auto",
 		.ring_mem = PXFER_DEFAULT_RING_MEM,
 		.max_chunk = 16u << 20,
+		.gid_index = -1,
 	};
 	const char *secret_file = NULL;
 	uint64_t size;
@@ -88,6 +95,18 @@ int cmd_recv(int argc, char **argv)
 		case O_BIND:
 			o.bind = optarg;
 			break;
+		case O_DEVICE:
+			o.device = optarg;
+			break;
+		case O_GID: {
+			unsigned long g;
+
+			if (cli_parse_uint(optarg, 0, 65535, &g))
+				return error("--gid-index takes a GID table index, not '%s'", optarg),
+				       PXFER_EXIT_USAGE;
+			o.gid_index = g;
+			break;
+		}
 		case O_ONCE:
 			o.once = 1;
 			break;

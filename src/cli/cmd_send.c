@@ -32,6 +32,10 @@ static void send_usage(FILE *f)
 		"      --secret-file FILE read the shared secret from FILE ('-': stdin)\n"
 		"      --chunk-size SIZE  bytes per chunk (default 1M, 4K-64M; the receiver may lower it)\n"
 		"      --transport T      auto, rdma or tcp (default auto)\n"
+		"      --device NAME      rdma: use this RDMA device (see 'rdma link')\n"
+		"      --gid-index N      rdma: use this GID of the device (default: its\n"
+		"                         first RoCE v2 IPv4 GID); both work by binding\n"
+		"                         the address the GID holds\n"
 		"      --bind ADDR        source address for the connections\n"
 		"      --fsync            have the receiver fsync each file before naming it\n"
 		"      --io KIND          file I/O: auto, uring or sync (default auto)\n"
@@ -125,13 +129,15 @@ static void print_summary(const struct pxfer_send_opts *o,
 int cmd_send(int argc, char **argv)
 {
 	enum { O_SECRET = 256, O_CHUNK, O_TRANSPORT, O_BIND, O_FSYNC, O_IO,
-	       O_TIMEOUT, O_JSON };
+	       O_TIMEOUT, O_JSON, O_DEVICE, O_GID };
 	static const struct option longopts[] = {
 		{ "jobs", required_argument, NULL, 'j' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "secret-file", required_argument, NULL, O_SECRET },
 		{ "chunk-size", required_argument, NULL, O_CHUNK },
 		{ "transport", required_argument, NULL, O_TRANSPORT },
+		{ "device", required_argument, NULL, O_DEVICE },
+		{ "gid-index", required_argument, NULL, O_GID },
 		{ "bind", required_argument, NULL, O_BIND },
 		{ "fsync", no_argument, NULL, O_FSYNC },
 		{ "io", required_argument, NULL, O_IO },
@@ -149,6 +155,7 @@ int cmd_send(int argc, char **argv)
 		.workers = PXFER_DEFAULT_WORKERS,
 		.chunk_size = PXFER_DEFAULT_CHUNK,
 		.timeout_ms = 15000,
+		.gid_index = -1,
 	};
 	const char *secret_file = NULL, *port_opt = NULL;
 	struct pxfer_stats st;
@@ -188,6 +195,18 @@ int cmd_send(int argc, char **argv)
 		case O_BIND:
 			o.bind = optarg;
 			break;
+		case O_DEVICE:
+			o.device = optarg;
+			break;
+		case O_GID: {
+			unsigned long g;
+
+			if (cli_parse_uint(optarg, 0, 65535, &g))
+				return error("--gid-index takes a GID table index, not '%s'", optarg),
+				       PXFER_EXIT_USAGE;
+			o.gid_index = g;
+			break;
+		}
 		case O_FSYNC:
 			o.fsync = 1;
 			break;
@@ -240,7 +259,7 @@ int cmd_send(int argc, char **argv)
 	code = pxfer_send(&o, &st);
 	if (json)
 		print_json(&o, &st, code);
-	else if (!quiet)
+	else if (!quiet && code != PXFER_EXIT_USAGE)
 		print_summary(&o, &st, code);
 	return code;
 }
