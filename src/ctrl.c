@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "ctrl.h"
+#include "session.h"
 
 #define CTRL_IN_CAP (4 * (PXFER_HDR_LEN + PXFER_MSG_MAX))
 #define CTRL_OUT_MIN 65536
@@ -34,6 +35,7 @@ int pxfer_ctrl_init(struct pxfer_ctrl *c, struct pxfer_conn *conn)
 		ret = -ret;
 		goto out_close;
 	}
+	c->last_tx = c->last_rx = pxfer_now();
 	return 0;
 
 out_close:
@@ -116,6 +118,7 @@ int pxfer_ctrl_flush(struct pxfer_ctrl *c)
 		if (n <= 0)
 			break;
 		c->out_off += n;
+		c->last_tx = pxfer_now();
 	}
 	if (c->out_off == c->out_len)
 		c->out_off = c->out_len = 0;
@@ -154,6 +157,21 @@ int pxfer_ctrl_fill(struct pxfer_ctrl *c)
 			return -EPIPE;
 		}
 		c->in_len += n;
+		c->last_rx = pxfer_now();
+	}
+	return 0;
+}
+
+int pxfer_ctrl_keepalive(struct pxfer_ctrl *c)
+{
+	struct pxfer_msg ping = { .type = PXFER_MSG_PING };
+	double now = pxfer_now();
+
+	if (now - c->last_rx > PXFER_IDLE_SECS)
+		return -ETIMEDOUT;
+	if (now - c->last_tx > PXFER_PING_SECS && !pxfer_ctrl_pending(c)) {
+		c->last_tx = now;	/* one PING per quiet period */
+		return pxfer_ctrl_queue(c, &ping);
 	}
 	return 0;
 }

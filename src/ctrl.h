@@ -23,7 +23,18 @@ struct pxfer_ctrl {
 	size_t in_off, in_len, in_cap;
 	int wake_fd;		/* eventfd, written when out goes non-empty */
 	int eof;
+	double last_tx, last_rx;	/* when bytes last left / arrived */
 };
+
+#define PXFER_PING_SECS	5	/* say something after this much silence */
+#define PXFER_IDLE_SECS	30	/* the peer is gone after this much */
+
+/*
+ * pxfer_ctrl_keepalive - queue a PING if nothing was sent for
+ * PXFER_PING_SECS. Returns -ETIMEDOUT if nothing arrived for
+ * PXFER_IDLE_SECS (the peer sends PINGs, so it is gone), else 0 or -errno.
+ */
+int pxfer_ctrl_keepalive(struct pxfer_ctrl *c);
 
 int pxfer_ctrl_init(struct pxfer_ctrl *c, struct pxfer_conn *conn);
 void pxfer_ctrl_release(struct pxfer_ctrl *c);

@@ -63,6 +63,7 @@ static const uint32_t body_max[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_CREDIT]		= CREDIT_LEN_MAX,
 	[PXFER_MSG_FIN]			= FIN_LEN,
 	[PXFER_MSG_ACK]			= FIN_LEN,
+	[PXFER_MSG_PING]		= 0,
 	[PXFER_MSG_ABORT]		= ERROR_MAX,
 	[PXFER_MSG_CHUNK]		= CHUNK_FRAME_MAX,
 };
@@ -82,6 +83,7 @@ static const char *const msg_names[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_CREDIT]		= "CREDIT",
 	[PXFER_MSG_FIN]			= "FIN",
 	[PXFER_MSG_ACK]			= "ACK",
+	[PXFER_MSG_PING]		= "PING",
 	[PXFER_MSG_ABORT]		= "ABORT",
 	[PXFER_MSG_CHUNK]		= "CHUNK",
 };
@@ -375,6 +377,7 @@ static bool msg_ok(const struct pxfer_msg *m)
 		/* a sender that failed says so with ABORT, not with FIN */
 		return m->u.fin.code == 0;
 	case PXFER_MSG_ACK:
+	case PXFER_MSG_PING:
 		return true;
 	default:
 		/* unknown, or CHUNK, which has its own codec */
@@ -494,6 +497,8 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		put_u64(w, fin->bytes);
 		put_u32(w, fin->code);
 		break;
+	case PXFER_MSG_PING:
+		break;		/* no body */
 	default:
 		break;
 	}
@@ -602,6 +607,8 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		fin->bytes = get_u64(r);
 		fin->code = get_u32(r);
 		break;
+	case PXFER_MSG_PING:
+		break;		/* no body; trailing bytes are refused */
 	default:
 		r->err = 1;
 		break;

@@ -60,7 +60,8 @@ enum pxfer_msg_type {
 	PXFER_MSG_ACK,			/* r -> s, session complete */
 	PXFER_MSG_ABORT,		/* either way, session over */
 	PXFER_MSG_CHUNK,		/* s -> r, data connection */
-	PXFER_MSG_TYPE_MAX = PXFER_MSG_CHUNK,
+	PXFER_MSG_PING,			/* either way, control: still here */
+	PXFER_MSG_TYPE_MAX = PXFER_MSG_PING,
 };
 
 enum pxfer_file_type {
@@ -194,6 +195,12 @@ struct pxfer_credit {
 	uint16_t count;		/* 1..PXFER_CREDIT_MAX */
 	uint16_t slots[PXFER_CREDIT_MAX];	/* each < PXFER_SLOTS_MAX */
 };
+
+/*
+ * PING body: empty. Sent on the control connection by a side that has sent
+ * nothing for a while, so that a peer that vanished without a word (a
+ * link down, a host gone) is found by the transport's own timeouts.
+ */
 
 /* FIN and ACK body: u64 files, u64 bytes, u32 code (0 on FIN). */
 struct pxfer_fin {

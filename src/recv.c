@@ -585,6 +585,8 @@ static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 					 m->u.end.code);
 	case PXFER_MSG_FIN:
 		return on_fin(s, &m->u.fin);
+	case PXFER_MSG_PING:
+		return 0;
 	case PXFER_MSG_ABORT:
 		pxfer_fail(&s->fail, PXFER_EXIT_FAIL,
 			   "the sender %s ended the session: %s", s->cconn->peer,
@@ -702,6 +704,12 @@ static int coordinate(struct recv_session *s)
 			break;
 		while (pxfer_filetab_pop_done(&s->tab, &id))
 			finalize(s, id);
+		ret = pxfer_ctrl_keepalive(&s->ctrl);
+		if (ret)
+			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+					  ret == -ETIMEDOUT ? "no word from the sender %s for %d s: it is gone or unreachable"
+							    : "cannot queue a message to %s (%d)",
+					  s->cconn->peer, PXFER_IDLE_SECS);
 		if (grant_credits(s))
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
 	}

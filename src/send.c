@@ -572,6 +572,8 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 		return on_file_status(s, m->type, &m->u.status);
 	case PXFER_MSG_CREDIT:
 		return on_credit(s, &m->u.credit);
+	case PXFER_MSG_PING:
+		return 0;
 	case PXFER_MSG_ACK:
 		if (!s->fin_sent)
 			return -EPROTO;
@@ -674,6 +676,12 @@ static int coordinate(struct send_session *s)
 		pxfer_ctrl_drain_wake(&s->ctrl);
 		if (read_control(s))
 			break;
+		ret = pxfer_ctrl_keepalive(&s->ctrl);
+		if (ret)
+			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+					  ret == -ETIMEDOUT ? "no word from the receiver %s for %d s: it is gone or unreachable"
+							    : "cannot queue a message to %s (%d)",
+					  s->cconn->peer, PXFER_IDLE_SECS);
 		draw_progress(s, 0);
 	}
 	return pxfer_failed(&s->fail) ? -1 : 0;

@@ -585,6 +585,26 @@ static void roundtrip_one(const struct pxfer_msg *m, int idx)
 	check_msgsize(m, flen, idx);
 }
 
+/* PING has no body: it round-trips and refuses any byte of one */
+static void test_ping(void)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_PING }, d;
+	uint8_t buf[PXFER_HDR_LEN + 1] = { 0 };
+	struct pxfer_hdr h;
+	ssize_t n = pxfer_msg_encode(buf, sizeof(buf), &m);
+
+	T_EXPECT(n == PXFER_HDR_LEN, "PING encodes to a bare header, got %zd", n);
+	T_EXPECT(!pxfer_hdr_decode(buf, PXFER_HDR_LEN, &h) &&
+		 h.type == PXFER_MSG_PING && h.len == 0, "PING header");
+	T_EXPECT(!pxfer_msg_decode(PXFER_MSG_PING, buf, 0, &d) &&
+		 d.type == PXFER_MSG_PING, "PING decodes");
+	T_EXPECT(pxfer_msg_decode(PXFER_MSG_PING, buf, 1, &d) == -EPROTO,
+		 "PING with a body byte is refused");
+	pxfer_hdr_encode(buf, PXFER_MSG_PING, 1);
+	T_EXPECT(pxfer_hdr_decode(buf, PXFER_HDR_LEN, &h) == -EPROTO,
+		 "PING header announcing a body is refused");
+}
+
 static void test_roundtrip(void)
 {
 	static int seen[PXFER_MSG_TYPE_MAX + 1];
@@ -1062,7 +1082,7 @@ static void test_names(void)
 	static const char *const want[] = {
 		"CHALLENGE", "HELLO", "WELCOME", "DATA_HELLO", "DATA_WELCOME",
 		"REFUSE", "FILE", "FILE_OK", "FILE_ERR", "FILE_END",
-		"FILE_DONE", "CREDIT", "FIN", "ACK", "ABORT", "CHUNK",
+		"FILE_DONE", "CREDIT", "FIN", "ACK", "ABORT", "CHUNK", "PING",
 	};
 	int t;
 
@@ -1260,6 +1280,7 @@ int main(void)
 	test_header();
 	test_names();
 	test_roundtrip();
+	test_ping();
 	test_values();
 	test_truncation();
 	test_bad_handshake();
