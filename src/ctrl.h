@@ -27,7 +27,8 @@ struct pxfer_ctrl {
 };
 
 #define PXFER_PING_SECS	5	/* say something after this much silence */
-#define PXFER_IDLE_SECS	30	/* the peer is gone after this much */
+#define PXFER_IDLE_SECS	60	/* the peer is gone after this much; long
+				   enough for a slow fsync of a big file */
 
 /*
  * pxfer_ctrl_keepalive - queue a PING if nothing was sent for

@@ -56,6 +56,8 @@ struct pxfer_send_opts {
 	const char *bind;	/* source address, or NULL */
 	const char *dest;	/* subdirectory below the receiver's DIR, or NULL */
 	const char *transport;	/* "tcp", "rdma" or "auto" */
+	const char *device;	/* rdma device to use, or NULL */
+	int gid_index;		/* its GID to use, or -1 */
 	const char *io;		/* "auto", "uring" or "sync" */
 	int workers;
 	uint32_t chunk_size;
@@ -72,6 +74,8 @@ struct pxfer_recv_opts {
 	const char *bind;
 	const char *port;
 	const char *transport;
+	const char *device;	/* rdma device to listen on, or NULL */
+	int gid_index;		/* its GID to use, or -1 */
 	const char *io;
 	int once;
 	int fsync;		/* fsync every file even if the sender did not ask */
