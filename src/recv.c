@@ -34,6 +34,7 @@
 #include "ring.h"
 #include "session.h"
 #include "transport.h"
+#include "worker.h"
 
 #define REAP_BATCH 64
 #define MAX_FILES 1024
@@ -51,17 +52,8 @@ struct rslot {
 };
 
 struct rworker {
+	struct pxfer_worker b;
 	struct recv_session *s;
-	unsigned int idx;
-	pthread_t thread;
-	int started;
-	struct pxfer_conn *conn;
-	struct pxfer_ring ring;
-	struct pxfer_io *io;
-	pthread_mutex_t lock;		/* guards cred */
-	int lock_init;
-	struct pxfer_credits cred;
-	int wake_fd;
 	struct rslot *slots;
 	struct pxfer_chunk desc;
 	uint64_t seq;
@@ -116,20 +108,20 @@ static int fatal_write_error(int err)
 static int rw_prep_write(struct rworker *w, unsigned int slot, unsigned int i)
 {
 	struct rslot *rs = &w->slots[slot];
-	uint8_t *buf = pxfer_ring_slot(&w->ring, slot) + rs->boff[i];
+	uint8_t *buf = pxfer_ring_slot(&w->b.ring, slot) + rs->boff[i];
 	uint32_t done = rs->done[i];
 
 	rs->pending++;
-	return w->io->ops->prep(w->io, PXFER_IO_WRITE, rs->fd[i], slot,
+	return w->b.io->ops->prep(w->b.io, PXFER_IO_WRITE, rs->fd[i], slot,
 				buf + done, rs->seg[i].len - done,
 				rs->seg[i].offset + done, ((uint64_t)slot << 8) | i);
 }
 
 static void rw_slot_free(struct rworker *w, unsigned int slot)
 {
-	pthread_mutex_lock(&w->lock);
-	pxfer_credits_put(&w->cred, slot);
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_lock(&w->b.lock);
+	pxfer_credits_put(&w->b.cred, slot);
+	pthread_mutex_unlock(&w->b.lock);
 	pxfer_wake(w->s->ctrl.wake_fd);
 }
 
@@ -166,9 +158,9 @@ static int rw_check(void *arg, const struct pxfer_chunk *ch)
 
 	if (ch->seq != w->seq)
 		return -EPROTO;
-	pthread_mutex_lock(&w->lock);
-	ret = pxfer_credits_accept(&w->cred, ch->slot);
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_lock(&w->b.lock);
+	ret = pxfer_credits_accept(&w->b.cred, ch->slot);
+	pthread_mutex_unlock(&w->b.lock);
 	if (ret)
 		return ret;
 	return pxfer_filetab_reserve(&w->s->tab, ch, w->slots[ch->slot].fd);
@@ -179,7 +171,7 @@ static int rw_chunk(struct rworker *w)
 	struct recv_session *s = w->s;
 	struct pxfer_chunk *d = &w->desc;
 	struct rslot *rs = &w->slots[d->slot];
-	uint8_t *buf = pxfer_ring_slot(&w->ring, d->slot);
+	uint8_t *buf = pxfer_ring_slot(&w->b.ring, d->slot);
 	uint32_t off = 0;
 	int ret;
 
@@ -187,7 +179,7 @@ static int rw_chunk(struct rworker *w)
 	if (XXH3_64bits(buf, d->len) != d->xxh3)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "checksum mismatch in chunk %llu from %s (data connection %u): data was corrupted in transit",
-				  (unsigned long long)d->seq, w->conn->peer, w->idx);
+				  (unsigned long long)d->seq, w->b.conn->peer, w->b.idx);
 	rs->nseg = d->nseg;
 	rs->pending = 0;
 	for (unsigned int i = 0; i < d->nseg; i++) {
@@ -212,7 +204,7 @@ static int rw_receive(struct rworker *w)
 
 	/* bounded, so completions and the ring's slots keep moving */
 	while (n < 16) {
-		ret = s->t->recv_chunk(w->conn, &w->ring, &w->desc, rw_check, w);
+		ret = s->t->recv_chunk(w->b.conn, &w->b.ring, &w->desc, rw_check, w);
 		if (ret == 0)
 			break;
 		if (ret == -EPIPE && atomic_load(&s->fin_seen))
@@ -220,15 +212,15 @@ static int rw_receive(struct rworker *w)
 		if (ret == -EPIPE || ret == -ECONNRESET)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 					  "the sender %s closed data connection %u before the transfer completed",
-					  w->conn->peer, w->idx);
+					  w->b.conn->peer, w->b.idx);
 		if (ret == -EPROTO)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 					  "protocol error on data connection %u from %s: a chunk that was not granted or does not fit its file",
-					  w->idx, w->conn->peer);
+					  w->b.idx, w->b.conn->peer);
 		if (ret < 0)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 					  "data connection %u from %s failed: %s",
-					  w->idx, w->conn->peer, strerror(-ret));
+					  w->b.idx, w->b.conn->peer, strerror(-ret));
 		if (rw_chunk(w))
 			return -1;
 		n++;
@@ -245,36 +237,36 @@ static void *rw_main(void *arg)
 	int n, ret, closed = 0;
 
 	while (!atomic_load(&s->stop) && !pxfer_failed(&s->fail)) {
-		p[0].fd = w->wake_fd;
+		p[0].fd = w->b.wake_fd;
 		p[0].events = POLLIN;
-		p[1].fd = s->t->conn_fd(w->conn);
+		p[1].fd = s->t->conn_fd(w->b.conn);
 		p[1].events = closed ? 0 : POLLIN;
-		p[2].fd = w->io->event_fd;
+		p[2].fd = w->b.io->event_fd;
 		p[2].events = POLLIN;
-		poll(p, w->io->event_fd >= 0 ? 3 : 2, w->io->inflight ? 100 : 1000);
-		pxfer_drain(w->wake_fd);
+		poll(p, w->b.io->event_fd >= 0 ? 3 : 2, w->b.io->inflight ? 100 : 1000);
+		pxfer_drain(w->b.wake_fd);
 		if (!closed && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			ret = rw_receive(w);
 			if (ret < 0)
 				break;
 			closed = ret > 0;
 		}
-		ret = w->io->ops->submit(w->io);
+		ret = w->b.io->ops->submit(w->b.io);
 		if (ret) {
 			pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 				   "cannot submit writes: %s", strerror(-ret));
 			break;
 		}
-		n = w->io->ops->reap(w->io, cqe, REAP_BATCH, 0);
+		n = w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 0);
 		for (int i = 0; i < n; i++)
 			rw_write_done(w, cqe[i].tag, cqe[i].res);
-		w->io->ops->submit(w->io);
+		w->b.io->ops->submit(w->b.io);
 	}
 	/* every write into the ring finishes before the ring goes away */
-	while (w->io->inflight) {
-		if (w->io->ops->submit(w->io))
+	while (w->b.io->inflight) {
+		if (w->b.io->ops->submit(w->b.io))
 			break;
-		n = w->io->ops->reap(w->io, cqe, REAP_BATCH, 1);
+		n = w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 1);
 		if (n < 0)
 			break;
 	}
@@ -608,10 +600,10 @@ static int grant_credits(struct recv_session *s)
 		struct rworker *w = &s->w[i];
 
 		c->worker = i;
-		pthread_mutex_lock(&w->lock);
-		c->count = pxfer_credits_collect(&w->cred, c->slots,
+		pthread_mutex_lock(&w->b.lock);
+		c->count = pxfer_credits_collect(&w->b.cred, c->slots,
 						 PXFER_CREDIT_MAX);
-		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_unlock(&w->b.lock);
 		if (!c->count)
 			continue;
 		ret = pxfer_ctrl_queue(&s->ctrl, &m);
@@ -747,45 +739,18 @@ static void send_refuse(struct pxfer_conn *c, int code, const char *text)
 static int worker_init(struct recv_session *s, struct rworker *w,
 		       uint8_t *blob, uint16_t *blob_len)
 {
-	int ret;
-
 	w->s = s;
-	w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (w->wake_fd < 0)
-		return -errno;
-	ret = -pthread_mutex_init(&w->lock, NULL);
-	if (ret)
-		return ret;
-	w->lock_init = 1;
-	ret = pxfer_credits_init(&w->cred, s->wel.slots, 1);
-	if (ret)
-		return ret;
 	w->slots = calloc(s->wel.slots, sizeof(*w->slots));
 	if (!w->slots)
 		return -ENOMEM;
-	ret = pxfer_ring_init(&w->ring, s->wel.slots, s->wel.chunk_size,
-			      s->t->ring_hdr);
-	if (ret)
-		return ret;
-	ret = pxfer_io_create(s->o->io, &w->ring, s->wel.slots * 4, &w->io);
-	if (ret)
-		return ret;
-	return s->t->ring_register(w->conn, &w->ring, blob, blob_len);
+	return pxfer_worker_init(&w->b, s->t, s->o->io, s->wel.slots,
+				 s->wel.chunk_size, 1, blob, blob_len);
 }
 
 static void worker_release(struct recv_session *s, struct rworker *w)
 {
-	if (w->io)
-		pxfer_io_destroy(w->io);
-	if (w->conn)
-		s->t->close(w->conn);
-	pxfer_ring_release(&w->ring);
+	pxfer_worker_release(&w->b, s->t);
 	free(w->slots);
-	pxfer_credits_release(&w->cred);
-	if (w->lock_init)
-		pthread_mutex_destroy(&w->lock);
-	if (w->wake_fd >= 0)
-		close(w->wake_fd);
 }
 
 /* One data connection: prove it belongs to this session, set up its worker. */
@@ -817,19 +782,19 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c)
 		return -EACCES;
 	}
 	if (m->u.data_hello.worker >= s->nworkers ||
-	    s->w[m->u.data_hello.worker].conn)
+	    s->w[m->u.data_hello.worker].b.conn)
 		return -EPROTO;
 	w = &s->w[m->u.data_hello.worker];
-	w->conn = c;
+	w->b.conn = c;
 	ret = worker_init(s, w, blob, &blob_len);
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
-				  "cannot set up worker %u: %s%s", w->idx,
+				  "cannot set up worker %u: %s%s", w->b.idx,
 				  strerror(-ret),
 				  ret == -ENOMEM ? " (raise 'ulimit -l' or lower --ring-mem)" : "");
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_WELCOME;
-	m->u.data_welcome.worker = w->idx;
+	m->u.data_welcome.worker = w->b.idx;
 	m->u.data_welcome.blob_len = blob_len;
 	memcpy(m->u.data_welcome.blob, blob, blob_len);
 	return pxfer_conn_send_msg(c, m, PXFER_HANDSHAKE_MS);
@@ -865,12 +830,12 @@ static int accept_workers(struct recv_session *s)
 		have++;
 	}
 	for (unsigned int i = 0; i < s->nworkers; i++) {
-		ret = pthread_create(&s->w[i].thread, NULL, rw_main, &s->w[i]);
+		ret = pthread_create(&s->w[i].b.thread, NULL, rw_main, &s->w[i]);
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 					  "cannot start a worker thread: %s",
 					  strerror(ret));
-		s->w[i].started = 1;
+		s->w[i].b.started = 1;
 	}
 	return 0;
 }
@@ -956,8 +921,8 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 	if (!s->w)
 		return -ENOMEM;
 	for (unsigned int i = 0; i < s->nworkers; i++) {
-		s->w[i].idx = i;
-		s->w[i].wake_fd = -1;
+		s->w[i].b.idx = i;
+		s->w[i].b.wake_fd = -1;
 	}
 	return pxfer_conn_send_msg(s->cconn, &m, PXFER_HANDSHAKE_MS);
 }
@@ -967,14 +932,14 @@ static void session_release(struct recv_session *s)
 	if (s->w) {
 		atomic_store(&s->stop, 1);
 		for (unsigned int i = 0; i < s->nworkers; i++) {
-			if (pxfer_failed(&s->fail) && s->w[i].conn)
-				s->t->shutdown(s->w[i].conn);
-			if (s->w[i].wake_fd >= 0)
-				pxfer_wake(s->w[i].wake_fd);
+			if (pxfer_failed(&s->fail) && s->w[i].b.conn)
+				s->t->shutdown(s->w[i].b.conn);
+			if (s->w[i].b.wake_fd >= 0)
+				pxfer_wake(s->w[i].b.wake_fd);
 		}
 		for (unsigned int i = 0; i < s->nworkers; i++)
-			if (s->w[i].started)
-				pthread_join(s->w[i].thread, NULL);
+			if (s->w[i].b.started)
+				pthread_join(s->w[i].b.thread, NULL);
 		for (unsigned int i = 0; i < s->nworkers; i++)
 			worker_release(s, &s->w[i]);
 		free(s->w);

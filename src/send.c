@@ -35,6 +35,7 @@
 #include "session.h"
 #include "transport.h"
 #include "walk.h"
+#include "worker.h"
 
 #define REAP_BATCH 64
 #define CTRL_BACKLOG (1u << 20)	/* stop walking while this much is unsent */
@@ -50,17 +51,8 @@ struct sslot {
 };
 
 struct sworker {
+	struct pxfer_worker b;
 	struct send_session *s;
-	unsigned int idx;
-	pthread_t thread;
-	int started;
-	struct pxfer_conn *conn;
-	struct pxfer_ring ring;
-	struct pxfer_io *io;
-	pthread_mutex_t lock;		/* guards cred */
-	int lock_init;
-	struct pxfer_credits cred;
-	int wake_fd;
 	struct sslot *slots;
 	struct pxfer_chunk desc;
 	uint64_t seq;
@@ -112,13 +104,13 @@ static void sw_wait(struct sworker *w)
 {
 	struct send_session *s = w->s;
 	struct pollfd p[3] = {
-		{ .fd = w->wake_fd, .events = POLLIN },
-		{ .fd = s->t->conn_fd(w->conn), .events = POLLIN },
-		{ .fd = w->io->event_fd, .events = POLLIN },
+		{ .fd = w->b.wake_fd, .events = POLLIN },
+		{ .fd = s->t->conn_fd(w->b.conn), .events = POLLIN },
+		{ .fd = w->b.io->event_fd, .events = POLLIN },
 	};
 
-	poll(p, w->io->event_fd >= 0 ? 3 : 2, 1000);
-	pxfer_drain(w->wake_fd);
+	poll(p, w->b.io->event_fd >= 0 ? 3 : 2, 1000);
+	pxfer_drain(w->b.wake_fd);
 }
 
 static int sw_reap_sent(struct sworker *w)
@@ -127,20 +119,20 @@ static int sw_reap_sent(struct sworker *w)
 	uint16_t done[REAP_BATCH];
 	int n;
 
-	while ((n = s->t->reap_sent(w->conn, done, REAP_BATCH)) != 0) {
+	while ((n = s->t->reap_sent(w->b.conn, done, REAP_BATCH)) != 0) {
 		if (n < 0)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 					  "data connection %u to %s failed: %s",
-					  w->idx, w->conn->peer, strerror(-n));
+					  w->b.idx, w->b.conn->peer, strerror(-n));
 		for (int k = 0; k < n; k++) {
 			struct sslot *ss = &w->slots[done[k]];
 
 			for (unsigned int i = 0; i < ss->plan.nseg; i++)
 				pxfer_sched_done(&s->sched, ss->plan.seg[i].f,
 						 ss->plan.seg[i].len, 0);
-			pthread_mutex_lock(&w->lock);
-			pxfer_credits_put(&w->cred, done[k]);
-			pthread_mutex_unlock(&w->lock);
+			pthread_mutex_lock(&w->b.lock);
+			pxfer_credits_put(&w->b.cred, done[k]);
+			pthread_mutex_unlock(&w->b.lock);
 		}
 	}
 	return 0;
@@ -178,7 +170,7 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 {
 	struct send_session *s = w->s;
 	struct sslot *ss = &w->slots[slot];
-	uint8_t *buf = pxfer_ring_slot(&w->ring, slot);
+	uint8_t *buf = pxfer_ring_slot(&w->b.ring, slot);
 	struct pxfer_chunk *d = &w->desc;
 	int ret;
 
@@ -189,9 +181,9 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 		}
 	}
 	if (!ss->plan.nseg) {
-		pthread_mutex_lock(&w->lock);
-		pxfer_credits_unuse(&w->cred, slot);
-		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_lock(&w->b.lock);
+		pxfer_credits_unuse(&w->b.cred, slot);
+		pthread_mutex_unlock(&w->b.lock);
 		return 0;
 	}
 	d->slot = slot;
@@ -204,11 +196,11 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 		d->seg[i].offset = ss->plan.seg[i].off;
 		d->seg[i].len = ss->plan.seg[i].len;
 	}
-	ret = s->t->send_chunk(w->conn, d, buf);
+	ret = s->t->send_chunk(w->b.conn, d, buf);
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "lost the connection to the receiver %s (data connection %u): %s",
-				  w->conn->peer, w->idx, strerror(-ret));
+				  w->b.conn->peer, w->b.idx, strerror(-ret));
 	atomic_fetch_add(&s->bytes_sent, d->len);
 	atomic_fetch_add(&s->chunks, 1);
 	return sw_reap_sent(w);
@@ -218,11 +210,11 @@ static int sw_prep_read(struct sworker *w, unsigned int slot, unsigned int i)
 {
 	struct sslot *ss = &w->slots[slot];
 	struct pxfer_plan_seg *seg = &ss->plan.seg[i];
-	uint8_t *buf = pxfer_ring_slot(&w->ring, slot) + ss->boff[i];
+	uint8_t *buf = pxfer_ring_slot(&w->b.ring, slot) + ss->boff[i];
 	uint32_t done = ss->done[i];
 
 	ss->pending++;
-	return w->io->ops->prep(w->io, PXFER_IO_READ, seg->f->fd, slot,
+	return w->b.io->ops->prep(w->b.io, PXFER_IO_READ, seg->f->fd, slot,
 				buf + done, seg->len - done, seg->off + done,
 				((uint64_t)slot << 8) | i);
 }
@@ -255,16 +247,16 @@ static int sw_fill_one(struct sworker *w)
 	uint32_t off = 0;
 	int slot, ret;
 
-	pthread_mutex_lock(&w->lock);
-	slot = pxfer_credits_take(&w->cred);
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_lock(&w->b.lock);
+	slot = pxfer_credits_take(&w->b.cred);
+	pthread_mutex_unlock(&w->b.lock);
 	if (slot < 0)
 		return 0;
 	ss = &w->slots[slot];
 	if (!pxfer_sched_next(&s->sched, &ss->plan)) {
-		pthread_mutex_lock(&w->lock);
-		pxfer_credits_unuse(&w->cred, slot);
-		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_lock(&w->b.lock);
+		pxfer_credits_unuse(&w->b.cred, slot);
+		pthread_mutex_unlock(&w->b.lock);
 		return 0;
 	}
 	ss->pending = 0;
@@ -292,7 +284,7 @@ static void *sw_main(void *arg)
 
 	while (!atomic_load(&s->stop) && !pxfer_failed(&s->fail)) {
 		busy = 0;
-		n = w->io->ops->reap(w->io, cqe, REAP_BATCH, 0);
+		n = w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 0);
 		for (int i = 0; i < n; i++)
 			if (sw_read_done(w, cqe[i].tag, cqe[i].res))
 				break;
@@ -301,7 +293,7 @@ static void *sw_main(void *arg)
 			break;
 		while (!pxfer_failed(&s->fail) && sw_fill_one(w) > 0)
 			busy = 1;
-		ret = w->io->ops->submit(w->io);
+		ret = w->b.io->ops->submit(w->b.io);
 		if (ret) {
 			pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 				   "cannot submit reads: %s", strerror(-ret));
@@ -311,9 +303,9 @@ static void *sw_main(void *arg)
 			sw_wait(w);
 	}
 	/* the ring stays mapped until every read into it has finished */
-	while (w->io->inflight) {
-		if (w->io->ops->submit(w->io) ||
-		    w->io->ops->reap(w->io, cqe, REAP_BATCH, 1) < 0)
+	while (w->b.io->inflight) {
+		if (w->b.io->ops->submit(w->b.io) ||
+		    w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 1) < 0)
 			break;
 	}
 	return NULL;
@@ -553,11 +545,11 @@ static int on_credit(struct send_session *s, const struct pxfer_credit *c)
 	if (c->worker >= s->nworkers)
 		return -EPROTO;
 	w = &s->w[c->worker];
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->b.lock);
 	for (unsigned int i = 0; i < c->count && !ret; i++)
-		ret = pxfer_credits_grant(&w->cred, c->slots[i]);
-	pthread_mutex_unlock(&w->lock);
-	pxfer_wake(w->wake_fd);
+		ret = pxfer_credits_grant(&w->b.cred, c->slots[i]);
+	pthread_mutex_unlock(&w->b.lock);
+	pxfer_wake(w->b.wake_fd);
 	return ret;
 }
 
@@ -594,7 +586,7 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 static void wake_workers(struct send_session *s)
 {
 	for (unsigned int i = 0; i < s->nworkers; i++)
-		pxfer_wake(s->w[i].wake_fd);
+		pxfer_wake(s->w[i].b.wake_fd);
 }
 
 static int read_control(struct send_session *s)
@@ -803,78 +795,50 @@ static int worker_connect(struct send_session *s, struct sworker *w)
 	struct pxfer_challenge ch;
 	int ret;
 
-	if (connect_conn(s, &w->conn, 1) || expect_challenge(s, w->conn, &ch))
+	if (connect_conn(s, &w->b.conn, 1) || expect_challenge(s, w->b.conn, &ch))
 		return -1;
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_HELLO;
 	m->u.data_hello.session = s->wel.session;
-	m->u.data_hello.worker = w->idx;
-	pxfer_auth_data_mac(s->session_key, ch.nonce, s->wel.session, w->idx,
+	m->u.data_hello.worker = w->b.idx;
+	pxfer_auth_data_mac(s->session_key, ch.nonce, s->wel.session, w->b.idx,
 			    m->u.data_hello.mac);
-	ret = pxfer_conn_send_msg(w->conn, m, s->o->timeout_ms);
+	ret = pxfer_conn_send_msg(w->b.conn, m, s->o->timeout_ms);
 	if (!ret)
-		ret = pxfer_conn_recv_msg(w->conn, m, s->o->timeout_ms);
+		ret = pxfer_conn_recv_msg(w->b.conn, m, s->o->timeout_ms);
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
-				  "data connection %u to %s failed: %s", w->idx,
-				  w->conn->peer, strerror(-ret));
+				  "data connection %u to %s failed: %s", w->b.idx,
+				  w->b.conn->peer, strerror(-ret));
 	if (m->type == PXFER_MSG_REFUSE)
-		return refused(s, m, w->conn->peer);
-	if (m->type != PXFER_MSG_DATA_WELCOME || m->u.data_welcome.worker != w->idx)
+		return refused(s, m, w->b.conn->peer);
+	if (m->type != PXFER_MSG_DATA_WELCOME || m->u.data_welcome.worker != w->b.idx)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "unexpected %s on data connection %u",
-				  pxfer_msg_name(m->type), w->idx);
-	ret = s->t->ring_remote(w->conn, m->u.data_welcome.blob,
+				  pxfer_msg_name(m->type), w->b.idx);
+	ret = s->t->ring_remote(w->b.conn, m->u.data_welcome.blob,
 				m->u.data_welcome.blob_len);
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "bad ring description on data connection %u: %s",
-				  w->idx, strerror(-ret));
+				  w->b.idx, strerror(-ret));
 	return 0;
 }
 
 static int worker_init(struct send_session *s, struct sworker *w)
 {
-	const struct pxfer_welcome *wel = &s->wel;
-	int ret;
-
 	w->s = s;
-	w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (w->wake_fd < 0)
-		return -errno;
-	ret = -pthread_mutex_init(&w->lock, NULL);
-	if (ret)
-		return ret;
-	w->lock_init = 1;
-	ret = pxfer_credits_init(&w->cred, wel->slots, 0);
-	if (ret)
-		return ret;
-	w->slots = calloc(wel->slots, sizeof(*w->slots));
+	w->slots = calloc(s->wel.slots, sizeof(*w->slots));
 	if (!w->slots)
 		return -ENOMEM;
-	ret = pxfer_ring_init(&w->ring, wel->slots, wel->chunk_size,
-			      s->t->ring_hdr);
-	if (ret)
-		return ret;
-	ret = pxfer_io_create(s->o->io, &w->ring, wel->slots * 4, &w->io);
-	if (ret)
-		return ret;
-	return s->t->ring_register(w->conn, &w->ring, NULL, NULL);
+	return pxfer_worker_init(&w->b, s->t, s->o->io, s->wel.slots,
+				 s->wel.chunk_size, 0, NULL, NULL);
 }
 
 static void worker_release(struct send_session *s, struct sworker *w)
 {
-	if (w->io)
-		pxfer_io_destroy(w->io);
-	if (w->conn)
-		s->t->close(w->conn);
-	pxfer_ring_release(&w->ring);
+	pxfer_worker_release(&w->b, s->t);
 	free(w->slots);
-	pxfer_credits_release(&w->cred);
-	if (w->lock_init)
-		pthread_mutex_destroy(&w->lock);
-	if (w->wake_fd > 0)
-		close(w->wake_fd);
 }
 
 static int workers_start(struct send_session *s)
@@ -899,8 +863,8 @@ static int workers_start(struct send_session *s)
 	for (unsigned int i = 0; i < s->nworkers; i++) {
 		struct sworker *w = &s->w[i];
 
-		w->idx = i;
-		w->wake_fd = -1;
+		w->b.idx = i;
+		w->b.wake_fd = -1;
 		if (worker_connect(s, w))
 			return -1;
 		ret = worker_init(s, w);
@@ -910,12 +874,12 @@ static int workers_start(struct send_session *s)
 					  strerror(-ret));
 	}
 	for (unsigned int i = 0; i < s->nworkers; i++) {
-		ret = pthread_create(&s->w[i].thread, NULL, sw_main, &s->w[i]);
+		ret = pthread_create(&s->w[i].b.thread, NULL, sw_main, &s->w[i]);
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 					  "cannot start a worker thread: %s",
 					  strerror(ret));
-		s->w[i].started = 1;
+		s->w[i].b.started = 1;
 	}
 	return 0;
 }
@@ -927,14 +891,14 @@ static void workers_stop(struct send_session *s)
 	atomic_store(&s->stop, 1);
 	for (unsigned int i = 0; i < s->nworkers; i++) {
 		/* unblock a worker stuck writing to a peer that is gone */
-		if (pxfer_failed(&s->fail) && s->w[i].conn)
-			s->t->shutdown(s->w[i].conn);
-		if (s->w[i].wake_fd >= 0)
-			pxfer_wake(s->w[i].wake_fd);
+		if (pxfer_failed(&s->fail) && s->w[i].b.conn)
+			s->t->shutdown(s->w[i].b.conn);
+		if (s->w[i].b.wake_fd >= 0)
+			pxfer_wake(s->w[i].b.wake_fd);
 	}
 	for (unsigned int i = 0; i < s->nworkers; i++)
-		if (s->w[i].started)
-			pthread_join(s->w[i].thread, NULL);
+		if (s->w[i].b.started)
+			pthread_join(s->w[i].b.thread, NULL);
 	for (unsigned int i = 0; i < s->nworkers; i++)
 		worker_release(s, &s->w[i]);
 	free(s->w);

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+int pxfer_worker_init(struct pxfer_worker *w, const struct pxfer_transport_ops *t,
+		      const char *io, unsigned int slots, uint32_t chunk,
+		      int receiver, uint8_t *blob, uint16_t *blob_len)
+{
+	int ret;
+
+	w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->wake_fd < 0)
+		return -errno;
+	ret = -pthread_mutex_init(&w->lock, NULL);
+	if (ret)
+		return ret;
+	w->lock_init = 1;
+	ret = pxfer_credits_init(&w->cred, slots, receiver);
+	if (ret)
+		return ret;
+	ret = pxfer_ring_init(&w->ring, slots, chunk, t->ring_hdr);
+	if (ret)
+		return ret;
+	/* several chunks in flight, each with a few segments */
+	ret = pxfer_io_create(io, &w->ring, slots * 4, &w->io);
+	if (ret)
+		return ret;
+	return t->ring_register(w->conn, &w->ring, blob, blob_len);
+}
+
+void pxfer_worker_release(struct pxfer_worker *w,
+			  const struct pxfer_transport_ops *t)
+{
+	/* the I/O back-end and the connection go before the ring they use */
+	if (w->io)
+		pxfer_io_destroy(w->io);
+	w->io = NULL;
+	if (w->conn)
+		t->close(w->conn);
+	w->conn = NULL;
+	pxfer_ring_release(&w->ring);
+	pxfer_credits_release(&w->cred);
+	if (w->lock_init)
+		pthread_mutex_destroy(&w->lock);
+	w->lock_init = 0;
+	if (w->wake_fd >= 0)
+		close(w->wake_fd);
+	w->wake_fd = -1;
+}
