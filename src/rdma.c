@@ -558,18 +558,9 @@ out_unlock:
 	return ret;
 }
 
-static void ctx_put(struct rdma_ctx *ctx)
+/* undo ctx_device, in reverse order of creation; safe on a partial one */
+static void ctx_device_free(struct rdma_ctx *ctx)
 {
-	pthread_mutex_lock(&ctx_lock);
-	if (--ctx->refs) {
-		pthread_mutex_unlock(&ctx_lock);
-		return;
-	}
-	the_ctx = NULL;
-	pthread_mutex_unlock(&ctx_lock);
-	atomic_store(&ctx->stop, 1);
-	wake(ctx->stop_fd);
-	pthread_join(ctx->thread, NULL);
 	if (ctx->srq)
 		ibv_destroy_srq(ctx->srq);
 	if (ctx->small_mr)
@@ -582,6 +573,28 @@ static void ctx_put(struct rdma_ctx *ctx)
 		ibv_destroy_comp_channel(ctx->cch);
 	if (ctx->pd)
 		ibv_dealloc_pd(ctx->pd);
+	ctx->srq = NULL;
+	ctx->small_mr = NULL;
+	ctx->small = NULL;
+	ctx->srq_free = NULL;
+	ctx->cq = NULL;
+	ctx->cch = NULL;
+	ctx->pd = NULL;
+}
+
+static void ctx_put(struct rdma_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx_lock);
+	if (--ctx->refs) {
+		pthread_mutex_unlock(&ctx_lock);
+		return;
+	}
+	the_ctx = NULL;
+	pthread_mutex_unlock(&ctx_lock);
+	atomic_store(&ctx->stop, 1);
+	wake(ctx->stop_fd);
+	pthread_join(ctx->thread, NULL);
+	ctx_device_free(ctx);
 	rdma_destroy_event_channel(ctx->ech);
 	close(ctx->stop_fd);
 	pthread_mutex_destroy(&ctx->srq_lock);
@@ -657,25 +670,7 @@ static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs)
 	return 0;
 
 out_undo:
-	if (ctx->srq)
-		ibv_destroy_srq(ctx->srq);
-	if (ctx->small_mr)
-		ibv_dereg_mr(ctx->small_mr);
-	free(ctx->small);
-	free(ctx->srq_free);
-	if (ctx->cq)
-		ibv_destroy_cq(ctx->cq);
-	if (ctx->cch)
-		ibv_destroy_comp_channel(ctx->cch);
-	if (ctx->pd)
-		ibv_dealloc_pd(ctx->pd);
-	ctx->srq_free = NULL;
-	ctx->srq = NULL;
-	ctx->small_mr = NULL;
-	ctx->small = NULL;
-	ctx->cq = NULL;
-	ctx->cch = NULL;
-	ctx->pd = NULL;
+	ctx_device_free(ctx);
 out_unlock:
 	pthread_mutex_unlock(&ctx_lock);
 	return ret;
