@@ -90,6 +90,8 @@ struct recv_session {
 	size_t ndirs, dirs_cap;
 	atomic_int stop;
 	atomic_int fin_seen;
+	atomic_int data_eof;		/* 1 + a data connection that closed */
+	double data_eof_at;
 	int acked;
 	int sigfd;
 	uint64_t files, bytes, failed;
@@ -209,10 +211,13 @@ static int rw_receive(struct rworker *w)
 			break;
 		if (ret == -EPIPE && atomic_load(&s->fin_seen))
 			return 1;
-		if (ret == -EPIPE || ret == -ECONNRESET)
-			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
-					  "the sender %s closed data connection %u before the transfer completed",
-					  w->b.conn->peer, w->b.idx);
+		if (ret == -EPIPE || ret == -ECONNRESET) {
+			/* the coordinator decides, after a moment in which the
+			 * sender's ABORT, if any, can arrive and say why */
+			atomic_store(&s->data_eof, w->b.idx + 1);
+			pxfer_wake(s->ctrl.wake_fd);
+			return 1;
+		}
 		if (ret == -EPROTO)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 					  "protocol error on data connection %u from %s: a chunk that was not granted or does not fit its file",
@@ -619,17 +624,19 @@ static int read_control(struct recv_session *s)
 
 	ret = pxfer_ctrl_fill(&s->ctrl);
 	while (!pxfer_failed(&s->fail) && !s->acked) {
+		const char *what = "a malformed message";
+
 		r = pxfer_ctrl_next(&s->ctrl, &s->msg);
 		if (r == 0)
 			break;
-		if (r > 0)
+		if (r > 0) {
+			what = pxfer_msg_name(s->msg.type);
 			r = dispatch(s, &s->msg);
+		}
 		if (r < 0)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 					  "protocol error from the sender %s (%s): %s",
-					  s->cconn->peer,
-					  r > -1000 ? pxfer_msg_name(s->msg.type) : "?",
-					  strerror(-r));
+					  s->cconn->peer, what, strerror(-r));
 	}
 	if (s->acked)
 		return 0;
@@ -664,6 +671,22 @@ static int flush_all(struct recv_session *s, int timeout_ms)
 	return 0;
 }
 
+/* a data connection closed before FIN and no ABORT explained it in time */
+static int data_closed_early(struct recv_session *s)
+{
+	int eof = atomic_load(&s->data_eof);
+
+	if (!eof || pxfer_failed(&s->fail) || s->acked)
+		return 0;
+	if (!s->data_eof_at)
+		s->data_eof_at = pxfer_now();
+	if (pxfer_now() - s->data_eof_at < 1.0)
+		return 0;
+	return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+			  "the sender %s closed data connection %d before the transfer completed",
+			  s->cconn->peer, eof - 1);
+}
+
 static int coordinate(struct recv_session *s)
 {
 	struct pollfd p[3];
@@ -685,7 +708,8 @@ static int coordinate(struct recv_session *s)
 		p[1].events = POLLIN;
 		p[2].fd = s->sigfd;
 		p[2].events = POLLIN;
-		if (poll(p, 3, 1000) < 0 && errno != EINTR)
+		if (poll(p, 3, atomic_load(&s->data_eof) ? 200 : 1000) < 0 &&
+		    errno != EINTR)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "poll: %s",
 					  strerror(errno));
 		if (pxfer_signal_pending())
@@ -696,6 +720,8 @@ static int coordinate(struct recv_session *s)
 			break;
 		while (pxfer_filetab_pop_done(&s->tab, &id))
 			finalize(s, id);
+		if (data_closed_early(s))
+			break;
 		ret = pxfer_ctrl_keepalive(&s->ctrl);
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
@@ -720,7 +746,7 @@ static int send_challenge(struct recv_session *s, struct pxfer_conn *c,
 
 	m.u.challenge.magic = PXFER_MAGIC;
 	m.u.challenge.version = PXFER_PROTO_VERSION;
-	m.u.challenge.transport = s->t->wire_id;
+	m.u.challenge.transport = c->ops->wire_id;
 	pxfer_auth_nonce(m.u.challenge.nonce);
 	memcpy(nonce, m.u.challenge.nonce, PXFER_NONCE_LEN);
 	return pxfer_conn_send_msg(c, &m, PXFER_HANDSHAKE_MS);
@@ -789,9 +815,8 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c)
 	ret = worker_init(s, w, blob, &blob_len);
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
-				  "cannot set up worker %u: %s%s", w->b.idx,
-				  strerror(-ret),
-				  ret == -ENOMEM ? " (raise 'ulimit -l' or lower --ring-mem)" : "");
+				  "cannot set up worker %u: %s", w->b.idx,
+				  pxfer_setup_error(ret));
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_WELCOME;
 	m->u.data_welcome.worker = w->b.idx;
@@ -1005,7 +1030,11 @@ static int run_session(struct recv_session *s, const struct pxfer_hello *h,
 	s->fail.wake_fd = s->ctrl.wake_fd;
 	ret = open_dest(s, h);
 	if (ret) {
-		send_refuse(s->cconn, -ret, "cannot use the destination directory");
+		char text[PXFER_TEXT_MAX + 1];
+
+		snprintf(text, sizeof(text), "cannot use the destination '%.200s': %s",
+			 h->dest, strerror(-ret));
+		send_refuse(s->cconn, -ret, text);
 		return pxfer_fail(&s->fail, PXFER_EXIT_FAIL,
 				  "refused a sender from %s: cannot use destination '%s': %s",
 				  s->cconn->peer, h->dest, strerror(-ret));
@@ -1029,44 +1058,101 @@ static int run_session(struct recv_session *s, const struct pxfer_hello *h,
 }
 
 /*
- * A new connection on the listener: it must open with an authentic HELLO.
- * Returns 1 if a session ran (successfully or not), 0 if the connection
- * was turned away.
+ * Connections that were sent a CHALLENGE and have not yet answered. They
+ * are served together, each with a deadline, so that a connection that
+ * stays silent cannot hold up a real sender.
  */
-static int serve_conn(struct recv_session *s, struct pxfer_conn *c)
-{
-	uint8_t nonce[PXFER_NONCE_LEN], mac[PXFER_MAC_LEN];
-	struct pxfer_msg *m = &s->msg;
-	struct pxfer_hello h;
-	int ret;
+#define PENDING_MAX 16
+#define PENDING_SECS 15
 
-	ret = send_challenge(s, c, nonce);
-	if (!ret)
-		ret = pxfer_conn_recv_msg(c, m, PXFER_HANDSHAKE_MS);
-	if (ret) {
-		verbose("dropped a connection from %s: %s", c->peer, strerror(-ret));
-		goto out_close;
+struct pending {
+	struct pxfer_conn *c;
+	struct pxfer_ctrl ctrl;
+	uint8_t nonce[PXFER_NONCE_LEN];
+	double deadline;
+};
+
+static void pending_drop(struct pending *p, unsigned int *n, unsigned int i)
+{
+	pxfer_ctrl_release(&p[i].ctrl);
+	p[i].c->ops->close(p[i].c);
+	p[i] = p[--*n];
+}
+
+static void pending_add(struct recv_session *s, struct pending *p,
+			unsigned int *n, struct pxfer_conn *c)
+{
+	struct pending *e;
+
+	if (*n == PENDING_MAX)
+		pending_drop(p, n, 0);	/* the oldest makes room */
+	e = &p[*n];
+	e->c = c;
+	e->deadline = pxfer_now() + PENDING_SECS;
+	if (send_challenge(s, c, e->nonce) || pxfer_ctrl_init(&e->ctrl, c)) {
+		c->ops->close(c);
+		return;
 	}
-	if (m->type != PXFER_MSG_HELLO) {
-		send_refuse(c, EPROTO, "expected a HELLO");
-		goto out_close;
+	(*n)++;
+}
+
+/*
+ * Read what pending connection @e sent. Returns 1 with @h filled when it is
+ * an authentic HELLO, 0 while it is incomplete, -1 when the connection is
+ * to be dropped (it was told why where that helps).
+ */
+static int pending_read(struct recv_session *s, struct pending *e,
+			struct pxfer_hello *h)
+{
+	struct pxfer_msg *m = &s->msg;
+	uint8_t mac[PXFER_MAC_LEN];
+	int ret = pxfer_ctrl_fill(&e->ctrl), r;
+
+	r = pxfer_ctrl_next(&e->ctrl, m);
+	if (r == 0)
+		return ret < 0 ? -1 : 0;
+	if (r < 0 || m->type != PXFER_MSG_HELLO) {
+		verbose("dropped a connection from %s: it did not open with a HELLO",
+			e->c->peer);
+		send_refuse(e->c, EPROTO, "expected a HELLO");
+		return -1;
 	}
-	h = m->u.hello;
-	pxfer_auth_hello_mac(&s->o->secret, nonce, &h, mac);
-	if (!pxfer_auth_equal(mac, h.mac)) {
+	*h = m->u.hello;
+	pxfer_auth_hello_mac(&s->o->secret, e->nonce, h, mac);
+	if (!pxfer_auth_equal(mac, h->mac)) {
 		if (!s->o->quiet)
 			warning("refused a sender from %s: authentication failed (wrong secret)",
-				c->peer);
-		send_refuse(c, EACCES, "authentication failed");
-		goto out_close;
+				e->c->peer);
+		send_refuse(e->c, EACCES, "authentication failed");
+		return -1;
 	}
-	s->cconn = c;
-	ret = run_session(s, &h, nonce);
 	return 1;
+}
 
-out_close:
-	s->t->close(c);
-	return 0;
+/* Run a session for an authenticated HELLO; returns its exit status. */
+static int serve_session(struct recv_session *s, struct pxfer_conn *c,
+			 const struct pxfer_hello *h, const uint8_t *nonce)
+{
+	int code;
+
+	memset(&s->fail, 0, sizeof(s->fail));
+	pxfer_fail_init(&s->fail, -1);
+	s->acked = 0;
+	atomic_store(&s->stop, 0);
+	atomic_store(&s->fin_seen, 0);
+	atomic_store(&s->data_eof, 0);
+	s->data_eof_at = 0;
+	s->files = s->bytes = s->failed = 0;
+	s->t = c->ops;
+	for (unsigned int i = 0; i < s->nls; i++)
+		if (s->ls[i]->ops == c->ops)
+			s->l = s->ls[i];
+	s->cconn = c;
+	run_session(s, h, nonce);
+	code = pxfer_failed(&s->fail) ? s->fail.exit_code
+	       : s->failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
+	session_release(s);
+	return code;
 }
 
 static int check_dir(const struct pxfer_recv_opts *o, int *fdp)
@@ -1138,6 +1224,85 @@ static int listen_all(struct recv_session *s)
 	return listen_one(s, pxfer_transport_find(name), 0);
 }
 
+/*
+ * The listening loop: accept, challenge, and start a session for the first
+ * authentic HELLO; the others still pending are told the receiver is busy.
+ */
+static int serve(struct recv_session *s)
+{
+	struct pending pend[PENDING_MAX];
+	struct pollfd p[2 + PENDING_MAX + 1];
+	unsigned int npend = 0, i;
+	int code = PXFER_EXIT_OK;
+
+	for (;;) {
+		double now = pxfer_now(), next = now + 60;
+		struct pxfer_hello h;
+		unsigned int n = 0;
+
+		for (i = 0; i < s->nls; i++, n++) {
+			p[n].fd = s->ls[i]->ops->listener_fd(s->ls[i]);
+			p[n].events = POLLIN;
+		}
+		for (i = 0; i < npend; i++, n++) {
+			p[n].fd = pend[i].c->ops->conn_fd(pend[i].c);
+			p[n].events = pend[i].c->ops->poll_events(pend[i].c, 0);
+			if (pend[i].deadline < next)
+				next = pend[i].deadline;
+		}
+		p[n].fd = s->sigfd;
+		p[n].events = POLLIN;
+		if (poll(p, n + 1, (int)((next - now) * 1000) + 1) < 0 &&
+		    errno != EINTR)
+			break;
+		if (pxfer_signal_pending()) {
+			code = PXFER_EXIT_INTR;
+			break;
+		}
+		for (i = 0; i < s->nls; i++) {
+			struct pxfer_conn *c;
+
+			if ((p[i].revents & POLLIN) &&
+			    !s->ls[i]->ops->accept(s->ls[i], &c))
+				pending_add(s, pend, &npend, c);
+		}
+		for (i = 0; i < npend;) {
+			struct pending *e = &pend[i];
+			int r = pending_read(s, e, &h);
+
+			if (r == 0 && pxfer_now() < e->deadline) {
+				i++;
+				continue;
+			}
+			if (r <= 0) {
+				pending_drop(pend, &npend, i);
+				continue;
+			}
+			{
+				struct pxfer_conn *c = e->c;
+				uint8_t nonce[PXFER_NONCE_LEN];
+
+				memcpy(nonce, e->nonce, sizeof(nonce));
+				pxfer_ctrl_release(&e->ctrl);
+				pend[i] = pend[--npend];
+				/* one session at a time: the rest must retry */
+				while (npend) {
+					send_refuse(pend[0].c, EBUSY,
+						    "the receiver is busy with another session; try again later");
+					pending_drop(pend, &npend, 0);
+				}
+				code = serve_session(s, c, &h, nonce);
+			}
+			if (s->o->once || code == PXFER_EXIT_INTR)
+				goto out;
+		}
+	}
+out:
+	while (npend)
+		pending_drop(pend, &npend, 0);
+	return code;
+}
+
 static void announce(struct recv_session *s)
 {
 	char where[256] = "";
@@ -1153,7 +1318,7 @@ static void announce(struct recv_session *s)
 int pxfer_recv(const struct pxfer_recv_opts *o)
 {
 	struct recv_session *s;
-	int code = PXFER_EXIT_OK, ret;
+	int code = PXFER_EXIT_OK;
 
 	if (pxfer_auth_init())
 		return error("cannot initialise the crypto library"), PXFER_EXIT_LOCAL;
@@ -1174,49 +1339,7 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 	}
 	if (!o->quiet)
 		announce(s);
-	for (;;) {
-		struct pollfd p[3];
-		struct pxfer_conn *c;
-		unsigned int i;
-
-		for (i = 0; i < s->nls; i++) {
-			p[i].fd = s->ls[i]->ops->listener_fd(s->ls[i]);
-			p[i].events = POLLIN;
-		}
-		p[i].fd = s->sigfd;
-		p[i].events = POLLIN;
-		if (poll(p, s->nls + 1, -1) < 0 && errno != EINTR)
-			break;
-		if (pxfer_signal_pending()) {
-			code = PXFER_EXIT_INTR;
-			break;
-		}
-		for (i = 0; i < s->nls; i++)
-			if (p[i].revents & POLLIN)
-				break;
-		if (i == s->nls)
-			continue;
-		s->l = s->ls[i];
-		s->t = s->l->ops;
-		if (s->t->accept(s->l, &c))
-			continue;
-		memset(&s->fail, 0, sizeof(s->fail));
-		pxfer_fail_init(&s->fail, -1);
-		s->acked = 0;
-		atomic_store(&s->stop, 0);
-		atomic_store(&s->fin_seen, 0);
-		s->files = s->bytes = s->failed = 0;
-		ret = serve_conn(s, c);
-		if (ret) {
-			code = pxfer_failed(&s->fail) ? s->fail.exit_code
-			       : s->failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
-			session_release(s);
-			if (o->once || code == PXFER_EXIT_INTR)
-				break;
-		} else {
-			pxfer_fail_release(&s->fail);
-		}
-	}
+	code = serve(s);
 out:
 	for (unsigned int i = 0; i < s->nls; i++)
 		s->ls[i]->ops->listener_close(s->ls[i]);

@@ -122,13 +122,16 @@ int pxfer_sched_next(struct pxfer_sched *s, struct pxfer_plan *p)
 	return p->nseg > 0;
 }
 
-void pxfer_sched_done(struct pxfer_sched *s, struct pxfer_sfile *f,
-		      uint32_t len, int err)
+int pxfer_sched_done(struct pxfer_sched *s, struct pxfer_sfile *f,
+		     uint32_t len, int err)
 {
+	int first = 0;
+
 	pthread_mutex_lock(&s->lock);
 	f->inflight--;
 	if (err) {
-		if (!f->err)
+		first = !f->err;
+		if (first)
 			f->err = err;
 		if (!f->all_planned) {
 			/* leaves the queue when it next reaches the head */
@@ -140,6 +143,7 @@ void pxfer_sched_done(struct pxfer_sched *s, struct pxfer_sfile *f,
 	}
 	maybe_end(s, f);
 	pthread_mutex_unlock(&s->lock);
+	return first;
 }
 
 int pxfer_sched_ended(struct pxfer_sched *s, struct pxfer_sfile *f)

@@ -72,10 +72,11 @@ int pxfer_sched_next(struct pxfer_sched *s, struct pxfer_plan *p);
 
 /*
  * pxfer_sched_done - a planned segment of @f was sent (@err 0) or given up
- * (@err a positive errno; no more of the file is planned).
+ * (@err a positive errno; no more of the file is planned). Returns 1 if
+ * @err is the file's first error (so it is reported once), else 0.
  */
-void pxfer_sched_done(struct pxfer_sched *s, struct pxfer_sfile *f,
-		      uint32_t len, int err);
+int pxfer_sched_done(struct pxfer_sched *s, struct pxfer_sfile *f,
+		     uint32_t len, int err);
 
 /* pxfer_sched_ended - whether on_end has run for @f (under the lock) */
 int pxfer_sched_ended(struct pxfer_sched *s, struct pxfer_sfile *f);

@@ -53,6 +53,7 @@ struct sslot {
 struct sworker {
 	struct pxfer_worker b;
 	struct send_session *s;
+	int dead;			/* its connection broke */
 	struct sslot *slots;
 	struct pxfer_chunk desc;
 	uint64_t seq;
@@ -86,6 +87,9 @@ struct send_session {
 	unsigned int in_flight;
 	int walk_done, fin_sent, acked;
 	atomic_int stop;
+	atomic_int data_err;		/* a data connection broke: -errno */
+	unsigned int data_err_idx;
+	double data_err_at;
 	atomic_uint_fast64_t bytes_sent;
 	atomic_uint_fast64_t chunks;
 	uint64_t bytes_walked;
@@ -113,6 +117,24 @@ static void sw_wait(struct sworker *w)
 	pxfer_drain(w->b.wake_fd);
 }
 
+/*
+ * The worker's data connection broke. When the receiver ended the session
+ * it said why on the control connection, so the coordinator waits a moment
+ * for that before reporting the broken connection itself.
+ */
+static int sw_conn_failed(struct sworker *w, int err)
+{
+	struct send_session *s = w->s;
+	int none = 0;
+
+	if (atomic_compare_exchange_strong(&s->data_err, &none, err)) {
+		s->data_err_idx = w->b.idx;
+		pxfer_wake(s->ctrl.wake_fd);
+	}
+	w->dead = 1;
+	return -1;
+}
+
 static int sw_reap_sent(struct sworker *w)
 {
 	struct send_session *s = w->s;
@@ -121,9 +143,7 @@ static int sw_reap_sent(struct sworker *w)
 
 	while ((n = s->t->reap_sent(w->b.conn, done, REAP_BATCH)) != 0) {
 		if (n < 0)
-			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
-					  "data connection %u to %s failed: %s",
-					  w->b.idx, w->b.conn->peer, strerror(-n));
+			return sw_conn_failed(w, n);
 		for (int k = 0; k < n; k++) {
 			struct sslot *ss = &w->slots[done[k]];
 
@@ -152,10 +172,11 @@ static void sw_drop_failed(struct sworker *w, struct sslot *ss, uint8_t *buf)
 		struct pxfer_plan_seg *seg = &ss->plan.seg[i];
 
 		if (ss->err[i]) {
-			error("cannot read '%s': %s", seg->f->src,
-			      ss->err[i] == ENODATA ? "file shrank while being sent"
-						    : strerror(ss->err[i]));
-			pxfer_sched_done(&s->sched, seg->f, seg->len, ss->err[i]);
+			/* one message per file, not one per segment */
+			if (pxfer_sched_done(&s->sched, seg->f, seg->len, ss->err[i]))
+				error("cannot read '%s': %s", seg->f->src,
+				      ss->err[i] == ENODATA ? "the file shrank while being sent"
+							    : strerror(ss->err[i]));
 			continue;
 		}
 		memmove(buf + off, buf + ss->boff[i], seg->len);
@@ -198,9 +219,7 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 	}
 	ret = s->t->send_chunk(w->b.conn, d, buf);
 	if (ret)
-		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
-				  "lost the connection to the receiver %s (data connection %u): %s",
-				  w->b.conn->peer, w->b.idx, strerror(-ret));
+		return sw_conn_failed(w, ret);
 	atomic_fetch_add(&s->bytes_sent, d->len);
 	atomic_fetch_add(&s->chunks, 1);
 	return sw_reap_sent(w);
@@ -282,7 +301,7 @@ static void *sw_main(void *arg)
 	struct pxfer_io_cqe cqe[REAP_BATCH];
 	int n, busy, ret;
 
-	while (!atomic_load(&s->stop) && !pxfer_failed(&s->fail)) {
+	while (!atomic_load(&s->stop) && !pxfer_failed(&s->fail) && !w->dead) {
 		busy = 0;
 		n = w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 0);
 		for (int i = 0; i < n; i++)
@@ -368,11 +387,16 @@ static int fill_file_msg(struct pxfer_file *fm, const struct pxfer_walk_entry *e
 	return 0;
 }
 
-/* open a regular file for sending; the size comes from the open file */
+/*
+ * Open a regular file for sending; the size comes from the open file. A
+ * PATH given on the command line may be a link (it is followed, like
+ * cp -H); below it the walk saw a regular file, so whatever is opened must
+ * be that same file, or it changed under us.
+ */
 static int open_source(const struct pxfer_walk_entry *e, int *fdp,
 		       struct stat *st)
 {
-	int fd = open(e->src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open(e->src, O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
@@ -381,6 +405,10 @@ static int open_source(const struct pxfer_walk_entry *e, int *fdp,
 
 		close(fd);
 		return ret;
+	}
+	if (st->st_dev != e->st.st_dev || st->st_ino != e->st.st_ino) {
+		close(fd);
+		return -ESTALE;
 	}
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	*fdp = fd;
@@ -408,7 +436,9 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	case PXFER_WALK_FILE:
 		ret = open_source(e, &fd, &st);
 		if (ret) {
-			error("cannot read '%s': %s", e->src, strerror(-ret));
+			error("cannot read '%s': %s", e->src,
+			      ret == -ESTALE ? "it changed while being read"
+					     : strerror(-ret));
 			s->st->files_failed++;
 			return 0;
 		}
@@ -630,6 +660,22 @@ static void draw_progress(struct send_session *s, int final)
 			    !s->walk_done, final);
 }
 
+/* a data connection broke and no ABORT explained it within a second */
+static int data_conn_failed(struct send_session *s)
+{
+	int err = atomic_load(&s->data_err);
+
+	if (!err || pxfer_failed(&s->fail))
+		return 0;
+	if (!s->data_err_at)
+		s->data_err_at = pxfer_now();
+	if (pxfer_now() - s->data_err_at < 1.0)
+		return 0;
+	return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+			  "lost the connection to the receiver %s (data connection %u): %s",
+			  s->cconn->peer, s->data_err_idx, strerror(-err));
+}
+
 static int coordinate(struct send_session *s)
 {
 	struct pxfer_msg fin = { .type = PXFER_MSG_FIN };
@@ -658,7 +704,7 @@ static int coordinate(struct send_session *s)
 		p[1].events = POLLIN;
 		p[2].fd = s->sigfd;
 		p[2].events = POLLIN;
-		ret = poll(p, 3, s->prog.enabled ? 200 : 1000);
+		ret = poll(p, 3, s->prog.enabled || atomic_load(&s->data_err) ? 200 : 1000);
 		if (ret < 0 && errno != EINTR)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "poll: %s",
 					  strerror(errno));
@@ -667,6 +713,8 @@ static int coordinate(struct send_session *s)
 					  "interrupted; files not yet complete were not kept by the receiver");
 		pxfer_ctrl_drain_wake(&s->ctrl);
 		if (read_control(s))
+			break;
+		if (data_conn_failed(s))
 			break;
 		ret = pxfer_ctrl_keepalive(&s->ctrl);
 		if (ret)
@@ -789,6 +837,31 @@ static int handshake(struct send_session *s)
 	return 0;
 }
 
+/*
+ * A data connection failed during set-up: when the receiver gave up, it
+ * said why on the control connection; that reason beats "broken pipe".
+ */
+static int receiver_aborted(struct send_session *s)
+{
+	struct pollfd p = { .fd = s->t->conn_fd(s->cconn),
+			    .events = s->t->poll_events(s->cconn, 0) };
+	double end = pxfer_now() + 1.0;
+
+	while (pxfer_now() < end && !pxfer_failed(&s->fail)) {
+		int r, ret = pxfer_ctrl_fill(&s->ctrl);
+
+		while ((r = pxfer_ctrl_next(&s->ctrl, &s->msg)) > 0) {
+			if (s->msg.type == PXFER_MSG_ABORT ||
+			    s->msg.type == PXFER_MSG_REFUSE)
+				return refused(s, &s->msg, s->cconn->peer);
+		}
+		if (r < 0 || ret < 0)
+			break;
+		poll(&p, 1, 100);
+	}
+	return 0;
+}
+
 static int worker_connect(struct send_session *s, struct sworker *w)
 {
 	struct pxfer_msg *m = &s->msg;
@@ -806,6 +879,8 @@ static int worker_connect(struct send_session *s, struct sworker *w)
 	ret = pxfer_conn_send_msg(w->b.conn, m, s->o->timeout_ms);
 	if (!ret)
 		ret = pxfer_conn_recv_msg(w->b.conn, m, s->o->timeout_ms);
+	if (ret && receiver_aborted(s))
+		return -1;
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "data connection %u to %s failed: %s", w->b.idx,
@@ -871,7 +946,7 @@ static int workers_start(struct send_session *s)
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 					  "cannot set up worker %u: %s", i,
-					  strerror(-ret));
+					  pxfer_setup_error(ret));
 	}
 	for (unsigned int i = 0; i < s->nworkers; i++) {
 		ret = pthread_create(&s->w[i].b.thread, NULL, sw_main, &s->w[i]);

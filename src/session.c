@@ -154,6 +154,20 @@ int pxfer_pick_source(const char *device, int gid_index, const char **bind,
 	return 0;
 }
 
+const char *pxfer_setup_error(int err)
+{
+	switch (err) {
+	case -ENOSYS:
+		return "io_uring is unavailable here (use --io auto or --io sync)";
+	case -ENOMEM:
+		return "out of memory, or the memlock limit is too low for the rings (raise 'ulimit -l' or lower --ring-mem)";
+	case -ENOSPC:
+		return "too many ring slots for the RDMA device's shared receive queue (lower --ring-mem or use larger chunks)";
+	default:
+		return strerror(-err);
+	}
+}
+
 double pxfer_now(void)
 {
 	struct timespec ts;

@@ -66,6 +66,9 @@ void pxfer_memlock_message(char *buf, size_t len, uint64_t need,
 int pxfer_pick_source(const char *device, int gid_index, const char **bind,
 		      char *buf, size_t len);
 
+/* pxfer_setup_error - why a worker could not be set up, for a message */
+const char *pxfer_setup_error(int err);
+
 double pxfer_now(void);
 
 /* pxfer_human - "1.5 GiB" into @buf */

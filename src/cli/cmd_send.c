@@ -75,7 +75,7 @@ static int parse_target(char *arg, struct pxfer_send_opts *o)
 		o->dest = slash + 1;
 		while (*o->dest == '/')
 			o->dest++;
-		/* "host:/a/b/" means a/b; a trailing slash is not a name */
+		/* "host/a/b/" means a/b; a trailing slash is not a name */
 		for (size_t n = strlen(o->dest); n && o->dest[n - 1] == '/'; n--)
 			((char *)o->dest)[n - 1] = 0;
 		if (!*o->dest)
@@ -85,7 +85,7 @@ static int parse_target(char *arg, struct pxfer_send_opts *o)
 	if (colon) {
 		*colon = 0;
 		if (!colon[1])
-			return -EINVAL;
+			return -EINVAL;	/* "host:" or "host:/dest": no port */
 		o->port = colon + 1;
 	} else if (*rest) {
 		return -EINVAL;
@@ -118,7 +118,7 @@ static void print_summary(const struct pxfer_send_opts *o,
 	char b[32], r[32];
 
 	info("pxfer: %s %llu files (%s) to %s in %.1f s (%s/s) over %s with %d workers%s",
-	     code && !st->files ? "failed; sent" : "sent",
+	     code ? "failed after sending" : "sent",
 	     (unsigned long long)st->files, pxfer_human(b, sizeof(b), st->bytes),
 	     o->host, st->seconds,
 	     pxfer_human(r, sizeof(r), st->seconds > 0 ? st->bytes / st->seconds : 0),
