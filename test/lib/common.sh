@@ -1,0 +1,394 @@
+# SPDX-License-Identifier: MIT
+# shellcheck shell=bash
+#
+# Helpers for the end-to-end tests (test/e2e_*.sh). Source it first:
+#
+#	. "$(dirname "$0")/lib/common.sh"
+#
+# It gives each test a private temporary directory ($T, removed at exit),
+# picks free TCP ports, starts receivers in the background (and kills
+# every process it started when the test ends, however it ends), and
+# compares trees. Every wait is bounded, so no test can hang.
+#
+# Exit statuses, as test/runtests.sh expects: 0 pass, 1 fail, 77 skip.
+
+set -u
+
+top=${PXFER_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+build=${PXFER_BUILD:-$top/build/san}
+PXFER=$build/pxfer
+TOOLS=$build/tools
+export LC_ALL=C
+# the secret both sides use unless a test says otherwise
+export PXFER_SECRET=e2e-shared-secret-0123456789
+# as test/runtests.sh sets them, for a test run by hand; a leak makes the
+# process exit 23, which the exit status checks then catch
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+# fail MSG... - report a failed check and end the test (exit 1)
+fail()
+{
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# fail_later MSG... - report a failed check, go on with the other checks,
+# and have finish() fail the test
+_failed_later=0
+fail_later()
+{
+	echo "FAIL: $*" >&2
+	_failed_later=$((_failed_later + 1))
+}
+
+# finish - end the test: 1 if fail_later was called, else 0
+finish()
+{
+	if [ "$_failed_later" -gt 0 ]; then
+		echo "$_failed_later check(s) failed" >&2
+		exit 1
+	fi
+	exit 0
+}
+
+# skip MSG... - the test cannot run here (exit 77); the last line says why
+skip()
+{
+	echo "SKIP: $*"
+	exit 77
+}
+
+# note MSG... - say what is being checked
+note()
+{
+	echo "--- $*"
+}
+
+# ok MSG... - a check passed
+ok()
+{
+	echo "ok: $*"
+}
+
+[ -x "$PXFER" ] || skip "$PXFER is not built (make SAN=1)"
+command -v ss >/dev/null || skip "ss (iproute2) is needed"
+
+T=$(mktemp -d /tmp/pxfer-e2e.XXXXXX) || fail "mktemp"
+_pids=()
+
+# track PID - kill PID (and wait for it) when the test ends
+track()
+{
+	_pids+=("$1")
+}
+
+_cleanup()
+{
+	local p
+
+	for p in "${_pids[@]}"; do
+		kill -0 "$p" 2>/dev/null || continue
+		kill -CONT "$p" 2>/dev/null
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${_pids[@]}"; do
+		_wait_gone "$p" 50 || kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	# a test may leave read-only directories behind
+	chmod -R u+rwX "$T" 2>/dev/null
+	rm -rf "$T"
+}
+trap _cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# _wait_gone PID TENTHS - wait up to TENTHS/10 s for PID to exit
+_wait_gone()
+{
+	local i
+
+	for ((i = 0; i < $2; i++)); do
+		kill -0 "$1" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	! kill -0 "$1" 2>/dev/null
+}
+
+# port_listening PORT - whether something listens on TCP PORT
+port_listening()
+{
+	[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]
+}
+
+# free_port - print a TCP port nothing uses now, outside the range the
+# kernel hands out to outgoing connections when there is room for it
+free_port()
+{
+	local lo=32768 hi=60999 base=20000 span=10000 p i
+
+	read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null
+	if [ "$lo" -gt 12000 ]; then
+		base=10000 span=$((lo - 10000))
+	elif [ "$hi" -lt 63000 ]; then
+		base=$((hi + 1)) span=$((65535 - hi))
+	fi
+	for ((i = 0; i < 200; i++)); do
+		p=$((base + (RANDOM * 32768 + RANDOM) % span))
+		if [ -z "$(ss -Htan "( sport = :$p or dport = :$p )" 2>/dev/null)" ]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	fail "no free TCP port found"
+}
+
+# Receivers. RECV_WRAP, if set (an array), is put before the command, for
+# example RECV_WRAP=("$TOOLS/no_io_uring"). It must exec pxfer, so that
+# RECV_PID is the receiver itself.
+RECV_WRAP=()
+RECV_PID=
+RECV_PORT=
+RECV_LOG=
+_nrecv=0
+
+# _start_recv DIR ARGS... - start "pxfer recv --port P --dir DIR
+# ARGS..." in the background and wait (10 s at most) until it listens.
+# Sets RECV_PID, RECV_PORT, RECV_LOG (its stdout and stderr).
+_start_recv()
+{
+	local dir=$1 try i
+
+	shift
+	for ((try = 0; try < 5; try++)); do
+		_nrecv=$((_nrecv + 1))
+		RECV_PORT=$(free_port)
+		RECV_LOG=$T/recv.$_nrecv.log
+		"${RECV_WRAP[@]}" "$PXFER" recv --port "$RECV_PORT" --dir "$dir" \
+			"$@" >"$RECV_LOG" 2>&1 &
+		RECV_PID=$!
+		track "$RECV_PID"
+		for ((i = 0; i < 100; i++)); do
+			if port_listening "$RECV_PORT"; then
+				return 0
+			fi
+			kill -0 "$RECV_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$RECV_PID" 2>/dev/null; then
+			cat "$RECV_LOG" >&2
+			fail "the receiver did not listen on port $RECV_PORT within 10 s"
+		fi
+		wait "$RECV_PID" 2>/dev/null
+		# lost a race for the port: take another one
+		grep -q "in use" "$RECV_LOG" && continue
+		cat "$RECV_LOG" >&2
+		fail "the receiver exited before listening"
+	done
+	fail "no port could be listened on"
+}
+
+# start_recv DIR [ARGS...] - a quiet receiver for one session (--once -q)
+start_recv()
+{
+	local dir=$1
+
+	shift
+	_start_recv "$dir" --once -q "$@"
+}
+
+# start_server DIR [ARGS...] - a receiver that serves until it is killed,
+# saying what it does (its log is RECV_LOG)
+start_server()
+{
+	_start_recv "$@"
+}
+
+# wait_pid PID [SECONDS] - wait for PID to exit (default 60 s), then set
+# WAIT_RC to its exit status; 124 (and the process is killed) on timeout.
+wait_pid()
+{
+	local pid=$1 limit=${2:-60}
+
+	if ! _wait_gone "$pid" $((limit * 10)); then
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+		WAIT_RC=124
+		return 0
+	fi
+	wait "$pid" 2>/dev/null
+	WAIT_RC=$?
+	return 0
+}
+
+# wait_recv [SECONDS] - wait for the receiver to exit; sets WAIT_RC
+wait_recv()
+{
+	wait_pid "$RECV_PID" "${1:-60}"
+}
+
+# stop_recv - end a serving receiver (SIGTERM, then SIGKILL after 10 s)
+stop_recv()
+{
+	kill -TERM "$RECV_PID" 2>/dev/null
+	wait_pid "$RECV_PID" 10
+}
+
+# recv_alive - whether the receiver still runs and listens
+recv_alive()
+{
+	kill -0 "$RECV_PID" 2>/dev/null && port_listening "$RECV_PORT"
+}
+
+# psend ARGS... - run "pxfer send ARGS..." (at most 300 s); sets SEND_RC,
+# stdout in $SEND_OUT and stderr in $SEND_ERR. Never fails by itself.
+# SEND_WRAP, if set (an array), is put before the command.
+SEND_WRAP=()
+SEND_OUT=
+SEND_ERR=
+SEND_RC=
+_nsend=0
+psend()
+{
+	_nsend=$((_nsend + 1))
+	SEND_OUT=$T/send.$_nsend.out
+	SEND_ERR=$T/send.$_nsend.err
+	timeout -k 5 300 "${SEND_WRAP[@]}" "$PXFER" send "$@" \
+		>"$SEND_OUT" 2>"$SEND_ERR"
+	SEND_RC=$?
+	return 0
+}
+
+# send_ok ARGS... - psend, and fail the test unless it exits 0
+send_ok()
+{
+	psend "$@"
+	if [ "$SEND_RC" -ne 0 ]; then
+		cat "$SEND_ERR" >&2
+		[ -n "$RECV_LOG" ] && sed 's/^/recv: /' "$RECV_LOG" >&2
+		fail "pxfer send $* exited $SEND_RC"
+	fi
+}
+
+# target - the receiver's address for a send ("127.0.0.1:PORT")
+target()
+{
+	echo "127.0.0.1:$RECV_PORT"
+}
+
+# expect_rc WANT GOT WHAT - fail unless exit status GOT is WANT
+expect_rc()
+{
+	[ "$2" -eq "$1" ] || fail "$3: exit status $2, expected $1"
+}
+
+# expect_grep REGEX FILE WHAT - fail unless FILE has a line matching REGEX
+# (case-insensitive, extended regular expression)
+expect_grep()
+{
+	if ! grep -qiE -- "$1" "$2"; then
+		echo "--- $2:" >&2
+		cat "$2" >&2
+		fail "$3: no message matching '$1'"
+	fi
+}
+
+# check_grep REGEX FILE WHAT - like expect_grep, but with fail_later
+check_grep()
+{
+	if ! grep -qiE -- "$1" "$2"; then
+		fail_later "$3: no message matching '$1' in: $(tr '\n' '|' <"$2")"
+		return 1
+	fi
+}
+
+# _listing DIR [--no-root] - one line per entry: path, type, mode, mtime,
+# size (not for directories, whose size depends on the file system) and
+# link target. Symlinks are described, never followed.
+_listing()
+{
+	local min=0
+
+	[ "${2:-}" = --no-root ] && min=1
+	(cd "$1" && find . -mindepth "$min" \
+		\( -type d -printf '%P\t%y\t%m\t%T@\t-\t\n' \) -o \
+		-printf '%P\t%y\t%m\t%T@\t%s\t%l\n') | sort
+}
+
+# tree_equal [--no-root] SRC DST - fail unless DST is a copy of SRC: the same
+# names, types, permission modes, mtimes (of symlinks too), sizes and link
+# targets, and every regular file equal byte for byte. With --no-root the
+# top directories themselves are not compared (only what they hold).
+tree_equal()
+{
+	local opt= src dst f n=0
+
+	if [ "$1" = --no-root ]; then
+		opt=--no-root
+		shift
+	fi
+	src=$1 dst=$2
+	[ -d "$dst" ] || fail "tree_equal: '$dst' is not a directory"
+	_listing "$src" $opt >"$T/listing.src"
+	_listing "$dst" $opt >"$T/listing.dst"
+	if ! cmp -s "$T/listing.src" "$T/listing.dst"; then
+		echo "--- differences (< $src, > $dst):" >&2
+		diff "$T/listing.src" "$T/listing.dst" | head -n 40 >&2
+		fail "'$dst' differs from '$src' in names, types, modes, mtimes or sizes"
+	fi
+	while IFS= read -r -d '' f; do
+		cmp -s -- "$src/$f" "$dst/$f" || fail "'$dst/$f' differs from '$src/$f'"
+		n=$((n + 1))
+	done < <(cd "$src" && find . -type f -printf '%P\0')
+	ok "'$dst' equals '$src' ($(wc -l <"$T/listing.src") entries, $n files compared)"
+}
+
+# file_equal SRC DST - content, mode and mtime of one file
+file_equal()
+{
+	cmp -s -- "$1" "$2" || fail "'$2' differs from '$1'"
+	[ "$(stat -c '%a %y' -- "$1")" = "$(stat -c '%a %y' -- "$2")" ] ||
+		fail "'$2' mode or mtime differ: $(stat -c '%a %y' -- "$2") instead of $(stat -c '%a %y' -- "$1")"
+}
+
+# no_part_files DIR - fail if a temporary file of the receiver is in DIR
+no_part_files()
+{
+	local left
+
+	left=$(find "$1" -name '.pxfer-*.part' | head -n 5)
+	[ -z "$left" ] || fail "temporary files left in '$1': $left"
+}
+
+# wait_for SECONDS CMD... - run CMD every 0.05 s until it succeeds; 1 if it
+# never does within SECONDS
+wait_for()
+{
+	local limit=$1 i
+
+	shift
+	for ((i = 0; i < limit * 20; i++)); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# have_part DIR - whether a receiver temporary file exists in DIR
+have_part()
+{
+	[ -n "$(find "$1" -name '.pxfer-*.part' -print -quit 2>/dev/null)" ]
+}
+
+# timer_start / timer_secs - how long a step took
+timer_start()
+{
+	_t0=$(date +%s%N)
+}
+
+timer_secs()
+{
+	local ms=$((($(date +%s%N) - _t0) / 1000000))
+
+	printf '%d.%02d' $((ms / 1000)) $((ms % 1000 / 10))
+}

@@ -1,0 +1,1372 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hostile_sender - a sender that proves the shared secret exactly as
+ * 'pxfer send' does and then breaks the rules, one way per scenario, to
+ * check that a receiver never writes outside its directory, never shows a
+ * file under its name that did not fully arrive, and survives.
+ *
+ *	hostile_sender [-o OUTSIDE] HOST PORT SCENARIO
+ *	hostile_sender -l			list the scenarios
+ *
+ * The secret comes from $PXFER_SECRET. OUTSIDE is an absolute directory
+ * the scenarios aim at (default /tmp/pxfer-outside); it is never touched
+ * here. Every message the receiver sends is printed ("<- ..."), then:
+ *
+ *	done PATH		the receiver completed PATH (FILE_DONE, code 0)
+ *	outcome: refused	it refused the connection, the session or the file
+ *	outcome: aborted	it ended the session (ABORT, or closed it)
+ *	outcome: accepted	it went along with what it should have refused
+ *	outcome: completed	a scenario that is allowed to succeed did
+ *
+ * Exit status: 0 if the scenario was played, whatever the outcome; 1 if
+ * this program failed on its own (cannot connect, no session where one
+ * was needed); 2 on bad usage.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "pxfer/pxfer.h"
+#include "auth.h"
+#include "proto.h"
+#include "transport.h"
+
+#define TIMEOUT_MS	5000
+#define CHUNK_REQ	65536u	/* chunk size asked for */
+#define MAX_IDS		16	/* file ids whose paths are remembered */
+
+enum outcome {
+	O_FAILED = 1,	/* this program failed (0 is never an outcome) */
+	O_REFUSED,
+	O_ABORTED,
+	O_ACCEPTED,
+	O_COMPLETED,
+};
+
+static const char *const outcome_name[] = {
+	[O_FAILED] = "failed",
+	[O_REFUSED] = "refused",
+	[O_ABORTED] = "aborted",
+	[O_ACCEPTED] = "accepted",
+	[O_COMPLETED] = "completed",
+};
+
+struct hs {
+	const char *host;
+	const char *port;
+	const char *outside;
+	struct pxfer_secret secret;
+	struct pxfer_conn *ctl;		/* control connection */
+	struct pxfer_conn *data;	/* data connection of worker 0 */
+	uint8_t nonce_r[PXFER_NONCE_LEN];
+	uint8_t nonce_s[PXFER_NONCE_LEN];
+	uint8_t key[PXFER_KEY_LEN];
+	struct pxfer_welcome wel;
+	uint64_t seq;			/* next chunk on the data connection */
+	uint16_t slots[PXFER_SLOTS_MAX];	/* granted and not yet used */
+	unsigned int nslots;
+	char path[MAX_IDS][PXFER_PATH_MAX + 1];
+	int ended;			/* the receiver ended the session */
+	struct pxfer_msg m;
+};
+
+/* what next_msg saw when it did not return a message */
+#define GONE	0		/* ABORT, or the connection closed */
+
+/* ---- printing --------------------------------------------------------- */
+
+static void show(const char *dir, const struct pxfer_msg *m)
+{
+	const char *name = pxfer_msg_name(m->type);
+
+	switch (m->type) {
+	case PXFER_MSG_REFUSE:
+	case PXFER_MSG_ABORT:
+		printf("%s %s code=%u (%s) '%s'\n", dir, name, m->u.error.code,
+		       strerror(m->u.error.code), m->u.error.text);
+		break;
+	case PXFER_MSG_FILE:
+		printf("%s %s id=%llu type=%u mode=%04o size=%llu path='%s'%s%s%s\n",
+		       dir, name, (unsigned long long)m->u.file.id,
+		       m->u.file.type, m->u.file.mode,
+		       (unsigned long long)m->u.file.size, m->u.file.path,
+		       m->u.file.target_len ? " target='" : "",
+		       m->u.file.target, m->u.file.target_len ? "'" : "");
+		break;
+	case PXFER_MSG_FILE_OK:
+	case PXFER_MSG_FILE_ERR:
+	case PXFER_MSG_FILE_DONE:
+		printf("%s %s id=%llu code=%u%s%s%s\n", dir, name,
+		       (unsigned long long)m->u.status.id, m->u.status.code,
+		       m->u.status.text_len ? " '" : "", m->u.status.text,
+		       m->u.status.text_len ? "'" : "");
+		break;
+	case PXFER_MSG_FILE_END:
+		printf("%s %s id=%llu bytes=%llu code=%u\n", dir, name,
+		       (unsigned long long)m->u.end.id,
+		       (unsigned long long)m->u.end.bytes, m->u.end.code);
+		break;
+	case PXFER_MSG_CREDIT:
+		printf("%s %s worker=%u slots=%u\n", dir, name,
+		       m->u.credit.worker, m->u.credit.count);
+		break;
+	case PXFER_MSG_FIN:
+	case PXFER_MSG_ACK:
+		printf("%s %s files=%llu bytes=%llu code=%u\n", dir, name,
+		       (unsigned long long)m->u.fin.files,
+		       (unsigned long long)m->u.fin.bytes, m->u.fin.code);
+		break;
+	case PXFER_MSG_WELCOME:
+		printf("%s %s chunk=%u workers=%u slots=%u max_files=%u\n", dir,
+		       name, m->u.welcome.chunk_size, m->u.welcome.workers,
+		       m->u.welcome.slots, m->u.welcome.max_files);
+		break;
+	default:
+		printf("%s %s\n", dir, name);
+		break;
+	}
+	fflush(stdout);
+}
+
+static void say(const char *what)
+{
+	printf("-> %s\n", what);
+	fflush(stdout);
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+/*
+ * Connect (@data: as a data connection) and read the CHALLENGE; its nonce
+ * goes to @nonce.
+ */
+static int conn_open(struct hs *h, struct pxfer_conn **c, int data,
+		     uint8_t *nonce)
+{
+	int ret;
+
+	ret = pxfer_tcp_ops.connect(h->host, h->port, NULL, TIMEOUT_MS, data, c);
+	if (ret) {
+		fprintf(stderr, "hostile_sender: cannot connect to %s port %s: %s\n",
+			h->host, h->port, strerror(-ret));
+		return -1;
+	}
+	ret = pxfer_conn_recv_msg(*c, &h->m, TIMEOUT_MS);
+	if (ret || h->m.type != PXFER_MSG_CHALLENGE) {
+		fprintf(stderr, "hostile_sender: no CHALLENGE from the receiver: %s\n",
+			ret ? strerror(-ret) : pxfer_msg_name(h->m.type));
+		pxfer_tcp_ops.close(*c);
+		*c = NULL;
+		return -1;
+	}
+	memcpy(nonce, h->m.u.challenge.nonce, PXFER_NONCE_LEN);
+	return 0;
+}
+
+static void conn_close(struct pxfer_conn **c)
+{
+	if (*c)
+		pxfer_tcp_ops.close(*c);
+	*c = NULL;
+}
+
+/* send raw bytes; 1 if the receiver has gone (it closed on us) */
+static int send_raw(struct pxfer_conn *c, const void *buf, size_t len)
+{
+	int ret = pxfer_conn_send_all(c, buf, len, TIMEOUT_MS);
+
+	if (ret == -EPIPE || ret == -ECONNRESET)
+		return 1;
+	if (ret) {
+		fprintf(stderr, "hostile_sender: send: %s\n", strerror(-ret));
+		return -1;
+	}
+	return 0;
+}
+
+static int send_msg(struct pxfer_conn *c, const struct pxfer_msg *m)
+{
+	uint8_t buf[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	ssize_t n = pxfer_msg_encode(buf, sizeof(buf), m);
+
+	if (n < 0) {
+		fprintf(stderr, "hostile_sender: cannot encode %s: %s\n",
+			pxfer_msg_name(m->type), strerror(-n));
+		return -1;
+	}
+	show("->", m);
+	return send_raw(c, buf, n);
+}
+
+/*
+ * The next message on the control connection, printed. CREDITs are kept
+ * for take_slot; FILE_DONE with code 0 prints "done PATH". Returns 1 with
+ * h->m filled, GONE if the receiver aborted or closed, -1 on timeout or
+ * another failure.
+ */
+static int next_msg(struct hs *h)
+{
+	struct pxfer_msg *m = &h->m;
+	int ret;
+
+	if (h->ended)
+		return GONE;
+	ret = pxfer_conn_recv_msg(h->ctl, m, TIMEOUT_MS);
+	if (ret == -EPIPE || ret == -ECONNRESET) {
+		printf("<- (the receiver closed the connection)\n");
+		h->ended = 1;
+		return GONE;
+	}
+	if (ret) {
+		printf("<- (nothing: %s)\n", strerror(-ret));
+		return -1;
+	}
+	show("<-", m);
+	if (m->type == PXFER_MSG_ABORT) {
+		h->ended = 1;
+		return GONE;
+	}
+	if (m->type == PXFER_MSG_CREDIT && m->u.credit.worker == 0) {
+		for (unsigned int i = 0; i < m->u.credit.count; i++)
+			if (h->nslots < PXFER_SLOTS_MAX)
+				h->slots[h->nslots++] = m->u.credit.slots[i];
+	}
+	if (m->type == PXFER_MSG_FILE_DONE && !m->u.status.code &&
+	    m->u.status.id < MAX_IDS)
+		printf("done %s\n", h->path[m->u.status.id]);
+	return 1;
+}
+
+/* wait for @type (or for FILE_OK/ERR/DONE about @id); GONE, -1 or 1 */
+static int wait_for(struct hs *h, uint16_t type, uint64_t id)
+{
+	int ret;
+
+	for (;;) {
+		ret = next_msg(h);
+		if (ret != 1)
+			return ret;
+		if (h->m.type == type)
+			return 1;
+		if ((h->m.type == PXFER_MSG_FILE_OK ||
+		     h->m.type == PXFER_MSG_FILE_ERR ||
+		     h->m.type == PXFER_MSG_FILE_DONE) &&
+		    type == PXFER_MSG_FILE && h->m.u.status.id == id)
+			return 1;
+	}
+}
+
+/* the reply to FILE @id: its type, GONE or -1 */
+static int file_reply(struct hs *h, uint64_t id)
+{
+	int ret = wait_for(h, PXFER_MSG_FILE, id);
+
+	return ret == 1 ? h->m.type : ret;
+}
+
+/* wait until the receiver closes the connection (or says something) */
+static enum outcome await_close(struct hs *h, struct pxfer_conn *c)
+{
+	int ret = pxfer_conn_recv_msg(c, &h->m, TIMEOUT_MS);
+
+	if (ret == -EPIPE || ret == -ECONNRESET || ret == -EPROTO) {
+		printf("<- (the receiver closed the connection)\n");
+		return O_ABORTED;
+	}
+	if (ret) {
+		printf("<- (nothing: %s; the connection is still open)\n",
+		       strerror(-ret));
+		return O_ACCEPTED;
+	}
+	show("<-", &h->m);
+	return h->m.type == PXFER_MSG_REFUSE ? O_REFUSED : O_ACCEPTED;
+}
+
+/* ---- the handshake, done right or wrong ------------------------------- */
+
+/* HELLO: 0 on WELCOME, 1 on REFUSE, -1 on failure */
+static int hello(struct hs *h, const char *dest, int bad_mac)
+{
+	struct pxfer_hello *hl = &h->m.u.hello;
+	uint8_t mac[PXFER_MAC_LEN];
+	int ret;
+
+	if (conn_open(h, &h->ctl, 0, h->nonce_r))
+		return -1;
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_HELLO;
+	hl->magic = PXFER_MAGIC;
+	hl->version = PXFER_PROTO_VERSION;
+	hl->workers = 1;
+	hl->chunk_size = CHUNK_REQ;
+	pxfer_auth_nonce(hl->nonce);
+	memcpy(h->nonce_s, hl->nonce, PXFER_NONCE_LEN);
+	if (dest) {
+		hl->dest_len = strlen(dest);
+		memcpy(hl->dest, dest, hl->dest_len + 1);
+	}
+	pxfer_auth_hello_mac(&h->secret, h->nonce_r, hl, hl->mac);
+	if (bad_mac)
+		hl->mac[0] ^= 0x55;
+	ret = send_msg(h->ctl, &h->m);
+	if (ret)
+		return ret > 0 ? 1 : -1;
+	ret = pxfer_conn_recv_msg(h->ctl, &h->m, TIMEOUT_MS);
+	if (ret) {
+		printf("<- (no answer to HELLO: %s)\n", strerror(-ret));
+		return ret == -EPIPE || ret == -ECONNRESET ? 1 : -1;
+	}
+	show("<-", &h->m);
+	if (h->m.type == PXFER_MSG_REFUSE)
+		return 1;
+	if (h->m.type != PXFER_MSG_WELCOME)
+		return -1;
+	h->wel = h->m.u.welcome;
+	pxfer_auth_welcome_mac(&h->secret, h->nonce_r, h->nonce_s,
+			       h->wel.session, mac);
+	if (!pxfer_auth_equal(mac, h->wel.mac)) {
+		fprintf(stderr, "hostile_sender: the WELCOME does not prove the secret\n");
+		return -1;
+	}
+	pxfer_auth_session_key(&h->secret, h->nonce_r, h->nonce_s, h->key);
+	return 0;
+}
+
+enum data_how {
+	DATA_GOOD,
+	DATA_BAD_MAC,
+	DATA_BAD_WORKER,
+};
+
+/* a data connection: 0 on DATA_WELCOME, 1 if refused or closed, -1 */
+static int data_open(struct hs *h, struct pxfer_conn **c, enum data_how how)
+{
+	struct pxfer_data_hello *dh = &h->m.u.data_hello;
+	uint8_t nonce[PXFER_NONCE_LEN];
+	int ret;
+
+	if (conn_open(h, c, 1, nonce))
+		return -1;
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_DATA_HELLO;
+	dh->session = h->wel.session;
+	dh->worker = how == DATA_BAD_WORKER ? h->wel.workers + 4 : 0;
+	pxfer_auth_data_mac(h->key, nonce, dh->session, dh->worker, dh->mac);
+	if (how == DATA_BAD_MAC)
+		dh->mac[31] ^= 0x80;
+	ret = send_msg(*c, &h->m);
+	if (ret)
+		return ret > 0 ? 1 : -1;
+	ret = pxfer_conn_recv_msg(*c, &h->m, TIMEOUT_MS);
+	if (ret == -EPIPE || ret == -ECONNRESET) {
+		printf("<- (the receiver closed the data connection)\n");
+		return 1;
+	}
+	if (ret) {
+		printf("<- (no answer to DATA_HELLO: %s)\n", strerror(-ret));
+		return -1;
+	}
+	show("<-", &h->m);
+	if (h->m.type == PXFER_MSG_DATA_WELCOME)
+		return 0;
+	return h->m.type == PXFER_MSG_REFUSE ? 1 : -1;
+}
+
+/* a proper session: control and one data connection; 0 or -1 */
+static int session(struct hs *h, const char *dest)
+{
+	if (hello(h, dest, 0)) {
+		fprintf(stderr, "hostile_sender: the receiver did not accept a proper HELLO\n");
+		return -1;
+	}
+	if (data_open(h, &h->data, DATA_GOOD)) {
+		fprintf(stderr, "hostile_sender: the receiver did not accept a proper data connection\n");
+		return -1;
+	}
+	h->seq = 0;
+	h->nslots = 0;
+	h->ended = 0;
+	return 0;
+}
+
+static void session_close(struct hs *h)
+{
+	conn_close(&h->data);
+	conn_close(&h->ctl);
+}
+
+/* ---- messages of a session -------------------------------------------- */
+
+static int send_file(struct hs *h, uint64_t id, uint8_t type, uint32_t mode,
+		     uint64_t size, const char *path, const char *target)
+{
+	struct pxfer_file *f = &h->m.u.file;
+
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_FILE;
+	f->id = id;
+	f->type = type;
+	f->mode = mode;
+	f->size = size;
+	f->mtime_sec = 1600000000;
+	f->path_len = strlen(path);
+	memcpy(f->path, path, f->path_len + 1);
+	if (target) {
+		f->target_len = strlen(target);
+		memcpy(f->target, target, f->target_len + 1);
+	}
+	if (id < MAX_IDS)
+		snprintf(h->path[id], sizeof(h->path[id]), "%s", path);
+	return send_msg(h->ctl, &h->m);
+}
+
+static int send_end(struct hs *h, uint64_t id, uint64_t bytes)
+{
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_FILE_END;
+	h->m.u.end.id = id;
+	h->m.u.end.bytes = bytes;
+	return send_msg(h->ctl, &h->m);
+}
+
+/* a granted slot (reading CREDITs if none is in hand), or -1 */
+static int take_slot(struct hs *h)
+{
+	while (!h->nslots) {
+		if (wait_for(h, PXFER_MSG_CREDIT, 0) != 1)
+			return -1;
+	}
+	return h->slots[--h->nslots];
+}
+
+/* how a chunk is spoiled */
+enum chunk_flaw {
+	FLAW_NONE,
+	FLAW_CHECKSUM,		/* xxh3 does not match the payload */
+	FLAW_SEQ,		/* out of sequence */
+};
+
+/* a chunk frame: header, descriptor, payload; 0, 1 (receiver gone), -1 */
+static int send_chunk(struct hs *h, int slot, const struct pxfer_seg *seg,
+		      unsigned int nseg, enum chunk_flaw flaw)
+{
+	struct pxfer_chunk ch = { .slot = slot, .nseg = nseg };
+	size_t desc_max = PXFER_HDR_LEN + PXFER_CHUNK_DESC_MAX;
+	uint8_t *buf;
+	ssize_t dlen;
+	int ret;
+
+	for (unsigned int i = 0; i < nseg; i++) {
+		ch.seg[i] = seg[i];
+		ch.len += seg[i].len;
+	}
+	buf = malloc(desc_max + ch.len);
+	if (!buf)
+		return -1;
+	/* the payload goes after the largest descriptor, then moves up */
+	for (uint32_t i = 0; i < ch.len; i++)
+		buf[desc_max + i] = 'a' + i % 26;
+	ch.xxh3 = XXH3_64bits(buf + desc_max, ch.len);
+	ch.seq = h->seq++;
+	if (flaw == FLAW_CHECKSUM)
+		ch.xxh3 ^= 1;
+	if (flaw == FLAW_SEQ)
+		ch.seq += 7;
+	dlen = pxfer_chunk_encode(buf + PXFER_HDR_LEN, PXFER_CHUNK_DESC_MAX, &ch);
+	if (dlen < 0) {
+		fprintf(stderr, "hostile_sender: cannot encode the chunk: %s\n",
+			strerror(-dlen));
+		free(buf);
+		return -1;
+	}
+	memmove(buf + PXFER_HDR_LEN + dlen, buf + desc_max, ch.len);
+	pxfer_hdr_encode(buf, PXFER_MSG_CHUNK, dlen + ch.len);
+	printf("-> CHUNK slot=%d seq=%llu len=%u", slot,
+	       (unsigned long long)ch.seq, ch.len);
+	for (unsigned int i = 0; i < nseg; i++)
+		printf(" [file=%llu off=%llu len=%u]",
+		       (unsigned long long)seg[i].file,
+		       (unsigned long long)seg[i].offset, seg[i].len);
+	printf("%s\n", flaw == FLAW_CHECKSUM ? " (bad checksum)" :
+		       flaw == FLAW_SEQ ? " (bad sequence)" : "");
+	fflush(stdout);
+	ret = send_raw(h->data, buf, PXFER_HDR_LEN + dlen + ch.len);
+	free(buf);
+	return ret;
+}
+
+/* one segment into a granted slot */
+static int send_piece(struct hs *h, uint64_t id, uint64_t off, uint32_t len,
+		      enum chunk_flaw flaw)
+{
+	struct pxfer_seg seg = { .file = id, .offset = off, .len = len };
+	int slot = take_slot(h);
+
+	if (slot < 0)
+		return 1;
+	return send_chunk(h, slot, &seg, 1, flaw);
+}
+
+/* all of file @id, @size bytes, in chunks; 0, 1 (receiver gone), -1 */
+static int send_data(struct hs *h, uint64_t id, uint64_t size)
+{
+	uint64_t off = 0;
+	int ret;
+
+	while (off < size) {
+		uint32_t len = size - off < h->wel.chunk_size ?
+			       size - off : h->wel.chunk_size;
+
+		ret = send_piece(h, id, off, len, FLAW_NONE);
+		if (ret)
+			return ret;
+		off += len;
+	}
+	return 0;
+}
+
+/* FIN, then what the receiver says: ACK, ABORT or nothing */
+static enum outcome finish(struct hs *h, enum outcome if_acked)
+{
+	int ret;
+
+	if (!h->ended) {
+		memset(&h->m, 0, sizeof(h->m));
+		h->m.type = PXFER_MSG_FIN;
+		ret = send_msg(h->ctl, &h->m);
+		if (ret < 0)
+			return O_FAILED;
+		if (ret > 0)
+			h->ended = 1;
+	}
+	ret = wait_for(h, PXFER_MSG_ACK, 0);
+	if (ret == 1)
+		return if_acked;
+	if (ret == GONE)
+		return O_ABORTED;
+	/* no answer at all: the receiver is stuck, which is a failure too */
+	return O_ACCEPTED;
+}
+
+/* after a protocol violation: the receiver must end the session */
+static enum outcome expect_end(struct hs *h)
+{
+	return finish(h, O_ACCEPTED);
+}
+
+/* ---- scenarios: before the session ------------------------------------ */
+
+static enum outcome sc_garbage(struct hs *h)
+{
+	static const char junk[] = "GET / HTTP/1.0\r\nHost: pxfer\r\n\r\n";
+	struct pxfer_conn *c;
+	uint8_t nonce[PXFER_NONCE_LEN];
+	enum outcome o;
+
+	if (conn_open(h, &c, 0, nonce))
+		return O_FAILED;
+	say("bytes that are not a frame instead of HELLO");
+	if (send_raw(c, junk, sizeof(junk) - 1) < 0) {
+		conn_close(&c);
+		return O_FAILED;
+	}
+	o = await_close(h, c);
+	conn_close(&c);
+	return o;
+}
+
+static enum outcome sc_oversize_hello(struct hs *h)
+{
+	struct pxfer_conn *c;
+	uint8_t nonce[PXFER_NONCE_LEN], hdr[PXFER_HDR_LEN];
+	enum outcome o;
+
+	if (conn_open(h, &c, 0, nonce))
+		return O_FAILED;
+	say("HELLO header announcing a 2 GiB body, and no body");
+	pxfer_hdr_encode(hdr, PXFER_MSG_HELLO, 0x7fffffffu);
+	if (send_raw(c, hdr, sizeof(hdr)) < 0) {
+		conn_close(&c);
+		return O_FAILED;
+	}
+	o = await_close(h, c);
+	conn_close(&c);
+	return o;
+}
+
+static enum outcome sc_bad_hello_mac(struct hs *h)
+{
+	int ret = hello(h, NULL, 1);
+
+	conn_close(&h->ctl);
+	if (ret < 0)
+		return O_FAILED;
+	return ret ? O_REFUSED : O_ACCEPTED;
+}
+
+static enum outcome sc_data_hello_first(struct hs *h)
+{
+	struct pxfer_conn *c = NULL;
+	int ret;
+
+	memset(&h->wel, 0, sizeof(h->wel));
+	say("DATA_HELLO as the first message of a connection");
+	ret = data_open(h, &c, DATA_GOOD);
+	conn_close(&c);
+	if (ret < 0)
+		return O_FAILED;
+	return ret ? O_REFUSED : O_ACCEPTED;
+}
+
+static enum outcome dest_scenario(struct hs *h, const char *dest)
+{
+	int ret = hello(h, dest, 0);
+	enum outcome o = O_ACCEPTED;
+
+	if (ret < 0) {
+		conn_close(&h->ctl);
+		return O_FAILED;
+	}
+	if (ret) {
+		conn_close(&h->ctl);
+		return O_REFUSED;
+	}
+	/* accepted: end the session properly so the receiver is free */
+	if (!data_open(h, &h->data, DATA_GOOD))
+		finish(h, O_ACCEPTED);
+	session_close(h);
+	return o;
+}
+
+static enum outcome sc_dest_dotdot(struct hs *h)
+{
+	return dest_scenario(h, "../outside");
+}
+
+static enum outcome sc_dest_abs(struct hs *h)
+{
+	return dest_scenario(h, h->outside);
+}
+
+static enum outcome sc_dest_symlink(struct hs *h)
+{
+	enum outcome o;
+
+	/* first a link inside DIR, which is allowed... */
+	if (session(h, NULL))
+		return O_FAILED;
+	if (send_file(h, 0, PXFER_FT_SYMLINK, 0777, 0, "lnk", h->outside) ||
+	    file_reply(h, 0) != PXFER_MSG_FILE_DONE) {
+		session_close(h);
+		return O_FAILED;
+	}
+	o = finish(h, O_COMPLETED);
+	session_close(h);
+	if (o != O_COMPLETED)
+		return O_FAILED;
+	/* ...then a session whose destination goes through it */
+	return dest_scenario(h, "lnk/sub");
+}
+
+static enum outcome data_scenario(struct hs *h, enum data_how how)
+{
+	struct pxfer_conn *c = NULL;
+	enum outcome o;
+	int ret;
+
+	if (hello(h, NULL, 0)) {
+		conn_close(&h->ctl);
+		return O_FAILED;
+	}
+	ret = data_open(h, &c, how);
+	conn_close(&c);
+	if (ret < 0) {
+		conn_close(&h->ctl);
+		return O_FAILED;
+	}
+	o = ret ? O_REFUSED : O_ACCEPTED;
+	/* the session goes on with a proper data connection */
+	say("a proper data connection after that");
+	if (data_open(h, &h->data, DATA_GOOD)) {
+		session_close(h);
+		return o == O_REFUSED ? O_ABORTED : o;
+	}
+	finish(h, O_COMPLETED);
+	session_close(h);
+	return o;
+}
+
+static enum outcome sc_data_hello_bad_mac(struct hs *h)
+{
+	return data_scenario(h, DATA_BAD_MAC);
+}
+
+static enum outcome sc_data_hello_bad_worker(struct hs *h)
+{
+	return data_scenario(h, DATA_BAD_WORKER);
+}
+
+/* ---- scenarios: paths ------------------------------------------------- */
+
+/*
+ * Offer one entry the receiver must refuse. Refused (FILE_ERR): end the
+ * session cleanly. Accepted: play along (send the data) and say so.
+ */
+static enum outcome offer(struct hs *h, uint8_t type, const char *path,
+			  const char *target, uint64_t id)
+{
+	uint64_t size = type == PXFER_FT_REG ? 1000 : 0;
+	int ret;
+
+	ret = send_file(h, id, type, 0644, size, path, target);
+	if (ret)
+		return ret > 0 ? O_ABORTED : O_FAILED;
+	ret = file_reply(h, id);
+	if (ret == GONE)
+		return O_ABORTED;
+	if (ret < 0)
+		return O_FAILED;
+	if (ret == PXFER_MSG_FILE_ERR)
+		return O_REFUSED;
+	if (ret == PXFER_MSG_FILE_OK) {
+		if (!send_data(h, id, size) && !send_end(h, id, size))
+			file_reply(h, id);
+	}
+	return O_ACCEPTED;
+}
+
+static enum outcome path_scenario(struct hs *h, uint8_t type, const char *path)
+{
+	enum outcome o, end;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	o = offer(h, type, path, NULL, 0);
+	end = finish(h, O_COMPLETED);
+	session_close(h);
+	if (o == O_REFUSED && end != O_COMPLETED)
+		printf("note: the session did not end cleanly after the refusal\n");
+	return o;
+}
+
+static enum outcome sc_abs_path(struct hs *h)
+{
+	char path[PXFER_PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/abs-payload", h->outside);
+	return path_scenario(h, PXFER_FT_REG, path);
+}
+
+static enum outcome sc_dotdot(struct hs *h)
+{
+	return path_scenario(h, PXFER_FT_DIR, "..");
+}
+
+static enum outcome sc_dotdot_file(struct hs *h)
+{
+	return path_scenario(h, PXFER_FT_REG, "../outside/dotdot-payload");
+}
+
+static enum outcome sc_inner_dotdot(struct hs *h)
+{
+	return path_scenario(h, PXFER_FT_REG, "a/../../outside/inner-payload");
+}
+
+static enum outcome sc_empty_component(struct hs *h)
+{
+	return path_scenario(h, PXFER_FT_REG, "a//b");
+}
+
+static enum outcome sc_dot_component(struct hs *h)
+{
+	return path_scenario(h, PXFER_FT_REG, "a/./b");
+}
+
+static enum outcome sc_trailing_slash(struct hs *h)
+{
+	return path_scenario(h, PXFER_FT_REG, "a/");
+}
+
+static enum outcome sc_long_name(struct hs *h)
+{
+	char path[PXFER_NAME_MAX + 2];
+
+	memset(path, 'n', PXFER_NAME_MAX + 1);
+	path[PXFER_NAME_MAX + 1] = 0;
+	return path_scenario(h, PXFER_FT_REG, path);
+}
+
+/* a FILE whose path holds a NUL: the codec must refuse the frame */
+static enum outcome sc_nul_in_path(struct hs *h)
+{
+	uint8_t buf[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	struct pxfer_file *f = &h->m.u.file;
+	ssize_t n;
+	int ret;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_FILE;
+	f->type = PXFER_FT_REG;
+	f->mode = 0644;
+	f->path_len = 7;
+	memcpy(f->path, "nulXbad", 8);
+	n = pxfer_msg_encode(buf, sizeof(buf), &h->m);
+	if (n < 0) {
+		session_close(h);
+		return O_FAILED;
+	}
+	/* the path starts 35 bytes into the body, after its u16 length */
+	buf[PXFER_HDR_LEN + 35 + 3] = 0;
+	say("FILE path 'nul\\0bad' (an embedded NUL)");
+	ret = send_raw(h->ctl, buf, n);
+	if (ret < 0) {
+		session_close(h);
+		return O_FAILED;
+	}
+	h->ended = ret > 0;
+	ret = expect_end(h);
+	session_close(h);
+	return ret;
+}
+
+/* a link pointing out of DIR (allowed), then an entry through it */
+static enum outcome link_scenario(struct hs *h, const char *target,
+				  uint8_t type)
+{
+	enum outcome o, end;
+	int ret;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	ret = send_file(h, 0, PXFER_FT_SYMLINK, 0777, 0, "evil", target);
+	if (!ret)
+		ret = file_reply(h, 0);
+	if (ret != PXFER_MSG_FILE_DONE && ret != PXFER_MSG_FILE_ERR) {
+		session_close(h);
+		return ret == GONE ? O_ABORTED : O_FAILED;
+	}
+	o = offer(h, type, type == PXFER_FT_DIR ? "evil/sub" : "evil/payload",
+		  NULL, 1);
+	end = finish(h, O_COMPLETED);
+	session_close(h);
+	if (o == O_REFUSED && end != O_COMPLETED)
+		printf("note: the session did not end cleanly after the refusal\n");
+	return o;
+}
+
+static enum outcome sc_symlink_abs(struct hs *h)
+{
+	return link_scenario(h, h->outside, PXFER_FT_REG);
+}
+
+static enum outcome sc_symlink_rel(struct hs *h)
+{
+	return link_scenario(h, "../outside", PXFER_FT_REG);
+}
+
+static enum outcome sc_symlink_up(struct hs *h)
+{
+	return link_scenario(h, "../..", PXFER_FT_REG);
+}
+
+static enum outcome sc_symlink_dir(struct hs *h)
+{
+	return link_scenario(h, h->outside, PXFER_FT_DIR);
+}
+
+/*
+ * A link 'evil' pointing out of DIR, then a regular file of the same name:
+ * the file must replace the link, never be written through it.
+ */
+static enum outcome sc_file_over_link(struct hs *h)
+{
+	char target[PXFER_PATH_MAX];
+	enum outcome o = O_FAILED;
+
+	snprintf(target, sizeof(target), "%s/planted", h->outside);
+	if (session(h, NULL))
+		return O_FAILED;
+	if (!send_file(h, 0, PXFER_FT_SYMLINK, 0777, 0, "evil", target) &&
+	    file_reply(h, 0) == PXFER_MSG_FILE_DONE &&
+	    !send_file(h, 1, PXFER_FT_REG, 0644, 100, "evil", NULL) &&
+	    file_reply(h, 1) == PXFER_MSG_FILE_OK &&
+	    !send_data(h, 1, 100) && !send_end(h, 1, 100) &&
+	    file_reply(h, 1) == PXFER_MSG_FILE_DONE)
+		o = finish(h, O_COMPLETED);
+	session_close(h);
+	return o;
+}
+
+/*
+ * A link 'evil' to OUTSIDE, then a directory 'evil' with its own mode and
+ * time: refused, and OUTSIDE keeps its mode and time.
+ */
+static enum outcome sc_dir_over_link(struct hs *h)
+{
+	enum outcome o, end;
+	int ret;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	ret = send_file(h, 0, PXFER_FT_SYMLINK, 0777, 0, "evil", h->outside);
+	if (!ret)
+		ret = file_reply(h, 0);
+	if (ret != PXFER_MSG_FILE_DONE && ret != PXFER_MSG_FILE_ERR) {
+		session_close(h);
+		return ret == GONE ? O_ABORTED : O_FAILED;
+	}
+	ret = send_file(h, 1, PXFER_FT_DIR, 0700, 0, "evil", NULL);
+	if (ret) {
+		session_close(h);
+		return ret > 0 ? O_ABORTED : O_FAILED;
+	}
+	ret = file_reply(h, 1);
+	o = ret == PXFER_MSG_FILE_ERR ? O_REFUSED :
+	    ret == GONE ? O_ABORTED : ret < 0 ? O_FAILED : O_ACCEPTED;
+	/* the modes and times of directories are applied at FIN */
+	end = finish(h, O_COMPLETED);
+	session_close(h);
+	if (o == O_REFUSED && end != O_COMPLETED)
+		printf("note: the session did not end cleanly after the refusal\n");
+	return o;
+}
+
+/* set-uid and set-gid bits from a peer: the file may arrive, the bits not */
+static enum outcome sc_setid_mode(struct hs *h)
+{
+	enum outcome o = O_FAILED;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	if (!send_file(h, 0, PXFER_FT_DIR, 06775, 0, "setid-dir", NULL) &&
+	    file_reply(h, 0) == PXFER_MSG_FILE_DONE &&
+	    !send_file(h, 1, PXFER_FT_REG, 06755, 100, "setid-dir/setid", NULL) &&
+	    file_reply(h, 1) == PXFER_MSG_FILE_OK &&
+	    !send_data(h, 1, 100) && !send_end(h, 1, 100) &&
+	    file_reply(h, 1) == PXFER_MSG_FILE_DONE)
+		o = finish(h, O_COMPLETED);
+	session_close(h);
+	return o;
+}
+
+/* ---- scenarios: data -------------------------------------------------- */
+
+/* a session with "victim" (@size bytes) open: 0 after its FILE_OK, or -1 */
+static int open_victim(struct hs *h, uint64_t size)
+{
+	int ret;
+
+	if (session(h, NULL))
+		return -1;
+	ret = send_file(h, 0, PXFER_FT_REG, 0644, size, "victim", NULL);
+	if (!ret)
+		ret = file_reply(h, 0);
+	if (ret == PXFER_MSG_FILE_OK)
+		return 0;
+	fprintf(stderr, "hostile_sender: the receiver did not open a proper file\n");
+	session_close(h);
+	return -1;
+}
+
+/* the violation is sent: @ret 1 means the receiver already hung up */
+static enum outcome after_violation(struct hs *h, int ret)
+{
+	enum outcome o;
+
+	if (ret < 0) {
+		session_close(h);
+		return O_FAILED;
+	}
+	if (ret > 0)
+		h->ended = 1;
+	o = expect_end(h);
+	session_close(h);
+	return o;
+}
+
+static enum outcome sc_beyond_size(struct hs *h)
+{
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("a chunk for bytes 50..150 of a 100-byte file");
+	return after_violation(h, send_piece(h, 0, 50, 100, FLAW_NONE) ?:
+			       send_end(h, 0, 100));
+}
+
+static enum outcome sc_segments_overflow(struct hs *h)
+{
+	struct pxfer_seg seg[2] = {
+		{ .file = 0, .offset = 0, .len = 60 },
+		{ .file = 0, .offset = 60, .len = 60 },
+	};
+	int slot;
+
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("one chunk, two segments of 60 bytes for a 100-byte file");
+	slot = take_slot(h);
+	if (slot < 0)
+		return after_violation(h, 1);
+	return after_violation(h, send_chunk(h, slot, seg, 2, FLAW_NONE) ?:
+			       send_end(h, 0, 120));
+}
+
+static enum outcome sc_overlap(struct hs *h)
+{
+	int ret;
+
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("bytes 0..60 twice, for a 100-byte file");
+	ret = send_piece(h, 0, 0, 60, FLAW_NONE);
+	if (!ret)
+		ret = send_piece(h, 0, 0, 60, FLAW_NONE);
+	return after_violation(h, ret ?: send_end(h, 0, 120));
+}
+
+static enum outcome sc_slot_ungranted(struct hs *h)
+{
+	struct pxfer_seg seg = { .file = 0, .offset = 0, .len = 100 };
+
+	if (open_victim(h, 100))
+		return O_FAILED;
+	if (h->wel.slots >= PXFER_SLOTS_MAX) {
+		printf("note: the ring has every slot; using slot %u anyway\n",
+		       PXFER_SLOTS_MAX - 1);
+	}
+	say("a chunk into a slot past the end of the ring, never granted");
+	return after_violation(h, send_chunk(h, h->wel.slots < PXFER_SLOTS_MAX ?
+					     h->wel.slots : PXFER_SLOTS_MAX - 1,
+					     &seg, 1, FLAW_NONE) ?:
+			       send_end(h, 0, 100));
+}
+
+static enum outcome sc_slot_reuse(struct hs *h)
+{
+	struct pxfer_seg seg[2] = {
+		{ .file = 0, .offset = 0, .len = 50 },
+		{ .file = 0, .offset = 50, .len = 50 },
+	};
+	int slot, ret;
+
+	if (open_victim(h, 100))
+		return O_FAILED;
+	slot = take_slot(h);
+	if (slot < 0)
+		return after_violation(h, 1);
+	say("two chunks into one granted slot, back to back, with one grant");
+	ret = send_chunk(h, slot, &seg[0], 1, FLAW_NONE);
+	if (!ret)
+		ret = send_chunk(h, slot, &seg[1], 1, FLAW_NONE);
+	return after_violation(h, ret ?: send_end(h, 0, 100));
+}
+
+static enum outcome sc_bad_checksum(struct hs *h)
+{
+	if (open_victim(h, 100))
+		return O_FAILED;
+	return after_violation(h, send_piece(h, 0, 0, 100, FLAW_CHECKSUM) ?:
+			       send_end(h, 0, 100));
+}
+
+static enum outcome sc_bad_seq(struct hs *h)
+{
+	if (open_victim(h, 100))
+		return O_FAILED;
+	return after_violation(h, send_piece(h, 0, 0, 100, FLAW_SEQ) ?:
+			       send_end(h, 0, 100));
+}
+
+static enum outcome sc_unknown_file(struct hs *h)
+{
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("a chunk for file id 7, never announced");
+	return after_violation(h, send_piece(h, 7, 0, 100, FLAW_NONE));
+}
+
+static enum outcome sc_chunk_after_done(struct hs *h)
+{
+	int ret;
+
+	if (open_victim(h, 100))
+		return O_FAILED;
+	ret = send_data(h, 0, 100) ?: send_end(h, 0, 100);
+	if (!ret && file_reply(h, 0) != PXFER_MSG_FILE_DONE) {
+		session_close(h);
+		return O_FAILED;
+	}
+	say("one more chunk for the file, after its FILE_DONE");
+	return after_violation(h, ret ?: send_piece(h, 0, 0, 100, FLAW_NONE));
+}
+
+static enum outcome sc_end_short(struct hs *h)
+{
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("100 bytes sent, FILE_END says 50");
+	return after_violation(h, send_data(h, 0, 100) ?: send_end(h, 0, 50));
+}
+
+static enum outcome sc_end_long(struct hs *h)
+{
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("50 bytes sent, FILE_END says 100, then FIN");
+	return after_violation(h, send_data(h, 0, 50) ?: send_end(h, 0, 100));
+}
+
+static enum outcome sc_end_oversize(struct hs *h)
+{
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("FILE_END says 200 bytes for a 100-byte file");
+	return after_violation(h, send_data(h, 0, 100) ?: send_end(h, 0, 200));
+}
+
+static enum outcome sc_end_twice(struct hs *h)
+{
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("50 bytes sent, FILE_END 100 twice");
+	return after_violation(h, send_data(h, 0, 50) ?: send_end(h, 0, 100) ?:
+			       send_end(h, 0, 100));
+}
+
+static enum outcome sc_end_unknown(struct hs *h)
+{
+	if (session(h, NULL))
+		return O_FAILED;
+	return after_violation(h, send_end(h, 9, 0));
+}
+
+static enum outcome sc_fin_early(struct hs *h)
+{
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("FIN while the file is still open");
+	return after_violation(h, 0);
+}
+
+static enum outcome sc_id_out_of_range(struct hs *h)
+{
+	if (session(h, NULL))
+		return O_FAILED;
+	say("a FILE with an id far past max_files");
+	return after_violation(h, send_file(h, 1ull << 40, PXFER_FT_REG, 0644,
+					    100, "far-id", NULL));
+}
+
+static enum outcome sc_id_duplicate(struct hs *h)
+{
+	int ret;
+
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("a second FILE with the id of the open one");
+	ret = send_file(h, 0, PXFER_FT_REG, 0644, 100, "dup", NULL);
+	return after_violation(h, ret);
+}
+
+static enum outcome sc_oversize_ctrl(struct hs *h)
+{
+	uint8_t hdr[PXFER_HDR_LEN];
+
+	if (session(h, NULL))
+		return O_FAILED;
+	say("FILE header announcing a 1 GiB body on the control connection");
+	pxfer_hdr_encode(hdr, PXFER_MSG_FILE, 1u << 30);
+	return after_violation(h, send_raw(h->ctl, hdr, sizeof(hdr)));
+}
+
+static enum outcome sc_oversize_chunk(struct hs *h)
+{
+	uint8_t hdr[PXFER_HDR_LEN];
+
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("CHUNK header announcing a 4 GiB body on the data connection");
+	pxfer_hdr_encode(hdr, PXFER_MSG_CHUNK, 0xffffffffu);
+	return after_violation(h, send_raw(h->data, hdr, sizeof(hdr)));
+}
+
+static enum outcome sc_chunk_on_control(struct hs *h)
+{
+	struct pxfer_seg seg = { .file = 0, .offset = 0, .len = 100 };
+	struct pxfer_conn *data;
+	int slot, ret;
+
+	if (open_victim(h, 100))
+		return O_FAILED;
+	slot = take_slot(h);
+	if (slot < 0)
+		return after_violation(h, 1);
+	say("a CHUNK frame on the control connection");
+	/* send_chunk writes to h->data: point it at the control connection */
+	data = h->data;
+	h->data = h->ctl;
+	ret = send_chunk(h, slot, &seg, 1, FLAW_NONE);
+	h->data = data;
+	return after_violation(h, ret);
+}
+
+static enum outcome sc_wrong_direction(struct hs *h)
+{
+	if (session(h, NULL))
+		return O_FAILED;
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_CREDIT;
+	h->m.u.credit.count = 1;
+	say("a CREDIT from the sender (only receivers grant)");
+	return after_violation(h, send_msg(h->ctl, &h->m));
+}
+
+/* half a file, then both connections closed: nothing may keep its name */
+static enum outcome sc_early_close(struct hs *h)
+{
+	int ret;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	ret = send_file(h, 0, PXFER_FT_REG, 0644, 1 << 20, "deep/partial", NULL);
+	if (ret || file_reply(h, 0) != PXFER_MSG_FILE_OK) {
+		session_close(h);
+		return O_FAILED;
+	}
+	ret = send_data(h, 0, 1 << 19);
+	say("half of 'deep/partial' sent; closing both connections");
+	session_close(h);
+	return ret < 0 ? O_FAILED : O_ABORTED;
+}
+
+/* ---- main ------------------------------------------------------------- */
+
+struct scenario {
+	const char *name;
+	enum outcome (*fn)(struct hs *h);
+	const char *what;
+};
+
+static const struct scenario scenarios[] = {
+	{ "garbage", sc_garbage, "bytes that are not a frame instead of HELLO" },
+	{ "oversize-hello", sc_oversize_hello, "HELLO with a 2 GiB length field" },
+	{ "bad-hello-mac", sc_bad_hello_mac, "HELLO with a MAC from another secret" },
+	{ "data-hello-first", sc_data_hello_first, "DATA_HELLO instead of HELLO" },
+	{ "data-hello-bad-mac", sc_data_hello_bad_mac, "DATA_HELLO with a bad MAC" },
+	{ "data-hello-bad-worker", sc_data_hello_bad_worker, "DATA_HELLO for a worker the session does not have" },
+	{ "dest-dotdot", sc_dest_dotdot, "destination '../outside'" },
+	{ "dest-abs", sc_dest_abs, "absolute destination OUTSIDE" },
+	{ "dest-symlink", sc_dest_symlink, "destination through a link made in an earlier session" },
+	{ "abs-path", sc_abs_path, "FILE 'OUTSIDE/abs-payload'" },
+	{ "dotdot", sc_dotdot, "directory '..'" },
+	{ "dotdot-file", sc_dotdot_file, "FILE '../outside/dotdot-payload'" },
+	{ "inner-dotdot", sc_inner_dotdot, "FILE 'a/../../outside/inner-payload'" },
+	{ "empty-component", sc_empty_component, "FILE 'a//b'" },
+	{ "dot-component", sc_dot_component, "FILE 'a/./b'" },
+	{ "trailing-slash", sc_trailing_slash, "FILE 'a/'" },
+	{ "long-name", sc_long_name, "a 256-byte name" },
+	{ "nul-in-path", sc_nul_in_path, "a path with a NUL byte" },
+	{ "symlink-abs", sc_symlink_abs, "link 'evil' -> OUTSIDE, then FILE 'evil/payload'" },
+	{ "symlink-rel", sc_symlink_rel, "link 'evil' -> '../outside', then FILE 'evil/payload'" },
+	{ "symlink-up", sc_symlink_up, "link 'evil' -> '../..', then FILE 'evil/payload'" },
+	{ "symlink-dir", sc_symlink_dir, "link 'evil' -> OUTSIDE, then directory 'evil/sub'" },
+	{ "file-over-link", sc_file_over_link, "link 'evil' -> OUTSIDE/planted, then FILE 'evil' (replaces the link)" },
+	{ "dir-over-link", sc_dir_over_link, "link 'evil' -> OUTSIDE, then directory 'evil' mode 0700" },
+	{ "setid-mode", sc_setid_mode, "a directory and a file with set-id modes (may arrive, without the bits)" },
+	{ "beyond-size", sc_beyond_size, "a chunk past the end of its file" },
+	{ "segments-overflow", sc_segments_overflow, "two segments of one chunk that together pass the end" },
+	{ "overlap", sc_overlap, "the same bytes twice" },
+	{ "slot-ungranted", sc_slot_ungranted, "a chunk into a slot never granted" },
+	{ "slot-reuse", sc_slot_reuse, "two chunks into one slot on one grant" },
+	{ "bad-checksum", sc_bad_checksum, "a chunk whose checksum does not match" },
+	{ "bad-seq", sc_bad_seq, "a chunk out of sequence" },
+	{ "unknown-file", sc_unknown_file, "a chunk for a file never announced" },
+	{ "chunk-after-done", sc_chunk_after_done, "a chunk for a file already complete" },
+	{ "end-short", sc_end_short, "FILE_END with fewer bytes than were sent" },
+	{ "end-long", sc_end_long, "FILE_END with more bytes than were sent" },
+	{ "end-oversize", sc_end_oversize, "FILE_END with more bytes than the file has" },
+	{ "end-twice", sc_end_twice, "FILE_END twice" },
+	{ "end-unknown", sc_end_unknown, "FILE_END for a file never announced" },
+	{ "fin-early", sc_fin_early, "FIN with a file still open" },
+	{ "id-out-of-range", sc_id_out_of_range, "a FILE id past max_files" },
+	{ "id-duplicate", sc_id_duplicate, "a FILE id that is in use" },
+	{ "oversize-ctrl", sc_oversize_ctrl, "a control message with a 1 GiB length field" },
+	{ "oversize-chunk", sc_oversize_chunk, "a CHUNK with a 4 GiB length field" },
+	{ "chunk-on-control", sc_chunk_on_control, "a CHUNK on the control connection" },
+	{ "wrong-direction", sc_wrong_direction, "a CREDIT sent by the sender" },
+	{ "early-close", sc_early_close, "half a file, then the sender disappears" },
+};
+
+#define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: hostile_sender [-o OUTSIDE] HOST PORT SCENARIO\n"
+		   "       hostile_sender -l\n"
+		   "The shared secret comes from $%s.\n", PXFER_SECRET_ENV);
+}
+
+int main(int argc, char **argv)
+{
+	static struct hs h;
+	const struct scenario *sc = NULL;
+	enum outcome o;
+	int c;
+
+	h.outside = "/tmp/pxfer-outside";
+	while ((c = getopt(argc, argv, "lo:h")) != -1) {
+		switch (c) {
+		case 'l':
+			for (size_t i = 0; i < NSCENARIOS; i++)
+				printf("%-22s %s\n", scenarios[i].name,
+				       scenarios[i].what);
+			return 0;
+		case 'o':
+			h.outside = optarg;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (argc - optind != 3) {
+		usage(stderr);
+		return 2;
+	}
+	h.host = argv[optind];
+	h.port = argv[optind + 1];
+	for (size_t i = 0; i < NSCENARIOS; i++)
+		if (!strcmp(scenarios[i].name, argv[optind + 2]))
+			sc = &scenarios[i];
+	if (!sc) {
+		fprintf(stderr, "hostile_sender: no scenario '%s' (see -l)\n",
+			argv[optind + 2]);
+		return 2;
+	}
+	if (h.outside[0] != '/') {
+		fprintf(stderr, "hostile_sender: OUTSIDE must be absolute\n");
+		return 2;
+	}
+	if (pxfer_secret_load(&h.secret, NULL)) {
+		fprintf(stderr, "hostile_sender: set %s to the receiver's secret\n",
+			PXFER_SECRET_ENV);
+		return 2;
+	}
+	if (pxfer_auth_init()) {
+		fprintf(stderr, "hostile_sender: cannot initialise libsodium\n");
+		return 1;
+	}
+	printf("scenario %s: %s\n", sc->name, sc->what);
+	o = sc->fn(&h);
+	session_close(&h);
+	printf("outcome: %s\n", outcome_name[o]);
+	return o == O_FAILED ? 1 : 0;
+}
