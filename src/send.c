@@ -964,16 +964,10 @@ static void workers_stop(struct send_session *s)
 	if (!s->w)
 		return;
 	atomic_store(&s->stop, 1);
-	for (unsigned int i = 0; i < s->nworkers; i++) {
-		/* unblock a worker stuck writing to a peer that is gone */
-		if (pxfer_failed(&s->fail) && s->w[i].b.conn)
-			s->t->shutdown(s->w[i].b.conn);
-		if (s->w[i].b.wake_fd >= 0)
-			pxfer_wake(s->w[i].b.wake_fd);
-	}
 	for (unsigned int i = 0; i < s->nworkers; i++)
-		if (s->w[i].b.started)
-			pthread_join(s->w[i].b.thread, NULL);
+		pxfer_worker_kick(&s->w[i].b, s->t, pxfer_failed(&s->fail));
+	for (unsigned int i = 0; i < s->nworkers; i++)
+		pxfer_worker_join(&s->w[i].b);
 	for (unsigned int i = 0; i < s->nworkers; i++)
 		worker_release(s, &s->w[i]);
 	free(s->w);

@@ -3,6 +3,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "session.h"
 #include "worker.h"
 
 int pxfer_worker_init(struct pxfer_worker *w, const struct pxfer_transport_ops *t,
@@ -29,6 +30,22 @@ int pxfer_worker_init(struct pxfer_worker *w, const struct pxfer_transport_ops *
 	if (ret)
 		return ret;
 	return t->ring_register(w->conn, &w->ring, blob, blob_len);
+}
+
+void pxfer_worker_kick(struct pxfer_worker *w,
+		       const struct pxfer_transport_ops *t, int failed)
+{
+	if (failed && w->conn)
+		t->shutdown(w->conn);
+	if (w->wake_fd >= 0)
+		pxfer_wake(w->wake_fd);
+}
+
+void pxfer_worker_join(struct pxfer_worker *w)
+{
+	if (w->started)
+		pthread_join(w->thread, NULL);
+	w->started = 0;
 }
 
 void pxfer_worker_release(struct pxfer_worker *w,

@@ -39,6 +39,17 @@ int pxfer_worker_init(struct pxfer_worker *w, const struct pxfer_transport_ops *
 		      const char *io, unsigned int slots, uint32_t chunk,
 		      int receiver, uint8_t *blob, uint16_t *blob_len);
 
+/*
+ * pxfer_worker_kick - make a worker notice its session's stop flag: wake
+ * it and, after a failure, shut its connection down so that a send or
+ * receive blocked on a peer that is gone returns.
+ */
+void pxfer_worker_kick(struct pxfer_worker *w,
+		       const struct pxfer_transport_ops *t, int failed);
+
+/* pxfer_worker_join - wait for the worker's thread, if it was started */
+void pxfer_worker_join(struct pxfer_worker *w);
+
 /* pxfer_worker_release - free all of it, and close the connection */
 void pxfer_worker_release(struct pxfer_worker *w,
 			  const struct pxfer_transport_ops *t);

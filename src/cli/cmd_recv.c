@@ -98,15 +98,10 @@ int cmd_recv(int argc, char **argv)
 		case O_DEVICE:
 			o.device = optarg;
 			break;
-		case O_GID: {
-			unsigned long g;
-
-			if (cli_parse_uint(optarg, 0, 65535, &g))
-				return error("--gid-index takes a GID table index, not '%s'", optarg),
-				       PXFER_EXIT_USAGE;
-			o.gid_index = g;
+		case O_GID:
+			if (cli_parse_gid(optarg, &o.gid_index))
+				return PXFER_EXIT_USAGE;
 			break;
-		}
 		case O_ONCE:
 			o.once = 1;
 			break;
@@ -114,10 +109,8 @@ int cmd_recv(int argc, char **argv)
 			secret_file = optarg;
 			break;
 		case O_TRANSPORT:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "rdma") &&
-			    strcmp(optarg, "tcp"))
-				return error("--transport takes auto, rdma or tcp, not '%s'", optarg),
-				       PXFER_EXIT_USAGE;
+			if (cli_choice("--transport", optarg, cli_transports))
+				return PXFER_EXIT_USAGE;
 			o.transport = optarg;
 			break;
 		case O_FSYNC:
@@ -138,10 +131,8 @@ int cmd_recv(int argc, char **argv)
 			o.max_chunk = size;
 			break;
 		case O_IO:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "uring") &&
-			    strcmp(optarg, "sync"))
-				return error("--io takes auto, uring or sync, not '%s'", optarg),
-				       PXFER_EXIT_USAGE;
+			if (cli_choice("--io", optarg, cli_io_kinds))
+				return PXFER_EXIT_USAGE;
 			o.io = optarg;
 			break;
 		case 'q':

@@ -186,10 +186,8 @@ int cmd_send(int argc, char **argv)
 			o.chunk_size = size;
 			break;
 		case O_TRANSPORT:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "rdma") &&
-			    strcmp(optarg, "tcp"))
-				return error("--transport takes auto, rdma or tcp, not '%s'", optarg),
-				       PXFER_EXIT_USAGE;
+			if (cli_choice("--transport", optarg, cli_transports))
+				return PXFER_EXIT_USAGE;
 			o.transport = optarg;
 			break;
 		case O_BIND:
@@ -198,23 +196,16 @@ int cmd_send(int argc, char **argv)
 		case O_DEVICE:
 			o.device = optarg;
 			break;
-		case O_GID: {
-			unsigned long g;
-
-			if (cli_parse_uint(optarg, 0, 65535, &g))
-				return error("--gid-index takes a GID table index, not '%s'", optarg),
-				       PXFER_EXIT_USAGE;
-			o.gid_index = g;
+		case O_GID:
+			if (cli_parse_gid(optarg, &o.gid_index))
+				return PXFER_EXIT_USAGE;
 			break;
-		}
 		case O_FSYNC:
 			o.fsync = 1;
 			break;
 		case O_IO:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "uring") &&
-			    strcmp(optarg, "sync"))
-				return error("--io takes auto, uring or sync, not '%s'", optarg),
-				       PXFER_EXIT_USAGE;
+			if (cli_choice("--io", optarg, cli_io_kinds))
+				return PXFER_EXIT_USAGE;
 			o.io = optarg;
 			break;
 		case O_TIMEOUT:

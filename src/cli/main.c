@@ -82,6 +82,33 @@ int cli_parse_uint(const char *s, unsigned long min, unsigned long max,
 	return 0;
 }
 
+const char *const cli_transports[] = { "auto", "rdma", "tcp", NULL };
+const char *const cli_io_kinds[] = { "auto", "uring", "sync", NULL };
+
+int cli_choice(const char *opt, const char *arg, const char *const *choices)
+{
+	char list[128] = "";
+	size_t n = 0;
+
+	for (int i = 0; choices[i]; i++) {
+		if (!strcmp(arg, choices[i]))
+			return 0;
+		n += snprintf(list + n, sizeof(list) - n, "%s%s",
+			      i ? (choices[i + 1] ? ", " : " or ") : "", choices[i]);
+	}
+	return error("%s takes %s, not '%s'", opt, list, arg);
+}
+
+int cli_parse_gid(const char *arg, int *out)
+{
+	unsigned long g;
+
+	if (cli_parse_uint(arg, 0, 65535, &g))
+		return error("--gid-index takes a GID table index, not '%s'", arg);
+	*out = g;
+	return 0;
+}
+
 int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
 {
 	int ret = pxfer_secret_load(s, file);
