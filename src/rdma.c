@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -47,12 +48,12 @@
 #include "log.h"
 #include "transport.h"
 
-#define RDMA_CTRL_BUFS		32	/* control receives (and sends) */
-#define RDMA_CTRL_BUF		16384
+#define RDMA_CTRL_BUFS		16	/* control receives (and sends) */
+#define RDMA_CTRL_BUF		8192
 #define RDMA_SMALL_BUF		256	/* handshake messages on data QPs */
 #define RDMA_DATA_SENDS		4
 #define RDMA_SRQ_BASE		128
-#define RDMA_SRQ_MAX		4096
+#define RDMA_SRQ_MAX		1024
 #define RDMA_CQ_SIZE		32768
 #define RDMA_MSG_HDR		4	/* u16 credits returned, u16 reserved */
 #define RDMA_RX_Q		(RDMA_CTRL_BUFS + 8)
@@ -183,6 +184,25 @@ static void drain(int fd)
 	}
 }
 
+/*
+ * Memory registration fails with ENOMEM (or EPERM, EFAULT) when the pinned
+ * memory would pass RLIMIT_MEMLOCK: say so, with the limit, once.
+ */
+static int reg_failed(size_t bytes, const char *what)
+{
+	int err = errno;
+	struct rlimit rl;
+
+	if ((err == ENOMEM || err == EPERM || err == EFAULT) &&
+	    !getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+		error("cannot register %zu KiB of %s with the RDMA device: the memlock limit is %llu KiB "
+		      "(raise it with 'ulimit -l', or in /etc/security/limits.conf)",
+		      bytes >> 10, what, (unsigned long long)rl.rlim_cur >> 10);
+		return -ENOMEM;
+	}
+	return err ? -err : -ENOMEM;
+}
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;
@@ -308,8 +328,12 @@ static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
 		atomic_store(&c->peer_closed, 1);
 		return;
 	}
-	if (!atomic_load(&c->wc_error))
+	if (!atomic_load(&c->wc_error)) {
 		atomic_store(&c->wc_error, wc->status);
+		error("rdma: %s connection to %s failed: %s (work completion status %d)",
+		      c->kind == KIND_CTRL ? "control" : "data", c->conn.peer,
+		      ibv_wc_status_str(wc->status), wc->status);
+	}
 }
 
 static void on_recv(struct rdma_conn *c, const struct ibv_wc *wc, uint8_t *buf)
@@ -647,7 +671,8 @@ static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs)
 				   (size_t)ctx->srq_max * RDMA_SMALL_BUF,
 				   IBV_ACCESS_LOCAL_WRITE);
 	if (!ctx->small_mr) {
-		ret = -errno;
+		ret = reg_failed((size_t)ctx->srq_max * RDMA_SMALL_BUF,
+				 "receive buffers");
 		goto out_undo;
 	}
 	sattr.attr.max_wr = ctx->srq_max;
@@ -771,7 +796,7 @@ static int conn_buffers(struct rdma_conn *c)
 	}
 	c->buf_mr = ibv_reg_mr(ctx->pd, c->bufs, c->buf_bytes,
 			       IBV_ACCESS_LOCAL_WRITE);
-	return c->buf_mr ? 0 : -errno;
+	return c->buf_mr ? 0 : reg_failed(c->buf_bytes, "message buffers");
 }
 
 static uint8_t *send_buf(struct rdma_conn *c, unsigned int i)
@@ -816,6 +841,18 @@ static int conn_qp(struct rdma_conn *c, unsigned int send_wr)
 	ctx->conns = c;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
+}
+
+/*
+ * Both ends use a short ACK timeout, so a SEND or WRITE to a peer that is
+ * gone fails within about two seconds (268 ms x 7 retries) on either side.
+ */
+static void set_ack_timeout(struct rdma_cm_id *id)
+{
+	uint8_t t = RDMA_ACK_TIMEOUT;
+
+	rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t,
+			sizeof(t));
 }
 
 static void conn_param_init(struct rdma_conn_param *p, uint8_t *priv,
@@ -1035,12 +1072,7 @@ static int rt_connect_to(const char *host, const char *port,
 						   : 2 * PXFER_SLOTS_MAX + 8);
 	if (ret)
 		goto out_free;
-	{
-		uint8_t t = RDMA_ACK_TIMEOUT;
-
-		rdma_set_option(c->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
-				&t, sizeof(t));
-	}
+	set_ack_timeout(c->id);
 	conn_param_init(&param, priv, kind);
 	if (rdma_connect(c->id, &param)) {
 		ret = -errno;
@@ -1184,6 +1216,7 @@ static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 	pthread_mutex_lock(&ctx->lock);
 	id->context = c;
 	pthread_mutex_unlock(&ctx->lock);
+	set_ack_timeout(id);
 	conn_param_init(&param, priv, kind);
 	if (rdma_accept(id, &param)) {
 		ret = -errno;
@@ -1250,6 +1283,11 @@ static int conn_error(struct rdma_conn *c)
 	case IBV_WC_REM_ACCESS_ERR:
 	case IBV_WC_LOC_PROT_ERR:
 		return -EACCES;
+	case IBV_WC_REM_OP_ERR:
+	case IBV_WC_REM_INV_REQ_ERR:
+		return -EPROTO;
+	case IBV_WC_LOC_LEN_ERR:
+		return -EMSGSIZE;
 	default:
 		return -EIO;
 	}
@@ -1433,7 +1471,7 @@ static int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 	c->ring = r;
 	c->ring_mr = ibv_reg_mr(ctx->pd, r->base, r->bytes, access);
 	if (!c->ring_mr)
-		return errno == EPERM || errno == EFAULT ? -ENOMEM : -errno;
+		return reg_failed(r->bytes, "ring memory");
 	if (!blob)
 		return 0;
 	/* every slot that can be granted has a receive waiting for it */
@@ -1598,6 +1636,15 @@ int pxfer_rdma_available(void)
 	return n > 0;
 }
 
+static int is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return 0;
+}
+
 int pxfer_rdma_probe(const char *host, const char *bind_addr, char *why,
 		     size_t len)
 {
@@ -1617,6 +1664,12 @@ int pxfer_rdma_probe(const char *host, const char *bind_addr, char *why,
 		snprintf(why, len, "cannot resolve '%s'", host);
 		goto out;
 	}
+	/* rdma_cm resolves loopback to some local device, but connecting
+	 * through it fails: this host's own addresses go over tcp */
+	if (is_loopback(dst->ai_addr)) {
+		snprintf(why, len, "%s is a loopback address", host);
+		goto out;
+	}
 	ech = rdma_create_event_channel();
 	if (!ech || rdma_create_id(ech, &id, NULL, RDMA_PS_TCP)) {
 		snprintf(why, len, "rdma_cm is unavailable");
@@ -1628,6 +1681,12 @@ int pxfer_rdma_probe(const char *host, const char *bind_addr, char *why,
 	    !rdma_get_cm_event(ech, &ev)) {
 		ok = ev->event == RDMA_CM_EVENT_ADDR_RESOLVED && id->verbs;
 		rdma_ack_cm_event(ev);
+	}
+	if (ok && !rdma_resolve_route(id, 2000) && !rdma_get_cm_event(ech, &ev)) {
+		ok = ev->event == RDMA_CM_EVENT_ROUTE_RESOLVED;
+		rdma_ack_cm_event(ev);
+	} else {
+		ok = 0;
 	}
 	if (ok && (ibv_query_port(id->verbs, id->port_num, &pa) ||
 		   pa.state != IBV_PORT_ACTIVE))

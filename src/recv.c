@@ -1228,7 +1228,7 @@ static int serve(struct recv_session *s)
 	struct pending pend[PENDING_MAX];
 	struct pollfd p[2 + PENDING_MAX + 1];
 	unsigned int npend = 0, i;
-	int code = PXFER_EXIT_OK;
+	int code = PXFER_EXIT_OK, ret;
 
 	for (;;) {
 		double now = pxfer_now(), next = now + 60;
@@ -1257,9 +1257,14 @@ static int serve(struct recv_session *s)
 		for (i = 0; i < s->nls; i++) {
 			struct pxfer_conn *c;
 
-			if ((p[i].revents & POLLIN) &&
-			    !s->ls[i]->ops->accept(s->ls[i], &c))
+			if (!(p[i].revents & POLLIN))
+				continue;
+			ret = s->ls[i]->ops->accept(s->ls[i], &c);
+			if (!ret)
 				pending_add(s, pend, &npend, c);
+			else if (ret != -EAGAIN && !s->o->quiet)
+				warning("could not accept a %s connection: %s",
+					s->ls[i]->ops->name, pxfer_setup_error(ret));
 		}
 		for (i = 0; i < npend;) {
 			struct pending *e = &pend[i];

@@ -774,6 +774,10 @@ static int connect_conn(struct send_session *s, struct pxfer_conn **c,
 	const struct pxfer_send_opts *o = s->o;
 	int ret = s->t->connect(o->host, o->port, s->bind, o->timeout_ms, data, c);
 
+	if (ret == -ENOMEM)
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+				  "cannot set up the connection to '%s': out of memory or over the memlock limit (see above)",
+				  o->host);
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "cannot connect to '%s' port %s: %s%s", o->host,
