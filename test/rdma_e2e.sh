@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# rdma_e2e: pxfer end to end over RDMA (Soft-RoCE), with faults.
+#
+# Boots the rxe test VM once (tools/rxe-vm/run) and runs
+# test/rxe/rdma_suite.sh inside it against $PXFER_BUILD (default
+# build/san): transfers over --transport rdma with -j 1/2/4, transport
+# auto, a receiver killed, the link taken down, netem loss and
+# corruption, memlock limits for an unprivileged receiver and sender, a
+# throttled receiver (no RNR, credit-bounded work requests) and a wrong
+# secret. See docs/testing.md, "RDMA tests".
+#
+# Usage: test/rdma_e2e.sh [-v] [CASE...]
+#   -v      also print the logs of passed checks
+#   CASE    run only these cases of the suite (letters a-h)
+#
+# Exit status: 0 all checks passed; 1 a check failed, the VM failed to
+# boot or set up (125 from tools/rxe-vm/run) or timed out (124); 77 only
+# when the VM cannot be provided on this machine at all (no qemu, the
+# kernel package cannot be obtained), and never with PXFER_REQUIRE_RXE=1
+# or CI set. PXFER_SKIP_VM=1 ("make check") skips the test (77).
+#
+# The logs of the last run are left in build/test-logs/rdma_e2e/.
+# RDMA_E2E_TIMEOUT (default 900, or PXFER_TEST_TIMEOUT - 30 if that is
+# smaller) bounds the VM run, in seconds. A run takes about 5 minutes.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+export PXFER_BUILD=${PXFER_BUILD:-$ROOT/build/san}
+# the VM's own timeout must fire before the test runner's (which prints
+# nothing about the guest); test/runtests.sh allows PXFER_TEST_TIMEOUT
+timeout_s=${RDMA_E2E_TIMEOUT:-900}
+if [ -z "${RDMA_E2E_TIMEOUT:-}" ] && [ -n "${PXFER_TEST_TIMEOUT:-}" ] &&
+   [ "$PXFER_TEST_TIMEOUT" -gt 60 ] && [ "$PXFER_TEST_TIMEOUT" -le "$timeout_s" ]; then
+	timeout_s=$((PXFER_TEST_TIMEOUT - 30))
+fi
+logs=$ROOT/build/test-logs/rdma_e2e
+
+skip()
+{
+	if [ "${PXFER_REQUIRE_RXE:-0}" = 1 ] || [ -n "${CI:-}" ]; then
+		echo "rdma_e2e: FAIL: $* (the RDMA tests must run here: PXFER_REQUIRE_RXE=1 or CI is set)" >&2
+		exit 1
+	fi
+	echo "rdma_e2e: SKIP: $*"
+	exit 77
+}
+
+if [ "${PXFER_SKIP_VM:-0}" = 1 ]; then
+	echo "rdma_e2e: SKIP: PXFER_SKIP_VM=1 (the RDMA tests need the rxe VM)"
+	exit 77
+fi
+
+args=()
+for a in "$@"; do
+	case $a in
+	-v|[a-h]) args+=("$a") ;;
+	-h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "rdma_e2e: unknown argument '$a' (see $0 --help)" >&2; exit 2 ;;
+	esac
+done
+
+if [ ! -x "$PXFER_BUILD/pxfer" ]; then
+	echo "rdma_e2e: FAIL: $PXFER_BUILD/pxfer is not built (make SAN=1)" >&2
+	exit 1
+fi
+
+# The test bed: host packages and the VM image. Failing here means the VM
+# cannot exist on this machine: a skip, unless it is required.
+if ! "$ROOT/tools/rxe-vm/install-deps.sh"; then
+	skip "cannot install the VM packages (tools/rxe-vm/install-deps.sh failed)"
+fi
+command -v qemu-system-x86_64 >/dev/null 2>&1 || skip "qemu-system-x86_64 unavailable"
+if ! "$ROOT/tools/rxe-vm/build.sh"; then
+	skip "cannot build the VM image (tools/rxe-vm/build.sh failed: no kernel package?)"
+fi
+
+# The guest sees the host root read-only but has its own /tmp: share a
+# build directory that is outside the project.
+share=()
+case $(cd "$PXFER_BUILD" && pwd) in
+"$ROOT"/*) ;;
+*) share=(--share "$(cd "$PXFER_BUILD" && pwd)") ;;
+esac
+
+rm -rf "$logs"
+mkdir -p "$logs"
+start=$SECONDS
+"$ROOT/tools/rxe-vm/run" --timeout "$timeout_s" --mem 2048 "${share[@]}" \
+	--env PXFER_RDMA_LOGS="$logs" -- \
+	bash "$HERE/rxe/rdma_suite.sh" "${args[@]}"
+rc=$?
+echo "rdma_e2e: VM run took $((SECONDS - start)) s; logs in $logs"
+case $rc in
+0) exit 0 ;;
+124) echo "rdma_e2e: FAIL: the VM run timed out after $timeout_s s" >&2 ;;
+125) echo "rdma_e2e: FAIL: the VM did not boot or set up, or crashed (see above)" >&2 ;;
+*) echo "rdma_e2e: FAIL: the suite exited $rc" >&2 ;;
+esac
+exit 1

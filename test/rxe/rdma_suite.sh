@@ -1,0 +1,760 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# rdma_suite: pxfer end to end over real verbs, inside ONE boot of the
+# Soft-RoCE test VM (test/rdma_e2e.sh runs it through tools/rxe-vm/run).
+# The receiver listens on the server side (rxe0, 10.77.0.1), the sender
+# binds the client side (rxe1, 10.77.0.2).
+#
+#   a  a tree (nested dirs, empty dir, empty file, symlinks, sparse file,
+#      UTF-8 names, modes 0600/0755/0444/0700, set mtimes, chunk-boundary
+#      sizes) and a 30 MiB file over --transport rdma with -j 1, 2 and 4:
+#      bytes, modes and mtimes equal each time
+#   b  --transport auto picks rdma between the rxe addresses and tcp for
+#      127.0.0.1, and both transfers are intact
+#   c  the receiver is SIGKILLed mid-transfer (80 MiB file, -j 1): the
+#      sender exits 4 within 60 s with a clear message; every file with
+#      its final name is whole
+#   d  the client's veth goes down mid-transfer: the sender fails
+#      clearly within 60 s, the receiver ends by itself within 90 s of the
+#      link loss; after "rxe-link up" a new transfer works (run last)
+#   e  tc netem loss 2%, then corruption 1%, both directions: rxe
+#      retransmits (counted) and the transfer completes intact
+#   f  a receiver, then a sender, run as nobody with a memlock limit of
+#      1024 KiB (below what one connection registers) and 16384 KiB
+#      (enough for the connection, not for the rings): each fails with
+#      the memlock message and its remedy, exit 5, nothing written
+#   g  a receiver with 1 MiB of rings, stopped 300 ms of every 400 ms
+#      (SIGSTOP/SIGCONT) during a 30 MiB transfer in 64 KiB chunks:
+#      intact, no RNR counter of either device moves, and the sender's
+#      -v report shows K <= B outstanding work requests for every data
+#      connection
+#   h  a wrong secret over rdma: exit 3 and nothing written
+#
+# Usage (inside the VM): test/rxe/rdma_suite.sh [-v] [CASE...]
+#   CASE   letters of the cases to run (default: all)
+#   -v     print the logs of passed checks too
+# PXFER_BUILD selects the binaries (default build/san); with
+# PXFER_RDMA_LOGS=DIR every log is copied to DIR at the end.
+#
+# Output: one "ok - ..." or "not ok - ..." line per check, "#" lines of
+# detail, and a summary. Exit status 0 only if every check passed.
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+
+cases=()
+while [ $# -gt 0 ]; do
+	case $1 in
+	-v) VERBOSE=1 ;;
+	-h|--help) sed -n '/^# rdma_suite:/,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	[a-h]) cases+=("$1") ;;
+	*) echo "rdma_suite: unknown argument '$1' (cases are a-h)" >&2; exit 2 ;;
+	esac
+	shift
+done
+# d last: it takes the link down, which can upset the rxe driver
+[ ${#cases[@]} -gt 0 ] || cases=(a b c e f g h d)
+# how long the sender and the receiver may take to notice the link loss:
+# the sender's QPs give up after 7 retries of ~268 ms; a receiver that
+# only waits learns it from its idle timeout (60 s without a word)
+D_SEND_BOUND=${D_SEND_BOUND:-60}
+D_RECV_BOUND=${D_RECV_BOUND:-90}
+
+if [ -z "${PXFER_RXE_VM:-}" ]; then
+	echo "rdma_suite: runs inside the test VM: tools/rxe-vm/run -- $0 $*" >&2
+	exit 2
+fi
+if [ ! -x "$PXFER" ]; then
+	echo "not ok - $PXFER is not built (make SAN=1)"
+	exit 1
+fi
+
+W=$(mktemp -d /tmp/rdma-suite.XXXXXX)
+chmod 755 "$W"		# the unprivileged cases read and write below it
+LOGS=$W/logs
+DATA=$W/data
+mkdir -p "$LOGS" "$DATA"
+LINK_DOWN=0
+NETEM=0
+SUITE_T0=$(now_ms)
+
+cleanup()
+{
+	kill_leftovers
+	[ "$NETEM" = 1 ] && rxe-netem both clear >/dev/null 2>&1
+	[ "$LINK_DOWN" = 1 ] && rxe-link up both >/dev/null 2>&1
+	if [ -n "${PXFER_RDMA_LOGS:-}" ]; then
+		mkdir -p "$PXFER_RDMA_LOGS" && cp -r "$LOGS/." "$PXFER_RDMA_LOGS/" 2>/dev/null
+	fi
+	rm -rf "$W"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# ---- test data (made once) ------------------------------------------------------
+
+gen_data()
+{
+	timeout 300 python3 - "$DATA" <<'EOF'
+import os, random, sys
+
+root = sys.argv[1]
+rnd = random.Random(20240521)
+MiB = 1 << 20
+tree = os.path.join(root, "tree")
+dirs = set()
+
+def when():
+    # a past time with nanoseconds, so that mtimes are really carried over
+    return rnd.randrange(978307200, 1700000000) * 10**9 + rnd.randrange(10**9)
+
+def put(rel, data, mode):
+    p = os.path.join(tree, rel)
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    with open(p, "wb") as f:
+        f.write(data)
+    os.chmod(p, mode)
+    t = when()
+    os.utime(p, ns=(t, t))
+
+modes = [0o600, 0o755, 0o444, 0o644]
+for i in range(320):
+    rel = "d%d/s%d/f%03d.bin" % (i % 10, (i // 10) % 3, i)
+    size = rnd.choice([0, 1, 100, 4095, 4096, 4097] + [rnd.randrange(1, 24576)] * 6)
+    put(rel, rnd.randbytes(size), modes[i % 4])
+put("deep/a/b/c/d/e/f/g/leaf.txt", b"at the bottom\n", 0o644)
+put("chunk/one-less", rnd.randbytes(MiB - 1), 0o644)
+put("chunk/exact", rnd.randbytes(MiB), 0o600)
+put("chunk/one-more", rnd.randbytes(MiB + 1), 0o755)
+put("empty", b"", 0o644)
+put("donn\u00e9es-\u00fc-\u65e5\u672c\u8a9e-\U0001f680.txt", "h\u00e9 \u2713\n".encode(), 0o644)
+put("r\u00e9pertoire-\u00df/fichier-\u00e9t\u00e9", b"utf-8 directory\n", 0o444)
+put("private/secret.txt", b"0700 directory\n", 0o600)
+os.makedirs(os.path.join(tree, "empty-dir"))
+os.makedirs(os.path.join(tree, "x/y/empty-leaf"))
+
+# a sparse file: 4 MiB with three islands of data
+p = os.path.join(tree, "sparse.img")
+with open(p, "wb") as f:
+    f.truncate(4 * MiB)
+    for off, data in ((0, b"head"), (2 * MiB + 5, b"middle"), (4 * MiB - 4, b"tail")):
+        f.seek(off)
+        f.write(data)
+os.chmod(p, 0o644)
+t = when()
+os.utime(p, ns=(t, t))
+
+for name, target in (("link-file", "d0/s0/f000.bin"), ("link-dir", "d1")):
+    p = os.path.join(tree, name)
+    os.symlink(target, p)
+    t = when()
+    os.utime(p, ns=(t, t), follow_symlinks=False)
+
+# directories last, deepest first, so their mtimes stay as set
+for d, subdirs, files in sorted(os.walk(tree), key=lambda e: -e[0].count("/")):
+    os.chmod(d, 0o700 if d.endswith("/private") else 0o755)
+    t = when()
+    os.utime(d, ns=(t, t))
+
+def blob(name, size, mode=0o644):
+    p = os.path.join(root, name)
+    with open(p, "wb") as f:
+        left = size
+        while left:
+            n = min(left, 4 * MiB)
+            f.write(rnd.randbytes(n))
+            left -= n
+    os.chmod(p, mode)
+    t = when()
+    os.utime(p, ns=(t, t))
+
+blob("big", 30 * MiB)
+blob("kill", 80 * MiB)
+blob("medium", 3 * MiB, 0o640)
+
+# world-readable files for the unprivileged cases
+pub = os.path.join(root, "pub")
+os.makedirs(pub)
+for i in range(3):
+    with open(os.path.join(pub, "p%d" % i), "wb") as f:
+        f.write(rnd.randbytes(64 * 1024))
+    os.chmod(os.path.join(pub, "p%d" % i), 0o644)
+os.chmod(pub, 0o755)
+EOF
+}
+
+# ---- helpers for the cases ------------------------------------------------------
+
+# recv_done LIMIT - wait for the receiver (LIMIT s, 5 s when the sender
+# failed: a --once receiver may wait for a transfer that never comes)
+recv_done()
+{
+	if [ "${SEND_RC:-0}" -ne 0 ]; then
+		wait_pid "$RECV_PID" 5
+	else
+		wait_pid "$RECV_PID" "$1"
+	fi
+	RECV_RC=$WAIT_RC
+	echo "# exit $RECV_RC" >>"$RECV_LOG"
+}
+
+# grep_log REGEX FILE LOG - 0 if FILE has a line matching REGEX (extended,
+# case-insensitive); else say so in LOG
+grep_log()
+{
+	grep -qiE -- "$1" "$2" && return 0
+	echo "no line matching '$1' in ${2##*/}" >>"$3"
+	return 1
+}
+
+# error_line FILE - the first line of FILE that reports an error
+error_line()
+{
+	grep -m 1 -iE '^(error|pxfer: error|warning)|error:' "$1" | tr -d '\r' | cut -c 1-220
+}
+
+# summary_rate FILE - the "(N MiB/s)" of the sender's summary
+summary_rate()
+{
+	sed -n 's/.* in \([0-9.]* s\) (\([^)]*\)).*/\1, \2/p' "$1" | head -n 1
+}
+
+# wr_report FILE LOG - the sender's per-connection lines "N chunks, at
+# most K work requests outstanding (credit bound B, ...)": 0 if there is
+# at least one and K <= B in all; WR_LINES, WR_SUMMARY describe them
+wr_report()
+{
+	local line re='data connection to [^ ]*: ([0-9]+) chunks, at most ([0-9]+) work requests outstanding \(credit bound ([0-9]+)' bad=0
+
+	WR_LINES=0
+	WR_SUMMARY=
+	while IFS= read -r line; do
+		[[ $line == *"work requests outstanding"* ]] || continue
+		if [[ $line =~ $re ]]; then
+			WR_LINES=$((WR_LINES + 1))
+			WR_SUMMARY+="${BASH_REMATCH[1]} chunks: K=${BASH_REMATCH[2]} B=${BASH_REMATCH[3]}; "
+			if [ "${BASH_REMATCH[2]}" -gt "${BASH_REMATCH[3]}" ]; then
+				echo "more work requests outstanding than the credit bound: $line" >>"$2"
+				bad=1
+			fi
+		else
+			echo "cannot read the credit bound in: $line" >>"$2"
+			bad=1
+		fi
+	done < <(tr -d '\r' <"$1")
+	WR_SUMMARY=${WR_SUMMARY%; }
+	if [ "$WR_LINES" -eq 0 ]; then
+		echo "no 'at most K work requests outstanding (credit bound B ...)' line in ${1##*/}" >>"$2"
+		bad=1
+	fi
+	return $bad
+}
+
+# dir_empty DIR - nothing at all below DIR
+dir_empty()
+{
+	[ -z "$(find "$1" -mindepth 1 -print -quit)" ]
+}
+
+# ---- a: end to end over rdma --------------------------------------------------------
+
+case_a()
+{
+	local j dst log rc entries
+
+	entries=$(cd "$DATA/tree" && find . | wc -l)
+	for j in 1 2 4; do
+		dst=$W/a$j
+		log=$LOGS/a$j.check.log
+		rc=0
+		mkdir -p "$dst"
+		: >"$log"
+		if ! start_recv "a$j" "$dst" --transport rdma --bind "$SRV_ADDR"; then
+			fail "a: -j $j: the receiver did not start" "$RECV_LOG"
+			kill_leftovers
+			continue
+		fi
+		rdma_send "a$j" 240 -v -j "$j" "$DATA/tree" "$DATA/big" "$SRV_ADDR:$RECV_PORT"
+		recv_done 30
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+		grep_log " over rdma" "$SEND_LOG" "$log" || rc=1
+		grep_log "through device $CLI_DEV port 1, GID index ${PXFER_RXE_CLIENT_GID:-[0-9]+} \(RoCE v2" \
+			"$SEND_LOG" "$log" || rc=1
+		if [ "$j" -gt 1 ]; then
+			[ "$(grep -c 'accepting a data connection: done' "$RECV_LOG")" -eq "$j" ] ||
+				{ echo "the receiver did not accept $j data connections" >>"$log"; rc=1; }
+		fi
+		same_tree "$DATA/tree" "$dst/tree" "$log" || rc=1
+		same_file "$DATA/big" "$dst/big" "$log" || rc=1
+		check $rc "a: -j $j: tree ($entries entries) and 30 MiB over rdma; bytes, modes, mtimes equal ($SEND_SECS s; $(summary_rate "$SEND_LOG"))" \
+			"$log" "$SEND_LOG" "$RECV_LOG"
+		kill_leftovers
+		rm -rf "$dst"
+	done
+}
+
+# ---- b: transport auto ----------------------------------------------------------------
+
+case_b()
+{
+	local dst log rc
+
+	# between the rxe addresses: rdma
+	dst=$W/b1
+	log=$LOGS/b1.check.log
+	rc=0
+	mkdir -p "$dst"
+	: >"$log"
+	if start_recv b1 "$dst" --bind "$SRV_ADDR"; then
+		grep_log "\(rdma\)" "$RECV_LOG" "$log" || rc=1
+		run_send b1 120 -v -j 2 --transport auto --bind "$CLI_ADDR" \
+			"$DATA/tree" "$SRV_ADDR:$RECV_PORT"
+		recv_done 30
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+		grep_log "transport auto: .*, so rdma" "$SEND_LOG" "$log" || rc=1
+		grep_log "sent .* over rdma" "$SEND_LOG" "$log" || rc=1
+		same_tree "$DATA/tree" "$dst/tree" "$log" || rc=1
+	else
+		rc=1
+	fi
+	check $rc "b: auto between the rxe addresses picks rdma: \"$(grep -m 1 -o 'transport auto: .*' "$SEND_LOG" 2>/dev/null)\"; tree intact" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+
+	# to 127.0.0.1: no RDMA device routes there, so tcp
+	dst=$W/b2
+	log=$LOGS/b2.check.log
+	rc=0
+	mkdir -p "$dst"
+	: >"$log"
+	if start_recv b2 "$dst"; then
+		run_send b2 120 -v -j 2 --transport auto "$DATA/tree" "127.0.0.1:$RECV_PORT"
+		recv_done 30
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+		grep_log "transport auto: .*, so tcp" "$SEND_LOG" "$log" || rc=1
+		grep_log "sent .* over tcp" "$SEND_LOG" "$log" || rc=1
+		same_tree "$DATA/tree" "$dst/tree" "$log" || rc=1
+	else
+		rc=1
+	fi
+	check $rc "b: auto to 127.0.0.1 picks tcp: \"$(grep -m 1 -o 'transport auto: .*' "$SEND_LOG" 2>/dev/null)\"; tree intact" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- c: the receiver is killed ----------------------------------------------------------
+
+case_c()
+{
+	local dst=$W/c log=$LOGS/c.check.log rc=0 msg
+
+	mkdir -p "$dst"
+	: >"$log"
+	if ! start_recv c "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		fail "c: the receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	# the tree first (those files complete), then 80 MiB; the kill comes
+	# when about 8 MiB of the big file have crossed the veth
+	wire_mark
+	bg_send c -v -j 1 --transport rdma --bind "$CLI_ADDR" "$DATA/tree" "$DATA/kill" \
+		"$SRV_ADDR:$RECV_PORT"
+	if ! wait_for 90 wire_at_least $((TREE_BYTES + (8 << 20))); then
+		fail "c: the 80 MiB file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
+		kill_leftovers
+		rm -rf "$dst"
+		return
+	fi
+	kill -KILL "$RECV_PID"
+	note "c: killed the receiver after $WIRE_BYTES bytes on the wire, $(part_bytes "$dst") bytes of the 80 MiB file written"
+	wait_pid "$SEND_PID" 60
+	echo "# exit $WAIT_RC after $WAIT_SECS s" >>"$SEND_LOG"
+	echo "sender exit $WAIT_RC, $WAIT_SECS s after the kill" >>"$log"
+	[ "$WAIT_RC" -eq 4 ] || rc=1
+	msg=$(error_line "$SEND_LOG")
+	grep_log "error: .*(receiver|connection|peer)" "$SEND_LOG" "$log" || rc=1
+	check $rc "c: receiver killed: the sender exits $WAIT_RC after $WAIT_SECS s (bound 60 s): \"$msg\"" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+
+	rc=0
+	: >"$log"
+	finals_intact "$DATA" "$dst" "$log" || rc=1
+	[ -e "$dst/kill" ] && { echo "'kill' has its final name" >>"$log"; rc=1; }
+	check $rc "c: receiver killed: the $FINALS files with a final name are complete and equal; 'kill' has none" "$log"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- d: the link goes down ----------------------------------------------------------------
+
+case_d()
+{
+	local dst=$W/d log=$LOGS/d.check.log rc=0 msg tdown rsecs
+
+	mkdir -p "$dst"
+	: >"$log"
+	if ! start_recv d "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		fail "d: the receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	wire_mark
+	bg_send d -v -j 2 --transport rdma --bind "$CLI_ADDR" "$DATA/tree" "$DATA/kill" \
+		"$SRV_ADDR:$RECV_PORT"
+	if ! wait_for 90 wire_at_least $((TREE_BYTES + (4 << 20))); then
+		fail "d: the 80 MiB file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
+		kill_leftovers
+		rm -rf "$dst"
+		return
+	fi
+	# the client end goes down (admin down: its routes go too); the
+	# server end loses its carrier. ip itself, not rxe-link: a script
+	# takes seconds to start here while the transfer goes on
+	tdown=$(now_ms)
+	LINK_DOWN=1
+	ip link set dev "$CLI_IF" down >>"$log" 2>&1
+	note "d: took $CLI_IF down after $WIRE_BYTES bytes on the wire, $(part_bytes "$dst") bytes of the 80 MiB file written"
+	wait_pid "$SEND_PID" "$D_SEND_BOUND"
+	echo "# exit $WAIT_RC after $WAIT_SECS s" >>"$SEND_LOG"
+	echo "sender exit $WAIT_RC, $WAIT_SECS s after the link went down" >>"$log"
+	[ "$WAIT_RC" -ne 0 ] && [ "$WAIT_RC" -ne 124 ] || rc=1
+	msg=$(error_line "$SEND_LOG")
+	grep_log "error: .*(receiver|connection|peer|timed out)" "$SEND_LOG" "$log" || rc=1
+	check $rc "d: link down: the sender exits $WAIT_RC after $WAIT_SECS s (bound $D_SEND_BOUND s): \"$msg\"" \
+		"$log" "$SEND_LOG"
+
+	# the link stays down: the receiver has to notice by itself
+	wait_pid "$RECV_PID" $((D_RECV_BOUND - ($(now_ms) - tdown) / 1000))
+	rsecs=$(secs_since "$tdown")
+	echo "# exit $WAIT_RC ($rsecs s after the link went down)" >>"$RECV_LOG"
+	rc=0
+	if [ "$WAIT_RC" -eq 124 ]; then
+		echo "the receiver still ran $rsecs s after the link went down" \
+			"(its sender was gone); killed" >>"$log"
+		rc=1
+	fi
+	check $rc "d: link down: the receiver ends by itself within $D_RECV_BOUND s of the link loss (exit $WAIT_RC after $rsecs s: \"$(error_line "$RECV_LOG")\")" \
+		"$log" "$RECV_LOG"
+	if [ "$WAIT_RC" -ne 124 ]; then
+		rc=0
+		have_part "$dst" && { echo "temporary files left: $(find "$dst" -name '.pxfer-*.part')" >>"$log"; rc=1; }
+		check $rc "d: link down: the receiver removed its temporary files" "$log"
+	fi
+	rc=0
+	: >"$log"
+	finals_intact "$DATA" "$dst" "$log" || rc=1
+	[ -e "$dst/kill" ] && { echo "'kill' has its final name" >>"$log"; rc=1; }
+	check $rc "d: link down: the $FINALS files with a final name are complete and equal" "$log"
+	kill_leftovers
+	rm -rf "$dst"
+
+	rxe-link up both >>"$log" 2>&1 && LINK_DOWN=0
+	note "d: $CLI_IF up again $(secs_since "$tdown") s after it went down"
+	# rxe in 6.1 can leave a device's rdma_cm (MAD) traffic dead after a
+	# process exits while its link is down (see docs/testing.md); tell
+	# that apart from pxfer with rping, and recreate the devices if so
+	if ! rdma_cm_works; then
+		note "d: rdma_cm itself (rping) fails after the link came back: the rxe driver, not pxfer; recreating $SRV_DEV and $CLI_DEV"
+		rxe_recreate >>"$log" 2>&1 || note "d: recreating the rxe devices failed: $(tail -n 3 "$log" | tr '\n' ' ')"
+		rdma_cm_works || note "d: rdma_cm still fails (rping) after recreating the devices"
+	fi
+
+	# a new transfer over the restored link
+	dst=$W/d2
+	log=$LOGS/d2.check.log
+	rc=0
+	mkdir -p "$dst"
+	: >"$log"
+	if start_recv d2 "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		rdma_send d2 120 -v -j 2 "$DATA/tree" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		recv_done 30
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+		same_tree "$DATA/tree" "$dst/tree" "$log" || rc=1
+		same_file "$DATA/medium" "$dst/medium" "$log" || rc=1
+	else
+		rc=1
+	fi
+	check $rc "d: after the link is back up, a new transfer over rdma is intact ($SEND_SECS s)" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- e: loss and corruption ----------------------------------------------------------------
+
+case_e()
+{
+	local spec i=0 dst log rc before after stats r0 r1
+
+	for spec in "loss 2%" "corrupt 1%"; do
+		i=$((i + 1))
+		dst=$W/e$i
+		log=$LOGS/e$i.check.log
+		rc=0
+		mkdir -p "$dst"
+		: >"$log"
+		NETEM=1
+		# shellcheck disable=SC2086  # the netem options are words
+		rxe-netem both $spec >>"$log" 2>&1 || rc=1
+		before=$(retry_counters)
+		r0=$(retries_total)
+		if start_recv "e$i" "$dst" --transport rdma --bind "$SRV_ADDR"; then
+			rdma_send "e$i" 240 -v -j 2 "$DATA/medium" "$DATA/pub" "$SRV_ADDR:$RECV_PORT"
+			recv_done 30
+			echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+			[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+			same_file "$DATA/medium" "$dst/medium" "$log" || rc=1
+			same_tree "$DATA/pub" "$dst/pub" "$log" || rc=1
+		else
+			rc=1
+		fi
+		after=$(retry_counters)
+		r1=$(retries_total)
+		if [ $((r1 - r0)) -le 0 ]; then
+			echo "no retransmission counted (completer_retry_err): the impairment did not bite" >>"$log"
+			rc=1
+		fi
+		stats="$CLI_IF: $(netem_stats "$CLI_IF" | grep -o 'Sent [0-9]* bytes [0-9]* pkt (dropped [0-9]*')"
+		stats+="; $SRV_IF: $(netem_stats "$SRV_IF" | grep -o 'Sent [0-9]* bytes [0-9]* pkt (dropped [0-9]*')"
+		{
+			echo "netem: $stats"
+			echo "counters before: $before"
+			echo "counters after:  $after"
+		} >>"$log"
+		rxe-netem both clear >>"$log" 2>&1 && NETEM=0
+		check $rc "e: netem $spec both ways: 3 MiB and 3 small files intact over rdma, $((r1 - r0)) retransmissions ($SEND_SECS s)" \
+			"$log" "$SEND_LOG" "$RECV_LOG"
+		note "e: $stats"
+		note "e: rxe counters before: $before"
+		note "e: rxe counters after:  $after"
+		kill_leftovers
+		rm -rf "$dst"
+	done
+}
+
+# ---- f: memlock limits ------------------------------------------------------------------
+
+# f_recv KIB - a receiver as nobody with a memlock limit of KIB KiB, and a
+# root sender: the receiver must log the memlock message with its remedy
+# and exit 5; the sender must fail and point at the receiver's limit;
+# nothing may be written
+f_recv()
+{
+	local kib=$1 name=f-recv-$1 dst=$W/f-recv-$1 log rc=0
+
+	log=$LOGS/$name.check.log
+	mkdir -p "$dst"
+	chown nobody: "$dst"
+	: >"$log"
+	SEND_RC=
+	RECV_RC=
+	RECV_WRAP=(rxe-as-user -l "$kib" --)
+	if start_recv "$name" "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		RECV_WRAP=()
+		rdma_send "$name" 60 -v -j 2 "$DATA/pub" "$SRV_ADDR:$RECV_PORT"
+		# a receiver that never got as far as a transfer keeps listening
+		wait_for 10 grep -q "memlock" "$RECV_LOG"
+		wait_pid "$RECV_PID" 5
+		RECV_RC=$WAIT_RC
+		echo "# exit $RECV_RC" >>"$RECV_LOG"
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+		grep_log "memlock limit is .*raise it with 'ulimit -l [0-9]+" "$RECV_LOG" "$log" || rc=1
+		[ "$RECV_RC" -eq 5 ] || { echo "the receiver exited $RECV_RC, not 5" >>"$log"; rc=1; }
+	else
+		RECV_WRAP=()
+		rc=1
+	fi
+	check $rc "f: receiver as nobody, memlock $kib KiB: exits $RECV_RC, logs \"$(grep -m 1 -o 'cannot register.*ulimit -l [0-9]*' "$RECV_LOG" | cut -c 1-160)\"" \
+		"$log" "$RECV_LOG"
+	rc=0
+	: >"$log"
+	[ "$SEND_RC" -ne 0 ] && [ "$SEND_RC" -ne 124 ] || rc=1
+	grep_log "error: .*receiver.*memlock" "$SEND_LOG" "$log" || rc=1
+	dir_empty "$dst" || { echo "files were written: $(find "$dst" -mindepth 1 | head -n 5)" >>"$log"; rc=1; }
+	check $rc "f: ... and its sender exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-160)\"; nothing written" \
+		"$log" "$SEND_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# f_send KIB - a sender as nobody with a memlock limit of KIB KiB: it must
+# exit 5 with the memlock message and its remedy; nothing written
+f_send()
+{
+	local kib=$1 name=f-send-$1 dst=$W/f-send-$1 log rc=0
+
+	log=$LOGS/$name.check.log
+	mkdir -p "$dst"
+	: >"$log"
+	SEND_RC=
+	if start_recv "$name" "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		SEND_WRAP=(rxe-as-user -l "$kib" --)
+		rdma_send "$name" 60 -v -j 2 "$DATA/pub" "$SRV_ADDR:$RECV_PORT"
+		SEND_WRAP=()
+		wait_pid "$RECV_PID" 5
+		echo "# exit $WAIT_RC" >>"$RECV_LOG"
+		echo "sender exit $SEND_RC, receiver exit $WAIT_RC" >>"$log"
+		[ "$SEND_RC" -eq 5 ] || { echo "the sender exited $SEND_RC, not 5" >>"$log"; rc=1; }
+		grep_log "memlock limit is .*raise it with 'ulimit -l [0-9]+" "$SEND_LOG" "$log" || rc=1
+		dir_empty "$dst" || { echo "files were written: $(find "$dst" -mindepth 1 | head -n 5)" >>"$log"; rc=1; }
+	else
+		rc=1
+	fi
+	check $rc "f: sender as nobody, memlock $kib KiB: exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-200)\"" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# 1024 KiB is less than even the control connection registers (about
+# 2 MiB); 16384 KiB lets the connection up but not the -j 2 rings (34 MiB)
+case_f()
+{
+	f_recv 1024
+	f_recv 16384
+	f_send 1024
+	f_send 16384
+}
+
+# ---- g: a slow receiver -------------------------------------------------------------------
+
+case_g()
+{
+	local dst=$W/g log=$LOGS/g.check.log rc=0 before after tpid cycles
+
+	mkdir -p "$dst"
+	: >"$log"
+	# 1 MiB of ring for 2 workers in 64 KiB chunks: 8 slots each, so the
+	# stopped receiver, not the wire, sets the pace
+	if ! start_recv g "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 1M; then
+		fail "g: the receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	before=$(rnr_counters)
+	bg_send g -v -j 2 --chunk-size 64K --transport rdma --bind "$CLI_ADDR" "$DATA/big" \
+		"$SRV_ADDR:$RECV_PORT"
+	# stopped 300 ms of every 400 ms until the receiver exits
+	(
+		n=0
+		trap 'kill -CONT '"$RECV_PID"' 2>/dev/null; echo "$n" >"'"$LOGS"'/g.cycles"; exit 0' TERM
+		while kill -STOP "$RECV_PID" 2>/dev/null; do
+			nap 0.3
+			kill -CONT "$RECV_PID" 2>/dev/null
+			n=$((n + 1))
+			nap 0.1
+		done
+		echo "$n" >"$LOGS/g.cycles"
+	) &
+	tpid=$!
+	track "$tpid"
+	wait_pid "$SEND_PID" 300
+	SEND_RC=$WAIT_RC
+	SEND_SECS=$WAIT_SECS
+	echo "# exit $SEND_RC after $SEND_SECS s" >>"$SEND_LOG"
+	kill -TERM "$tpid" 2>/dev/null
+	wait "$tpid" 2>/dev/null
+	kill -CONT "$RECV_PID" 2>/dev/null
+	recv_done 30
+	after=$(rnr_counters)
+	cycles=$(cat "$LOGS/g.cycles" 2>/dev/null || echo '?')
+	{
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC; $cycles stop/continue cycles"
+		echo "RNR counters before: $before"
+		echo "RNR counters after:  $after"
+	} >>"$log"
+	[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+	same_file "$DATA/big" "$dst/big" "$log" || rc=1
+	check $rc "g: receiver (1 MiB of rings) stopped 300 ms of every 400 ms ($cycles times): 30 MiB in 64 KiB chunks intact over rdma ($SEND_SECS s)" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+
+	rc=0
+	if [ -z "$before" ]; then
+		echo "no RNR counter found under /sys/class/infiniband/*/ports/1/hw_counters" >>"$log"
+		rc=1
+	elif [ "$before" != "$after" ]; then
+		echo "RNR counters moved" >>"$log"
+		rc=1
+	fi
+	check $rc "g: no RNR on either device ($after)" "$log"
+
+	rc=0
+	wr_report "$SEND_LOG" "$log" || rc=1
+	check $rc "g: outstanding work requests within the credit bound on all $WR_LINES data connections ($WR_SUMMARY)" \
+		"$log" "$SEND_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- h: a wrong secret --------------------------------------------------------------------
+
+case_h()
+{
+	local dst=$W/h log=$LOGS/h.check.log rc=0
+
+	mkdir -p "$dst"
+	: >"$log"
+	if start_recv h "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		SEND_WRAP=(env PXFER_SECRET=not-the-right-secret-42-42-42)
+		rdma_send h 60 -v -j 2 "$DATA/pub" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		SEND_WRAP=()
+		echo "sender exit $SEND_RC" >>"$log"
+		[ "$SEND_RC" -eq 3 ] || rc=1
+		grep_log "error: .*(secret|authenticat)" "$SEND_LOG" "$log" || rc=1
+		wait_for 5 grep -qi "authentication failed" "$RECV_LOG" ||
+			{ echo "the receiver did not log the refusal" >>"$log"; rc=1; }
+		dir_empty "$dst" || { echo "files were written: $(find "$dst" -mindepth 1 | head -n 5)" >>"$log"; rc=1; }
+	else
+		rc=1
+	fi
+	check $rc "h: wrong secret over rdma: the sender exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-160)\"; nothing written" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- main ---------------------------------------------------------------------------------
+
+note "rdma_suite: kernel $(uname -r), $PXFER"
+note "server $SRV_DEV/$SRV_IF $SRV_ADDR GID ${PXFER_RXE_SERVER_GID:-?}, client $CLI_DEV/$CLI_IF $CLI_ADDR GID ${PXFER_RXE_CLIENT_GID:-?}"
+note "RNR counters: $(rnr_counters)"
+t0=$(now_ms)
+if ! gen_data >"$LOGS/gen.log" 2>&1; then
+	fail "test data could not be made" "$LOGS/gen.log"
+	summary
+	exit 1
+fi
+TREE_BYTES=$(du -sb --apparent-size "$DATA/tree" | cut -f 1)
+note "test data made in $(secs_since "$t0") s (tree: $TREE_BYTES bytes)"
+
+declare -A TOOK
+for c in "${cases[@]}"; do
+	t0=$(now_ms)
+	note "---- case $c"
+	"case_$c"
+	kill_leftovers
+	if [ "$NETEM" = 1 ]; then rxe-netem both clear >/dev/null 2>&1 && NETEM=0; fi
+	if [ "$LINK_DOWN" = 1 ]; then rxe-link up both >/dev/null 2>&1 && LINK_DOWN=0; fi
+	TOOK[$c]=$(secs_since "$t0")
+	note "case $c took ${TOOK[$c]} s"
+done
+
+# the sanitizers' reports, in any log
+rc=0
+: >"$LOGS/sanitizers.log"
+grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$LOGS"/*.log >"$LOGS/sanitizers.log" 2>/dev/null && rc=1
+check $rc "no sanitizer report in any pxfer log" "$LOGS/sanitizers.log"
+
+line="cases:"
+for c in "${cases[@]}"; do line+=" $c ${TOOK[$c]} s,"; done
+note "${line%,}; suite $(secs_since "$SUITE_T0") s"
+summary
