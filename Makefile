@@ -68,9 +68,10 @@ check:
 	$(MAKE) SAN=1 all
 	PXFER_BUILD=$(CURDIR)/build/san PXFER_SKIP_VM=1 test/runtests.sh
 
+# TCP peers over loopback, then RDMA against ib_write_bw in the test VM.
 bench: all
-	$(MAKE) rxe-progs
 	PXFER_BUILD=$(CURDIR)/build/release tools/bench.sh
+	PXFER_BUILD=$(CURDIR)/build/release tools/bench-rdma.sh
 
 demo: all
 	PXFER_BUILD=$(CURDIR)/build/release examples/demo.sh
@@ -84,6 +85,8 @@ clean:
 	rm -rf build/release build/san
 
 .PHONY: all test check bench demo install clean
+# keep test and tool objects between builds
+.SECONDARY:
 
 -include tools/rxe-vm/rxe.mk
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(TOOL_BIN:=.d)

@@ -32,9 +32,10 @@ rxe_same = $(and $(findstring $(1),$(2)),$(findstring $(2),$(1)))
 
 rxe-progs: $(RXE_PROGS)
 
+# make expands a whole recipe before running it, so the directory is made
+# by $(shell) inside the same expansion, ahead of $(file)
 $(RXE_OUT)/.flags: rxe-force
-	@mkdir -p $(@D)
-	$(if $(call rxe_same,$(RXE_BUILD_CMD),$(file <$@)),,$(file >$@,$(RXE_BUILD_CMD)))
+	$(shell mkdir -p $(@D))$(if $(call rxe_same,$(RXE_BUILD_CMD),$(file <$@)),,$(file >$@,$(RXE_BUILD_CMD)))
 
 $(RXE_OUT)/verbs_selftest: $(RXE_ROOT)/test/rxe/verbs_selftest.c $(RXE_OUT)/.flags
 	$(CC) $(CFLAGS) $(CPPFLAGS) -o $@ $< $(LDFLAGS) $(RXE_LIBS)
