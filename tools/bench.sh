@@ -1,0 +1,718 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# pxfer benchmark harness: pxfer against iperf3, nc and rsync on loopback,
+# measured the same way in the same run.
+#
+#   tools/bench.sh [--quick] [--out FILE] [--reps N] [--only LIST] [--keep]
+#
+#   --quick      256 MiB file, 1,000 small files, 1 repetition (sanity run)
+#   --out FILE   also write the results as Markdown to FILE
+#   --reps N     repetitions of every measurement (default 3; 1 with --quick)
+#   --only LIST  run only the sections whose id matches one of the
+#                comma-separated shell patterns, e.g. 'A/*' or 'B/pxfer*'
+#   --keep       keep the work directory (data and logs)
+#
+# Environment:
+#   PXFER_BUILD       directory holding the pxfer binary (default build/release)
+#   PXFER_BENCH_DIR   parent of the work directory (default /tmp); when set,
+#                     the generated data is kept there and reused next time
+#   PXFER_BENCH_PORT  first TCP port to use (default 17400)
+#   PXFER_BENCH_QUIET seconds to wait, before each run, for the machine to be
+#                     idle (other processes using < 0.1 CPU); default 30, at
+#                     most 8 times that in all; 0: no waiting. The CPU other
+#                     processes used during each run is reported either way
+#                     ("other CPU" column).
+#   PXFER_BENCH_RETRIES  how many times a run that other processes disturbed
+#                     (> 0.1 CPU) is repeated; default 2. The last attempt is
+#                     kept, but the medians leave disturbed runs out when the
+#                     section has undisturbed ones.
+#
+# Workloads (both read from the page cache, written to the page cache):
+#   A  one file of random data (2 GiB)
+#   B  a tree of small files (10,000 x 4 KiB in 10 subdirectories)
+#
+# Every run: the receiving side (server) is started under GNU time, then the
+# sending side (client) under GNU time; wall time runs from the client's start
+# until both sides have finished (for the rsync daemon, which keeps running,
+# until the client has finished: rsync's client returns only after the
+# receiver has written everything). CPU is user+sys of both sides including
+# their children and threads; peak RSS is GNU time's %M per side (for a
+# shell pipeline such as 'tar c | nc', the largest process of the pipeline).
+# Each copy is checked (cmp / diff -r) and a run that fails or copies
+# wrongly is not counted. Each measurement is repeated and the median shown.
+# Every run writes into a new empty directory; before it, dirty data is
+# synced and the harness waits for the machine to be idle (see
+# PXFER_BENCH_QUIET). Copies of the tree are deleted only at the end (see the
+# note in the run loop), so do not start the next run within a few minutes
+# on ext4 without a journal.
+#
+# Exit status: 0 when every run succeeded and every copy was correct, whether
+# or not the targets were met; 1 when a run failed or a copy was wrong;
+# 2 on a bad command line or a missing tool.
+#
+# Adding a section (e.g. RDMA): write a function peer_<tool>_<workload>
+# following the ones below (it calls measure and a verify_* helper), add a line
+# to SECTIONS, and if it needs comparing, a line to the ratio list in report.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
+PXFER=$PXFER_BUILD/pxfer
+TIME=/usr/bin/time
+TFMT='%e %U %S %M'
+RUN_TIMEOUT=600         # seconds; a run that takes longer has failed
+
+quick=0 out='' reps='' only='' keep=0
+usage() { sed -n '7,16s/^# \{0,1\}//p' "$0"; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1;;
+	--out) [ $# -ge 2 ] || { usage >&2; exit 2; }; out=$2; shift;;
+	--out=*) out=${1#--out=};;
+	--reps) [ $# -ge 2 ] || { usage >&2; exit 2; }; reps=$2; shift;;
+	--reps=*) reps=${1#--reps=};;
+	--only) [ $# -ge 2 ] || { usage >&2; exit 2; }; only=$2; shift;;
+	--only=*) only=${1#--only=};;
+	--keep) keep=1;;
+	-h|--help) usage; exit 0;;
+	*) echo "bench: unknown argument '$1'" >&2; usage >&2; exit 2;;
+	esac
+	shift
+done
+
+if [ $quick -eq 1 ]; then
+	A_BYTES=$((256 << 20)) B_FILES=1000 reps=${reps:-1}
+else
+	A_BYTES=$((2 << 30)) B_FILES=10000 reps=${reps:-3}
+fi
+B_FILE_SIZE=4096
+B_DIRS=10
+B_BYTES=$((B_FILES * B_FILE_SIZE))
+case $reps in ''|*[!0-9]*|0) echo "bench: --reps takes a positive number" >&2; exit 2;; esac
+if [ -n "$out" ]; then
+	case $out in /*) ;; *) out=$PWD/$out;; esac
+	: >"$out" 2>/dev/null || { echo "bench: cannot write '$out'" >&2; exit 2; }
+fi
+
+# ---------------------------------------------------------------- tools
+missing=()
+[ -x "$PXFER" ] || { echo "bench: no pxfer binary at $PXFER (run 'make' first)" >&2; exit 2; }
+[ -x "$TIME" ] || missing+=("$TIME (Debian package: time)")
+for t in iperf3:iperf3 nc:netcat-openbsd rsync:rsync ss:iproute2 timeout:coreutils \
+	 cmp:diffutils diff:diffutils tar:tar split:coreutils awk:gawk/mawk pgrep:procps; do
+	command -v "${t%%:*}" >/dev/null || missing+=("${t%%:*} (Debian package: ${t#*:})")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	printf 'bench: missing: %s\n' "${missing[@]}" >&2
+	exit 2
+fi
+if ! nc -h 2>&1 | grep -q OpenBSD; then
+	echo "bench: nc is not OpenBSD netcat (Debian package: netcat-openbsd)" >&2
+	exit 2
+fi
+
+# the default worker count, from the binary itself
+PX_DEFAULT_J=$("$PXFER" send --help 2>/dev/null |
+	sed -n 's/.*--jobs N.*(default \([0-9][0-9]*\).*/\1/p' | head -n 1)
+PX_DEFAULT_J=${PX_DEFAULT_J:-4}
+PX_JOBS=(1 2 4)
+case " ${PX_JOBS[*]} " in *" $PX_DEFAULT_J "*) ;; *) PX_JOBS+=("$PX_DEFAULT_J");; esac
+
+# ---------------------------------------------------------------- work dir
+if [ -n "${PXFER_BENCH_DIR:-}" ]; then
+	mkdir -p "$PXFER_BENCH_DIR" || exit 2
+	WORK=$(cd "$PXFER_BENCH_DIR" && pwd)/pxfer-bench
+	mkdir -p "$WORK" || exit 2
+	keep_data=1
+else
+	WORK=$(mktemp -d /tmp/pxfer-bench.XXXXXX) || exit 2
+	keep_data=0
+fi
+DATA=$WORK/data-$A_BYTES-$B_FILES
+COPIES=$WORK/dst        # every run writes into a new empty directory below
+DST=''                  # the current run's directory
+LOGS=$WORK/logs         # per run: server/client output and GNU time files
+RESULTS=$WORK/results.tsv
+rm -rf "$LOGS" "$COPIES"
+mkdir -p "$LOGS" "$COPIES"
+: >"$RESULTS"
+
+SRV_PID='' DAEMON_PIDFILE=''
+cleanup() {
+	if [ -n "$SRV_PID" ] && kill -0 "$SRV_PID" 2>/dev/null; then
+		[ -n "$DAEMON_PIDFILE" ] && [ -s "$DAEMON_PIDFILE" ] &&
+			kill "$(cat "$DAEMON_PIDFILE")" 2>/dev/null
+		kill "$SRV_PID" 2>/dev/null
+		wait "$SRV_PID" 2>/dev/null
+	fi
+	rm -rf "$COPIES"
+	if [ $keep -eq 1 ]; then
+		echo "bench: work directory kept: $WORK"
+	elif [ $keep_data -eq 1 ]; then
+		rm -rf "$LOGS" "$RESULTS" "$WORK/rsyncd.conf" "$WORK/rsyncd.pid" \
+			"$WORK/rsyncd.log"
+	else
+		rm -rf "$WORK"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- helpers
+calc() { awk "BEGIN { printf \"%${2:-.3f}\", ($1) }"; }
+human_bytes() {
+	awk -v b="$1" 'BEGIN {
+		if (b >= 2^30 && b % 2^30 == 0) printf "%d GiB", b / 2^30
+		else if (b >= 2^20 && b % 2^20 == 0) printf "%d MiB", b / 2^20
+		else printf "%d bytes", b }'
+}
+
+PORT=${PXFER_BENCH_PORT:-17400}
+next_port() {           # a fresh port per run, so no run meets another's TIME_WAIT
+	PORT=$((PORT + 1))
+	while [ -n "$(ss -Htan "sport = :$PORT" 2>/dev/null)" ]; do PORT=$((PORT + 1)); done
+}
+
+wait_listen() {         # $1 port, $2 pid that must stay alive
+	local i
+	for ((i = 0; i < 1000; i++)); do
+		[ -n "$(ss -Hltn "sport = :$1" 2>/dev/null)" ] && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		sleep 0.01
+	done
+	return 1
+}
+
+# machine-wide CPU, in clock ticks: sets CPU_BUSY and CPU_ALL (no fork)
+cpu_sample() {
+	local _c u n s i w q sq st
+	read -r _c u n s i w q sq st _ </proc/stat
+	CPU_BUSY=$((u + n + s + q + sq + st)) CPU_ALL=$((u + n + s + i + w + q + sq + st))
+}
+HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+NCPU=$(nproc)
+QUIET_MAX=${PXFER_BENCH_QUIET:-30}     # per run
+QUIET_BUDGET=$((QUIET_MAX * 8))         # in all; then only a short look
+RETRIES=${PXFER_BENCH_RETRIES:-2}
+QUIET_LIMIT=0.1         # CPUs' worth of load from other processes
+QUIET_WAITED=0
+wait_quiet() {          # until the last half second was idle, or QUIET_MAX
+	local b0 a0 load start=$SECONDS max=$QUIET_MAX
+	[ "$QUIET_MAX" -gt 0 ] || return 0
+	[ "$QUIET_WAITED" -lt "$QUIET_BUDGET" ] || max=1
+	while :; do
+		cpu_sample; b0=$CPU_BUSY a0=$CPU_ALL
+		sleep 0.5
+		cpu_sample
+		load=$(calc "($CPU_BUSY - $b0) * $NCPU / ($CPU_ALL - $a0 + 0.001)" .2f)
+		[ "$(calc "$load < $QUIET_LIMIT" d)" = 1 ] && break
+		if [ $((SECONDS - start)) -ge "$max" ]; then
+			echo "    (the machine is busy: other processes use $load CPUs; measuring anyway)"
+			break
+		fi
+	done
+	QUIET_WAITED=$((QUIET_WAITED + SECONDS - start))
+}
+
+time_line() { tail -n 1 "$1" 2>/dev/null; }   # GNU time may prefix a status line
+
+# measure SERVER_CMD CLIENT_CMD [DAEMON_PIDFILE]
+# Runs the server in the background and the client in the foreground, both
+# under GNU time (sh -c, so commands may be pipelines). Sets M_WALL, M_SRV and
+# M_CLI ("elapsed user sys maxrss_kib"); returns nonzero when either side
+# failed. With DAEMON_PIDFILE the server is a daemon that does not exit by
+# itself: once the client is done and the daemon has reaped its connection
+# processes (so their CPU is counted), it is sent SIGTERM.
+measure() {
+	local srv=$1 cli=$2 pidf=${3:-} t0 t1 crc src=0 dpid i b0
+	M_WALL='' M_SRV='' M_CLI='' M_BUSY=''
+	rm -f "$RUN.srv.time" "$RUN.cli.time"
+	timeout -k 5 $RUN_TIMEOUT "$TIME" -f "$TFMT" -o "$RUN.srv.time" sh -c "$srv" \
+		</dev/null >"$RUN.srv.log" 2>&1 &
+	SRV_PID=$! DAEMON_PIDFILE=$pidf
+	if ! wait_listen "$PORT" "$SRV_PID"; then
+		echo "server did not start listening on port $PORT" >>"$RUN.srv.log"
+		kill "$SRV_PID" 2>/dev/null; wait "$SRV_PID" 2>/dev/null; SRV_PID=
+		return 1
+	fi
+	cpu_sample; b0=$CPU_BUSY
+	t0=$EPOCHREALTIME
+	timeout -k 5 $RUN_TIMEOUT "$TIME" -f "$TFMT" -o "$RUN.cli.time" sh -c "$cli" \
+		</dev/null >"$RUN.cli.log" 2>&1
+	crc=$?
+	if [ -n "$pidf" ]; then
+		t1=$EPOCHREALTIME
+		cpu_sample
+		dpid=$(cat "$pidf" 2>/dev/null)
+		for ((i = 0; i < 1000; i++)); do
+			[ -z "$dpid" ] || [ -z "$(pgrep -P "$dpid")" ] && break
+			sleep 0.01
+		done
+		[ -n "$dpid" ] && kill -TERM "$dpid" 2>/dev/null
+		wait "$SRV_PID" 2>/dev/null
+	else
+		if [ $crc -ne 0 ]; then
+			kill "$SRV_PID" 2>/dev/null
+		fi
+		wait "$SRV_PID"
+		src=$?
+		t1=$EPOCHREALTIME
+		cpu_sample
+	fi
+	SRV_PID='' DAEMON_PIDFILE=''
+	[ $crc -eq 0 ] || { echo "client exit status $crc" >>"$RUN.cli.log"; return 1; }
+	[ $src -eq 0 ] || { echo "server exit status $src" >>"$RUN.srv.log"; return 1; }
+	M_WALL=$(calc "$t1 - $t0" .4f)
+	M_BUSY=$(calc "($CPU_BUSY - $b0) / $HZ" .2f)     # all CPU used on the machine
+	M_SRV=$(time_line "$RUN.srv.time")
+	M_CLI=$(time_line "$RUN.cli.time")
+	[ -n "$M_SRV" ] && [ -n "$M_CLI" ]
+}
+
+verify_file() {         # $1 source file, $2 copy
+	cmp -s "$1" "$2" || { echo "copy differs: $2" >>"$RUN.cli.log"; return 1; }
+}
+verify_tree() {         # $1 source tree, $2 copy
+	local n
+	diff -r "$1" "$2" >>"$RUN.cli.log" 2>&1 ||
+		{ echo "copy differs: $2" >>"$RUN.cli.log"; return 1; }
+	n=$(find "$2" -type f | wc -l)
+	[ "$n" -eq "$B_FILES" ] ||
+		{ echo "copy has $n files, not $B_FILES" >>"$RUN.cli.log"; return 1; }
+}
+
+# ---------------------------------------------------------------- peers
+# one secret for both pxfer sides (the receiver would otherwise make one up)
+PXFER_SECRET=$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
+export PXFER_SECRET
+# Each peer function moves one workload from $DATA to $DST through $PORT on
+# 127.0.0.1 with measure, then checks the copy. BYTES is the payload it moved.
+
+peer_iperf3_A() {       # memory to memory: the ceiling of this link
+	measure "exec iperf3 -s -1 -B 127.0.0.1 -p $PORT" \
+		"exec iperf3 -c 127.0.0.1 -p $PORT -n $A_BYTES -J" || return 1
+	# the client's JSON: what the server received, and iperf3's own rate
+	local got
+	# (its receiver count can fall short of what was sent: it stops counting
+	# when the test ends, not when the socket is drained)
+	got=$(awk '/"sum_sent"/ { s = 1 } s && /"bytes"/ { gsub(/[^0-9]/, ""); print; exit }' \
+		"$RUN.cli.log")
+	[ "$got" = "$A_BYTES" ] || { echo "iperf3 sent '$got' bytes" >>"$RUN.cli.log"; return 1; }
+	awk '/"sum_received"/ { s = 1 }
+	     s && /"bits_per_second"/ { sub(/.*:[[:space:]]*/, ""); sub(/,.*/, ""); print; exit }' \
+		"$RUN.cli.log" >"$RUN.iperf3_bps"
+}
+
+pxfer_pair() {          # $1 jobs, $2 path to send
+	measure "exec '$PXFER' recv --dir '$DST' --once --bind 127.0.0.1 --port $PORT --transport tcp -q" \
+		"exec '$PXFER' send -j $1 --transport tcp -q '$2' 127.0.0.1:$PORT"
+}
+peer_pxfer_A() { pxfer_pair "$1" "$DATA/a.bin" && verify_file "$DATA/a.bin" "$DST/a.bin"; }
+peer_pxfer_B() { pxfer_pair "$1" "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"; }
+
+peer_nc_A() {
+	measure "exec nc -l 127.0.0.1 $PORT >'$DST/a.bin'" \
+		"exec nc -N 127.0.0.1 $PORT <'$DATA/a.bin'" &&
+		verify_file "$DATA/a.bin" "$DST/a.bin"
+}
+peer_nc_B() {
+	measure "nc -l 127.0.0.1 $PORT | tar -x -C '$DST'" \
+		"tar -c -C '$DATA' tree | nc -N 127.0.0.1 $PORT" &&
+		verify_tree "$DATA/tree" "$DST/tree"
+}
+
+rsync_pair() {          # $1 path to push into the daemon's module
+	local conf=$WORK/rsyncd.conf pidf=$WORK/rsyncd.pid
+	cat >"$conf" <<-EOF
+	pid file = $pidf
+	log file = $WORK/rsyncd.log
+	use chroot = no
+	max connections = 0
+	[bench]
+	    path = $DST
+	    read only = no
+	    uid = $(id -u)
+	    gid = $(id -g)
+	EOF
+	rm -f "$pidf"
+	measure "exec rsync --daemon --no-detach --config='$conf' --address=127.0.0.1 --port=$PORT" \
+		"exec rsync -a '$1' rsync://127.0.0.1:$PORT/bench/" "$pidf"
+}
+peer_rsync_A() { rsync_pair "$DATA/a.bin" && verify_file "$DATA/a.bin" "$DST/a.bin"; }
+peer_rsync_B() { rsync_pair "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"; }
+
+# ---------------------------------------------------------------- sections
+# id;workload;label;function [args]
+SECTIONS=("A/iperf3;A;iperf3 (mem-to-mem);peer_iperf3_A")
+for j in "${PX_JOBS[@]}"; do SECTIONS+=("A/pxfer-j$j;A;pxfer -j$j;peer_pxfer_A $j"); done
+SECTIONS+=("A/nc;A;nc;peer_nc_A" "A/rsync;A;rsync daemon;peer_rsync_A")
+for j in "${PX_JOBS[@]}"; do SECTIONS+=("B/pxfer-j$j;B;pxfer -j$j;peer_pxfer_B $j"); done
+SECTIONS+=("B/nc;B;tar | nc;peer_nc_B" "B/rsync;B;rsync daemon;peer_rsync_B")
+
+if [ -n "$only" ]; then
+	sel=()
+	IFS=, read -r -a pats <<<"$only"
+	for s in "${SECTIONS[@]}"; do
+		for p in "${pats[@]}"; do
+			# shellcheck disable=SC2053
+			[[ ${s%%;*} == $p ]] && { sel+=("$s"); break; }
+		done
+	done
+	SECTIONS=("${sel[@]}")
+	[ ${#SECTIONS[@]} -gt 0 ] || { echo "bench: --only '$only' selects nothing" >&2; exit 2; }
+fi
+
+# ---------------------------------------------------------------- data
+make_data() {
+	if [ -f "$DATA/.complete" ]; then
+		echo "data: reusing $DATA"
+		return 0
+	fi
+	rm -rf "$DATA"
+	mkdir -p "$DATA/tree" || return 1
+	echo "data: writing $(human_bytes $A_BYTES) of random data and $B_FILES files of $B_FILE_SIZE bytes"
+	head -c "$A_BYTES" /dev/urandom >"$DATA/a.bin" || return 1
+	local d n
+	for ((d = 0; d < B_DIRS; d++)); do
+		n=$((B_FILES / B_DIRS + (d < B_FILES % B_DIRS ? 1 : 0)))
+		[ $n -gt 0 ] || continue
+		mkdir -p "$DATA/tree/d$d" || return 1
+		head -c $((n * B_FILE_SIZE)) /dev/urandom |
+			split -b $B_FILE_SIZE -a 5 -d - "$DATA/tree/d$d/f" || return 1
+	done
+	touch "$DATA/.complete"
+}
+
+machine_info() {
+	local cpu
+	cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+	echo "date:    $(date -u '+%Y-%m-%d %H:%M UTC')"
+	echo "machine: $(nproc) CPUs, ${cpu:-unknown CPU}, $(awk '/MemTotal/ { printf "%.1f GiB RAM", $2 / 2^20 }' /proc/meminfo)"
+	echo "kernel:  $(uname -sr)"
+	local rev
+	[[ $PXFER == "$top"/* ]] && rev=$(git -C "$top" rev-parse --short HEAD 2>/dev/null) &&
+		{ git -C "$top" diff --quiet HEAD -- src include Makefile 2>/dev/null ||
+		  rev="$rev + uncommitted changes"; }
+	echo "pxfer:   $("$PXFER" --version 2>/dev/null | head -n 1), ${rev:+commit $rev, }$PXFER"
+	echo "peers:   $(iperf3 --version 2>/dev/null | head -n 1 | awk '{print $1, $2}'),"\
+	     "$(rsync --version | head -n 1 | awk '{print $1, $3}'),"\
+	     "OpenBSD nc $(dpkg-query -W -f='${Version}' netcat-openbsd 2>/dev/null)"
+	echo "sizes:   A = $(human_bytes $A_BYTES) file; B = $B_FILES files x $B_FILE_SIZE bytes" \
+	     "in $B_DIRS directories; $reps repetition(s), median shown"
+}
+
+# ---------------------------------------------------------------- run
+MACHINE=$(machine_info)
+echo "$MACHINE"
+avail=$(awk '/MemAvailable/ { print $2 * 1024 }' /proc/meminfo)
+if [ "$(calc "$avail < 2.5 * ($A_BYTES + $B_BYTES)" d)" = 1 ]; then
+	echo "warning: only $((avail >> 20)) MiB available; the data and its copy may not stay in the page cache"
+fi
+make_data || { echo "bench: cannot write the data into $DATA" >&2; exit 1; }
+# read everything once so that every run reads from the page cache
+dd if="$DATA/a.bin" of=/dev/null bs=1M status=none
+tar -c -C "$DATA" tree | cat >/dev/null
+if command -v fincore >/dev/null; then
+	echo "cache:   $(fincore -n -o RES,SIZE "$DATA/a.bin" | awk '{print $1 " of " $2}') of the file in the page cache"
+fi
+echo
+
+# one measurement of one section; appends to RESULTS; returns 1 on failure
+# and 2 when it succeeded but other processes disturbed it
+run_one() {             # $1 id, $2 workload, $3 label, $4 function [args], $5 rep, $6 attempt
+	local id=$1 wl=$2 label=$3 fn=$4 rep=$5 try=$6 cu cs cm su ss sm ours other note='' dist=0
+	DST=$COPIES/${id//\//_}.$rep.$try
+	RUN=$LOGS/${id//\//_}.$rep.$try
+	mkdir -p "$DST"
+	sync                # no dirty data from an earlier run is written back during this one
+	wait_quiet
+	next_port
+	if [ "$wl" = A ]; then BYTES=$A_BYTES; else BYTES=$B_BYTES; fi
+	# shellcheck disable=SC2086
+	if ! $fn; then
+		printf '%-3s %-20s rep %d/%d  FAILED (logs: %s.*)\n' "$wl" "$label" \
+			"$rep" "$reps" "$RUN"
+		tail -n 5 "$RUN.cli.log" "$RUN.srv.log" 2>/dev/null | sed 's/^/    | /'
+		keep=1
+		return 1
+	fi
+	read -r _ cu cs cm <<<"$M_CLI"
+	read -r _ su ss sm <<<"$M_SRV"
+	ours=$(calc "$cu + $cs + $su + $ss" .2f)
+	# CPUs' worth of work other processes did during the run: the machine's
+	# busy time minus both sides' (clock-tick granularity, hence the slack)
+	other=$(calc "$M_BUSY > $ours ? ($M_BUSY - $ours) / $M_WALL : 0" .2f)
+	if [ "$(calc "$M_BUSY - $ours > $QUIET_LIMIT * $M_WALL + 2 / $HZ" d)" = 1 ]; then
+		note="  (disturbed)" dist=1
+	fi
+	if [ -n "$note" ] && [ "$try" -le "$RETRIES" ]; then
+		printf '%-3s %-20s rep %d/%d  %8.3f s  other processes used %s CPUs: repeating\n' \
+			"$wl" "$label" "$rep" "$reps" "$M_WALL" "$other"
+		return 2
+	fi
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$rep" \
+		"$M_WALL" "$cu" "$cs" "$cm" "$su" "$ss" "$sm" "$BYTES" \
+		"$(cat "$RUN.iperf3_bps" 2>/dev/null)" "$other" "$dist" >>"$RESULTS"
+	printf '%-3s %-20s rep %d/%d  %8.3f s  %9.1f MiB/s  CPU %5.2f s  other CPU %4.2f  ok%s\n' \
+		"$wl" "$label" "$rep" "$reps" "$M_WALL" \
+		"$(calc "$BYTES / 2^20 / $M_WALL" .1f)" "$ours" "$other" "$note"
+}
+
+failed=0
+for ((rep = 1; rep <= reps; rep++)); do
+	for s in "${SECTIONS[@]}"; do
+		IFS=';' read -r id wl label fn <<<"$s"
+		for ((try = 1; ; try++)); do
+			run_one "$id" "$wl" "$label" "$fn" "$rep" "$try"
+			rc=$?
+			# Copies of the big file go at once; copies of the tree stay
+			# until the end: on ext4 without a journal, creating files soon
+			# after deleting thousands of others makes the inode allocator
+			# skip every "recently deleted" inode one by one (for a minute,
+			# longer while their inode table is dirty), which would make the
+			# next tree run's receiver several times slower than the last.
+			[ "$wl" = A ] && rm -rf "$DST"
+			[ $rc -eq 2 ] || break
+		done
+		[ "$rc" -eq 0 ] || failed=$((failed + 1))
+	done
+done
+echo "(waited $QUIET_WAITED s in all for the machine to be idle)"
+
+# ---------------------------------------------------------------- report
+# per section, fields 1-12: medians of wall, cpu, cpu_cli, cpu_srv, rss_cli,
+# rss_srv (KiB); runs used, bytes, median iperf3_bps, largest rss_cli and
+# rss_srv (of all runs), median CPUs used by other processes; 13: how many of
+# the runs used other processes disturbed; 14: runs that succeeded. Each
+# median is taken on its own, over the runs that nothing disturbed if there
+# are any, else over all that succeeded.
+declare -A MED
+while IFS=$'\t' read -r id rest; do
+	MED[$id]=$rest
+done < <(awk -F'\t' '
+	function med(list,   a, n, i, j, t) {
+		n = split(list, a, " ")
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+		if (n == 0) return ""
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	# first pass: does the section have runs that nothing disturbed?
+	NR == FNR { if ($13 == 0) clean[$1]++; next }
+	{
+		id = $1
+		if (!(id in n)) order[++k] = id
+		all[id]++
+		if ($6 > mcr[id]) mcr[id] = $6
+		if ($9 > msr[id]) msr[id] = $9
+		# the medians use the undisturbed runs when there are any
+		if ($13 != 0 && clean[id]) next
+		n[id]++
+		wall[id] = wall[id] " " $3
+		cpu[id] = cpu[id] " " ($4 + $5 + $7 + $8)
+		cc[id] = cc[id] " " ($4 + $5); sc[id] = sc[id] " " ($7 + $8)
+		cr[id] = cr[id] " " $6; sr[id] = sr[id] " " $9
+		bytes[id] = $10
+		if ($11 != "") bps[id] = bps[id] " " $11
+		oth[id] = oth[id] " " $12
+		dis[id] += $13
+	}
+	END {
+		for (i = 1; i <= k; i++) {
+			id = order[i]
+			printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", id, med(wall[id]),
+				med(cpu[id]), med(cc[id]), med(sc[id]), med(cr[id]), med(sr[id]),
+				n[id], bytes[id], med(bps[id]), mcr[id], msr[id], med(oth[id]), dis[id],
+				all[id]
+		}
+	}' "$RESULTS" "$RESULTS")
+
+field() {               # $1 section id, $2 field number (1 = wall ... see above)
+	local v=${MED[$1]:-}
+	[ -n "$v" ] || return 1
+	cut -f "$2" <<<"$v"
+}
+mibps() { local w b; w=$(field "$1" 1) && b=$(field "$1" 8) && calc "$b / 2^20 / $w" .1f; }
+
+TABLE_TXT='' TABLE_MD='' DISTURBED='' DISCARDED=''
+table() {
+	local s id wl label fn w b c cc sc rc rs n o d a
+	TABLE_TXT=$(printf '%-3s %-20s %9s %10s %9s %8s %12s %12s %5s %6s' \
+		wl peer "wall s" "MiB/s" "CPU s" "CPU/GiB" "RSS snd MiB" "RSS rcv MiB" runs other)
+	TABLE_MD='| workload | peer | wall s | MiB/s | CPU s (snd+rcv) | CPU s/GiB | CPU s snd / rcv | peak RSS snd MiB | peak RSS rcv MiB | runs used | other CPU |
+|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|'
+	for s in "${SECTIONS[@]}"; do
+		IFS=';' read -r id wl label fn <<<"$s"
+		if ! w=$(field "$id" 1); then
+			TABLE_TXT+=$'\n'$(printf '%-3s %-20s %9s' "$wl" "$label" FAILED)
+			TABLE_MD+=$'\n'"| $wl | ${label//|/\\|} | failed | | | | | | | 0/$reps | |"
+			continue
+		fi
+		c=$(field "$id" 2) cc=$(field "$id" 3) sc=$(field "$id" 4)
+		rc=$(field "$id" 5) rs=$(field "$id" 6) n=$(field "$id" 7) b=$(field "$id" 8)
+		o=$(field "$id" 12)
+		d=$(field "$id" 13) a=$(field "$id" 14)
+		if [ "$d" -ne 0 ]; then
+			DISTURBED+=" $id"
+		elif [ "$a" -ne "$n" ]; then
+			DISCARDED+=" $id ($((a - n)))"
+		fi
+		TABLE_TXT+=$'\n'$(printf '%-3s %-20s %9.3f %10.1f %9.2f %8.2f %12.1f %12.1f %5s %6.2f' \
+			"$wl" "$label" "$w" "$(mibps "$id")" "$c" "$(calc "$c / ($b / 2^30)" .2f)" \
+			"$(calc "$rc / 1024" .1f)" "$(calc "$rs / 1024" .1f)" "$n/$reps" "$o")
+		TABLE_MD+=$'\n'"| $wl | ${label//|/\\|} | $(calc "$w" .3f) | $(mibps "$id") | $(calc "$c" .2f) | $(calc "$c / ($b / 2^30)" .2f) | $(calc "$cc" .2f) / $(calc "$sc" .2f) | $(calc "$rc / 1024" .1f) | $(calc "$rs / 1024" .1f) | $n/$reps | $(calc "$o" .2f) |"
+	done
+}
+
+best_pxfer() {          # $1 workload: the pxfer section with the highest throughput
+	local best='' bw=0 j w
+	for j in "${PX_JOBS[@]}"; do
+		w=$(mibps "$1/pxfer-j$j") || continue
+		if [ "$(calc "$w > $bw" d)" = 1 ]; then best=$j bw=$w; fi
+	done
+	echo "$best"
+}
+
+RATIOS_TXT='' TARGETS_TXT='' met=0 missed=0 unknown=0
+selected() {            # $1 section id: is it part of this run?
+	local s
+	for s in "${SECTIONS[@]}"; do [ "${s%%;*}" = "$1" ] && return 0; done
+	return 1
+}
+ratio_line() {          # $1 text, $2 section a, $3 section b: throughput a / b
+	local a b
+	selected "$2" && selected "$3" || return 0
+	if a=$(mibps "$2") && b=$(mibps "$3"); then
+		RATIOS_TXT+=$(printf '%-44s %6.2fx   (%s / %s MiB/s)' "$1" "$(calc "$a / $b" .4f)" "$a" "$b")$'\n'
+	else
+		RATIOS_TXT+=$(printf '%-44s %6s' "$1" "n/a")$'\n'
+	fi
+}
+target() {              # $1 text, $2 1 met / 0 missed / '' not measured, $3 detail
+	case $2 in
+	1) TARGETS_TXT+="MET     $1 ($3)"$'\n'; met=$((met + 1));;
+	0) TARGETS_TXT+="MISSED  $1 ($3)"$'\n'; missed=$((missed + 1));;
+	*) TARGETS_TXT+="n/a     $1 (not measured)"$'\n'; unknown=$((unknown + 1));;
+	esac
+}
+ge() { local a b; a=$(mibps "$1") && b=$(mibps "$2") && calc "$a >= $3 * $b" d; }
+gt() { local a b; a=$(mibps "$1") && b=$(mibps "$2") && calc "$a > $b" d; }
+
+report() {
+	local bA bB d r t w v
+	bA=$(best_pxfer A) bB=$(best_pxfer B) d=$PX_DEFAULT_J
+	table
+	ratio_line "A: pxfer -j$bA (best) / iperf3" "A/pxfer-j$bA" A/iperf3
+	w=$(field A/iperf3 9 2>/dev/null)
+	if [ -n "$w" ] && r=$(mibps "A/pxfer-j$bA"); then
+		v=$(calc "$w / 8 / 2^20" .1f)
+		RATIOS_TXT+=$(printf '%-44s %6.2fx   (%s / %s MiB/s)' \
+			"A: pxfer -j$bA / iperf3's own receiver rate" "$(calc "$r / $v" .4f)" "$r" "$v")$'\n'
+	fi
+	ratio_line "A: pxfer -j$bA (best) / nc" "A/pxfer-j$bA" A/nc
+	ratio_line "A: pxfer -j$bA (best) / rsync" "A/pxfer-j$bA" A/rsync
+	ratio_line "B: pxfer -j$bB (best) / tar | nc" "B/pxfer-j$bB" B/nc
+	ratio_line "B: pxfer -j$bB (best) / rsync" "B/pxfer-j$bB" B/rsync
+	if [ "$bA" != "$d" ]; then
+		ratio_line "A: pxfer -j$d (default) / iperf3" "A/pxfer-j$d" A/iperf3
+		ratio_line "A: pxfer -j$d (default) / nc" "A/pxfer-j$d" A/nc
+		ratio_line "A: pxfer -j$d (default) / rsync" "A/pxfer-j$d" A/rsync
+	fi
+	if [ "$bB" != "$d" ]; then
+		ratio_line "B: pxfer -j$d (default) / tar | nc" "B/pxfer-j$d" B/nc
+		ratio_line "B: pxfer -j$d (default) / rsync" "B/pxfer-j$d" B/rsync
+	fi
+
+	t=$(ge "A/pxfer-j$bA" A/iperf3 0.9); target "A: pxfer >= 0.9x iperf3" "$t" \
+		"pxfer -j$bA $(mibps "A/pxfer-j$bA" 2>/dev/null) vs iperf3 $(mibps A/iperf3 2>/dev/null) MiB/s"
+	for w in A B; do
+		local b; [ $w = A ] && b=$bA || b=$bB
+		t=$(gt "$w/pxfer-j$b" "$w/nc"); target "$w: pxfer faster than nc" "$t" \
+			"pxfer -j$b $(mibps "$w/pxfer-j$b" 2>/dev/null) vs $(mibps "$w/nc" 2>/dev/null) MiB/s"
+		t=$(gt "$w/pxfer-j$b" "$w/rsync"); target "$w: pxfer faster than rsync" "$t" \
+			"pxfer -j$b $(mibps "$w/pxfer-j$b" 2>/dev/null) vs $(mibps "$w/rsync" 2>/dev/null) MiB/s"
+	done
+	# peak RSS at default settings: the largest seen in any run of either workload
+	local side col worst wl_w
+	for side in sender receiver; do
+		[ $side = sender ] && col=10 || col=11
+		worst='' wl_w=''
+		for w in A B; do
+			v=$(field "$w/pxfer-j$d" $col 2>/dev/null) || continue
+			if [ -z "$worst" ] || [ "$v" -gt "$worst" ]; then worst=$v wl_w=$w; fi
+		done
+		if [ -n "$worst" ]; then
+			target "peak RSS <= 64 MiB, pxfer $side at default -j$d" \
+				"$(calc "$worst <= 64 * 1024" d)" \
+				"$(calc "$worst / 1024" .1f) MiB, largest of all runs, workload $wl_w"
+		else
+			target "peak RSS <= 64 MiB, pxfer $side at default -j$d" ""
+		fi
+	done
+}
+
+report
+RSS_TXT=
+for w in A B; do
+	if field "$w/pxfer-j$PX_DEFAULT_J" 1 >/dev/null; then
+		RSS_TXT+="$w: pxfer -j$PX_DEFAULT_J (default) peak RSS: sender $(calc "$(field "$w/pxfer-j$PX_DEFAULT_J" 5) / 1024" .1f) MiB, receiver $(calc "$(field "$w/pxfer-j$PX_DEFAULT_J" 6) / 1024" .1f) MiB (median); largest $(calc "$(field "$w/pxfer-j$PX_DEFAULT_J" 10) / 1024" .1f) / $(calc "$(field "$w/pxfer-j$PX_DEFAULT_J" 11) / 1024" .1f) MiB"$'\n'
+	fi
+done
+
+echo
+echo "Results (median of $reps; MiB = 2^20 bytes; CPU = user+sys of sender + receiver;"
+echo "other = CPUs' worth of load from other processes on the machine during the runs):"
+echo "$TABLE_TXT"
+NOISE_TXT=''
+if [ -n "$DISCARDED" ]; then
+	NOISE_TXT="runs = runs in the medians. Left out because other processes used more than $QUIET_LIMIT CPUs during them (other runs of the section were undisturbed):$DISCARDED"
+fi
+if [ -n "$DISTURBED" ]; then
+	NOISE_TXT+="${NOISE_TXT:+$'\n'}warning: every run of these sections was disturbed by other processes (more than $QUIET_LIMIT CPUs), so their figures are not reliable:$DISTURBED"
+fi
+[ -z "$NOISE_TXT" ] || echo "$NOISE_TXT"
+echo
+echo "Ratios (throughput):"
+printf '%s' "$RATIOS_TXT"
+echo
+printf '%s' "$RSS_TXT"
+echo
+echo "Targets: $met met, $missed missed$([ $unknown -eq 0 ] || echo ", $unknown not measured")"
+printf '%s' "$TARGETS_TXT"
+[ $failed -eq 0 ] || echo "$failed run(s) FAILED; they are not counted above"
+
+if [ -n "$out" ]; then
+	{
+		echo "# pxfer benchmark results"
+		echo
+		echo '```'
+		echo "$MACHINE"
+		echo '```'
+		echo
+		echo "Median of $reps run(s); MiB = 2^20 bytes; CPU = user+sys of sender + receiver;"
+		echo "snd = sending side (client), rcv = receiving side (server); other CPU = CPUs'"
+		echo "worth of load from other processes on the machine during the runs."
+		echo
+		echo "$TABLE_MD"
+		[ -z "$NOISE_TXT" ] || printf '\n%s\n' "$NOISE_TXT"
+		echo
+		echo "## Ratios (throughput)"
+		echo
+		echo '```'
+		printf '%s' "$RATIOS_TXT"
+		echo
+		printf '%s' "$RSS_TXT"
+		echo '```'
+		echo
+		echo "## Targets: $met met, $missed missed"
+		echo
+		echo '```'
+		printf '%s' "$TARGETS_TXT"
+		echo '```'
+		[ $failed -eq 0 ] || printf '\n%d run(s) failed and are not counted.\n' "$failed"
+	} >"$out"
+	echo "written: $out"
+fi
+
+[ $failed -eq 0 ]
