@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -206,4 +207,25 @@ void pxfer_ctrl_drain_wake(struct pxfer_ctrl *c)
 	if (read(c->wake_fd, &v, sizeof(v)) < 0) {
 		/* nothing pending */
 	}
+}
+
+int pxfer_ctrl_wait(struct pxfer_ctrl *c, int sigfd, int timeout_ms)
+{
+	const struct pxfer_transport_ops *t = c->conn->ops;
+	struct pollfd p[3];
+	int ret = pxfer_ctrl_flush(c);
+
+	if (ret)
+		return ret;
+	p[0].fd = t->conn_fd(c->conn);
+	p[0].events = t->poll_events(c->conn, pxfer_ctrl_pending(c) > 0);
+	p[1].fd = c->wake_fd;
+	p[1].events = POLLIN;
+	p[2].fd = sigfd;
+	p[2].events = POLLIN;
+	/* EINTR is a signal, which the caller checks for next */
+	if (poll(p, 3, timeout_ms) < 0 && errno != EINTR)
+		return -errno;
+	pxfer_ctrl_drain_wake(c);
+	return 0;
 }

@@ -61,4 +61,12 @@ int pxfer_ctrl_next(struct pxfer_ctrl *c, struct pxfer_msg *m);
 /* pxfer_ctrl_drain_wake - clear the wake event (coordinator) */
 void pxfer_ctrl_drain_wake(struct pxfer_ctrl *c);
 
+/*
+ * pxfer_ctrl_wait - one turn of a coordinator's loop: send what the
+ * connection takes, then wait up to @timeout_ms for the peer, a wake-up or
+ * a signal on @sigfd, and clear the wake event. Returns 0, or -errno when
+ * sending failed (the connection is broken).
+ */
+int pxfer_ctrl_wait(struct pxfer_ctrl *c, int sigfd, int timeout_ms);
+
 #endif

@@ -689,33 +689,21 @@ static int data_closed_early(struct recv_session *s)
 
 static int coordinate(struct recv_session *s)
 {
-	struct pollfd p[3];
 	uint64_t id;
 	int ret;
 
 	if (grant_credits(s))
 		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
 	while (!pxfer_failed(&s->fail) && !s->acked) {
-		ret = pxfer_ctrl_flush(&s->ctrl);
+		ret = pxfer_ctrl_wait(&s->ctrl, s->sigfd,
+				      atomic_load(&s->data_eof) ? 200 : 1000);
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 					  "lost the connection to the sender %s: %s",
 					  s->cconn->peer, strerror(-ret));
-		p[0].fd = s->t->conn_fd(s->cconn);
-		p[0].events = s->t->poll_events(s->cconn,
-						pxfer_ctrl_pending(&s->ctrl) > 0);
-		p[1].fd = s->ctrl.wake_fd;
-		p[1].events = POLLIN;
-		p[2].fd = s->sigfd;
-		p[2].events = POLLIN;
-		if (poll(p, 3, atomic_load(&s->data_eof) ? 200 : 1000) < 0 &&
-		    errno != EINTR)
-			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "poll: %s",
-					  strerror(errno));
 		if (pxfer_signal_pending())
 			return pxfer_fail(&s->fail, PXFER_EXIT_INTR,
 					  "interrupted; incomplete files were removed");
-		pxfer_ctrl_drain_wake(&s->ctrl);
 		if (read_control(s))
 			break;
 		while (pxfer_filetab_pop_done(&s->tab, &id))

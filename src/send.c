@@ -679,7 +679,6 @@ static int data_conn_failed(struct send_session *s)
 static int coordinate(struct send_session *s)
 {
 	struct pxfer_msg fin = { .type = PXFER_MSG_FIN };
-	struct pollfd p[3];
 	int ret;
 
 	while (!pxfer_failed(&s->fail) && !s->acked) {
@@ -692,26 +691,15 @@ static int coordinate(struct send_session *s)
 				return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
 			s->fin_sent = 1;
 		}
-		ret = pxfer_ctrl_flush(&s->ctrl);
+		ret = pxfer_ctrl_wait(&s->ctrl, s->sigfd,
+				      s->prog.enabled || atomic_load(&s->data_err) ? 200 : 1000);
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 					  "lost the connection to the receiver %s: %s",
 					  s->cconn->peer, strerror(-ret));
-		p[0].fd = s->t->conn_fd(s->cconn);
-		p[0].events = s->t->poll_events(s->cconn,
-						pxfer_ctrl_pending(&s->ctrl) > 0);
-		p[1].fd = s->ctrl.wake_fd;
-		p[1].events = POLLIN;
-		p[2].fd = s->sigfd;
-		p[2].events = POLLIN;
-		ret = poll(p, 3, s->prog.enabled || atomic_load(&s->data_err) ? 200 : 1000);
-		if (ret < 0 && errno != EINTR)
-			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "poll: %s",
-					  strerror(errno));
 		if (pxfer_signal_pending())
 			return pxfer_fail(&s->fail, PXFER_EXIT_INTR,
 					  "interrupted; files not yet complete were not kept by the receiver");
-		pxfer_ctrl_drain_wake(&s->ctrl);
 		if (read_control(s))
 			break;
 		if (data_conn_failed(s))
