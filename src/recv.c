@@ -248,7 +248,8 @@ static void *rw_main(void *arg)
 		p[1].events = closed ? 0 : POLLIN;
 		p[2].fd = w->b.io->event_fd;
 		p[2].events = POLLIN;
-		poll(p, w->b.io->event_fd >= 0 ? 3 : 2, w->b.io->inflight ? 100 : 1000);
+		poll(p, w->b.io->event_fd >= 0 ? 3 : 2,
+		     !w->b.io->inflight ? 1000 : w->b.io->event_fd >= 0 ? 100 : 0);
 		pxfer_drain(w->b.wake_fd);
 		if (!closed && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			ret = rw_receive(w);
@@ -262,10 +263,17 @@ static void *rw_main(void *arg)
 				   "cannot submit writes: %s", strerror(-ret));
 			break;
 		}
-		n = w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 0);
-		for (int i = 0; i < n; i++)
-			rw_write_done(w, cqe[i].tag, cqe[i].res);
-		w->b.io->ops->submit(w->b.io);
+		/*
+		 * Take every completion that is ready: reaping drains the
+		 * eventfd, so what is left behind would wake nobody and the
+		 * slots would sit until the poll timeout.
+		 */
+		do {
+			n = w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 0);
+			for (int i = 0; i < n; i++)
+				rw_write_done(w, cqe[i].tag, cqe[i].res);
+			w->b.io->ops->submit(w->b.io);
+		} while (n == REAP_BATCH);
 	}
 	/* every write into the ring finishes before the ring goes away */
 	while (w->b.io->inflight) {
