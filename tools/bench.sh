@@ -44,8 +44,8 @@
 # Every run writes into a new empty directory; before it, dirty data is
 # synced and the harness waits for the machine to be idle (see
 # PXFER_BENCH_QUIET). Copies of the tree are deleted only at the end (see the
-# note in the run loop), so do not start the next run within a few minutes
-# on ext4 without a journal.
+# note in the run loop); on ext4 without a journal, let six minutes pass
+# before the next run.
 #
 # Exit status: 0 when every run succeeded and every copy was correct, whether
 # or not the targets were met; 1 when a run failed or a copy was wrong;
@@ -470,8 +470,8 @@ for ((rep = 1; rep <= reps; rep++)); do
 			# until the end: on ext4 without a journal, creating files soon
 			# after deleting thousands of others makes the inode allocator
 			# skip every "recently deleted" inode one by one (for a minute,
-			# longer while their inode table is dirty), which would make the
-			# next tree run's receiver several times slower than the last.
+			# six while their inode table block is dirty), which would make
+			# the next tree run's receiver several times slower.
 			[ "$wl" = A ] && rm -rf "$DST"
 			[ $rc -eq 2 ] || break
 		done
