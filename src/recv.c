@@ -21,13 +21,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sodium.h>
-#include <xxhash.h>
 
 #include "pxfer/pxfer.h"
 #include "auth.h"
 #include "credit.h"
 #include "ctrl.h"
 #include "filetab.h"
+#include "hash.h"
 #include "io.h"
 #include "log.h"
 #include "path.h"
@@ -178,7 +178,7 @@ static int rw_chunk(struct rworker *w)
 	int ret;
 
 	w->seq++;
-	if (XXH3_64bits(buf, d->len) != d->xxh3)
+	if (pxfer_hash(buf, d->len) != d->xxh3)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "checksum mismatch in chunk %llu from %s (data connection %u): data was corrupted in transit",
 				  (unsigned long long)d->seq, w->b.conn->peer, w->b.idx);

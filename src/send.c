@@ -21,12 +21,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
-#include <xxhash.h>
 
 #include "pxfer/pxfer.h"
 #include "auth.h"
 #include "credit.h"
 #include "ctrl.h"
+#include "hash.h"
 #include "io.h"
 #include "log.h"
 #include "progress.h"
@@ -210,7 +210,7 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 	d->slot = slot;
 	d->nseg = ss->plan.nseg;
 	d->len = ss->plan.len;
-	d->xxh3 = XXH3_64bits(buf, d->len);
+	d->xxh3 = pxfer_hash(buf, d->len);
 	d->seq = w->seq++;
 	for (unsigned int i = 0; i < d->nseg; i++) {
 		d->seg[i].file = ss->plan.seg[i].f->id;
