@@ -39,6 +39,7 @@
 
 #define REAP_BATCH 64
 #define CTRL_BACKLOG (1u << 20)	/* stop walking while this much is unsent */
+#define DIRECT_MIN (64u << 10)	/* smaller chunks always go through the ring */
 
 struct send_session;
 
@@ -88,6 +89,7 @@ struct send_session {
 	int walk_done, fin_sent, acked;
 	atomic_int stop;
 	atomic_int data_err;		/* a data connection broke: -errno */
+	atomic_int direct;		/* large chunks bypass the ring (send_chunk_fd) */
 	unsigned int data_err_idx;
 	double data_err_at;
 	atomic_uint_fast64_t bytes_sent;
@@ -258,6 +260,51 @@ static int sw_read_done(struct sworker *w, uint64_t tag, int res)
 	return sw_send_slot(w, slot);
 }
 
+/*
+ * A chunk of one large segment, where the transport can take the payload
+ * from the file itself (tcp: sendfile): checksum it in the page cache and
+ * hand it over without reading it into the ring. 1 when it is sent (or
+ * dropped because the file shrank), 0 to read it through the ring after
+ * all (the file cannot be mapped), -1 when the session failed.
+ */
+static int sw_send_direct(struct sworker *w, unsigned int slot)
+{
+	struct send_session *s = w->s;
+	struct sslot *ss = &w->slots[slot];
+	struct pxfer_plan_seg *seg = &ss->plan.seg[0];
+	struct pxfer_chunk *d = &w->desc;
+	int ret;
+
+	ret = pxfer_hash_file(seg->f->fd, seg->off, seg->len, &d->xxh3);
+	if (ret == -ENODATA) {
+		ss->pending = 0;
+		ss->err[0] = ENODATA;
+		return sw_send_slot(w, slot) ? -1 : 1;
+	}
+	if (ret) {
+		atomic_store(&s->direct, 0);
+		return 0;
+	}
+	d->slot = slot;
+	d->nseg = 1;
+	d->len = seg->len;
+	d->seq = w->seq++;
+	d->seg[0].file = seg->f->id;
+	d->seg[0].offset = seg->off;
+	d->seg[0].len = seg->len;
+	ret = s->t->send_chunk_fd(w->b.conn, d, seg->f->fd,
+				  pxfer_ring_slot(&w->b.ring, slot));
+	if (ret == -ENODATA)
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+				  "'%s' shrank while being sent, after the checksum of a chunk went out; the session cannot go on",
+				  seg->f->src);
+	if (ret)
+		return sw_conn_failed(w, ret);
+	atomic_fetch_add(&s->bytes_sent, d->len);
+	atomic_fetch_add(&s->chunks, 1);
+	return sw_reap_sent(w) ? -1 : 1;
+}
+
 /* take a credit, plan a chunk into its slot and start the reads */
 static int sw_fill_one(struct sworker *w)
 {
@@ -277,6 +324,12 @@ static int sw_fill_one(struct sworker *w)
 		pxfer_credits_unuse(&w->b.cred, slot);
 		pthread_mutex_unlock(&w->b.lock);
 		return 0;
+	}
+	if (ss->plan.nseg == 1 && ss->plan.len >= DIRECT_MIN &&
+	    atomic_load(&s->direct)) {
+		ret = sw_send_direct(w, slot);
+		if (ret)
+			return ret;
 	}
 	ss->pending = 0;
 	for (unsigned int i = 0; i < ss->plan.nseg; i++) {
@@ -1078,6 +1131,9 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	if (pick_transport(s))
 		goto out;
 	st->transport = s->t->name;
+	/* PXFER_NO_SENDFILE=1: every chunk through the ring (for comparison) */
+	atomic_store(&s->direct, s->t->send_chunk_fd &&
+		     !pxfer_env_flag("PXFER_NO_SENDFILE"));
 	ret = pxfer_walk_init(&s->walk, o->paths, o->npaths, &bad);
 	if (ret) {
 		pxfer_fail(&s->fail, PXFER_EXIT_USAGE,

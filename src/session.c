@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -166,6 +167,13 @@ const char *pxfer_setup_error(int err)
 	default:
 		return strerror(-err);
 	}
+}
+
+int pxfer_env_flag(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0");
 }
 
 double pxfer_now(void)

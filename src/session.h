@@ -71,6 +71,9 @@ const char *pxfer_setup_error(int err);
 
 double pxfer_now(void);
 
+/* pxfer_env_flag - 1 if the environment variable @name is set, not "0" */
+int pxfer_env_flag(const char *name);
+
 /* pxfer_human - "1.5 GiB" into @buf */
 const char *pxfer_human(char *buf, size_t len, double bytes);
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -338,29 +339,120 @@ static int writev_all(int fd, struct iovec *iov, int n)
 	return 0;
 }
 
+/* the CHUNK frame's header and descriptor, into @head; its length or -errno */
+static ssize_t chunk_head(uint8_t *head, size_t cap, const struct pxfer_chunk *ch)
+{
+	ssize_t dlen = pxfer_chunk_encode(head + PXFER_HDR_LEN,
+					  cap - PXFER_HDR_LEN, ch);
+
+	if (dlen < 0)
+		return dlen;
+	pxfer_hdr_encode(head, PXFER_MSG_CHUNK, dlen + ch->len);
+	return PXFER_HDR_LEN + dlen;
+}
+
 static int tcp_send_chunk(struct pxfer_conn *c, const struct pxfer_chunk *ch,
 			  const void *payload)
 {
 	struct tcp_conn *t = to_tcp(c);
 	uint8_t head[PXFER_HDR_LEN + PXFER_CHUNK_DESC_MAX];
 	struct iovec iov[2];
-	ssize_t dlen;
+	ssize_t hlen;
 	int ret;
 
 	if (t->nsent == TCP_SENT_MAX)
 		return -ENOBUFS;	/* reap_sent was not called */
-	dlen = pxfer_chunk_encode(head + PXFER_HDR_LEN,
-				  sizeof(head) - PXFER_HDR_LEN, ch);
-	if (dlen < 0)
-		return dlen;
-	pxfer_hdr_encode(head, PXFER_MSG_CHUNK, dlen + ch->len);
+	hlen = chunk_head(head, sizeof(head), ch);
+	if (hlen < 0)
+		return hlen;
 	iov[0].iov_base = head;
-	iov[0].iov_len = PXFER_HDR_LEN + dlen;
+	iov[0].iov_len = hlen;
 	iov[1].iov_base = (void *)payload;
 	iov[1].iov_len = ch->len;
 	ret = writev_all(t->fd, iov, 2);
 	if (ret)
 		return ret;
+	t->sent[t->nsent++] = ch->slot;
+	return 0;
+}
+
+/* the rest of the payload through @scratch, where sendfile cannot go */
+static int send_by_copy(int sock, int fd, off_t off, size_t left,
+			uint8_t *scratch)
+{
+	struct iovec iov;
+	ssize_t n;
+	int ret;
+
+	while (left) {
+		n = pread(fd, scratch, left, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENODATA;
+		iov.iov_base = scratch;
+		iov.iov_len = n;
+		ret = writev_all(sock, &iov, 1);
+		if (ret)
+			return ret;
+		off += n;
+		left -= n;
+	}
+	return 0;
+}
+
+/*
+ * The payload goes from the file's page cache to the socket by sendfile:
+ * no copy through the ring on this side (over loopback, none at all until
+ * the receiver's recv).
+ */
+static int tcp_send_chunk_fd(struct pxfer_conn *c, const struct pxfer_chunk *ch,
+			     int fd, void *scratch)
+{
+	struct tcp_conn *t = to_tcp(c);
+	uint8_t head[PXFER_HDR_LEN + PXFER_CHUNK_DESC_MAX];
+	off_t off;
+	size_t left = ch->len;
+	ssize_t hlen, n;
+	uint8_t *p;
+
+	if (t->nsent == TCP_SENT_MAX)
+		return -ENOBUFS;
+	if (ch->nseg != 1 || ch->seg[0].len != ch->len)
+		return -EINVAL;
+	hlen = chunk_head(head, sizeof(head), ch);
+	if (hlen < 0)
+		return hlen;
+	for (p = head; hlen; p += n, hlen -= n) {
+		n = send(t->fd, p, hlen, MSG_NOSIGNAL | MSG_MORE);
+		if (n < 0 && errno == EINTR) {
+			n = 0;
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+	}
+	off = ch->seg[0].offset;
+	while (left) {
+		n = sendfile(t->fd, fd, &off, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EINVAL || errno == ENOSYS))
+			break;		/* this file system cannot splice */
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENODATA;	/* the file shrank */
+		left -= n;
+	}
+	if (left) {
+		int ret = send_by_copy(t->fd, fd, off, left, scratch);
+
+		if (ret)
+			return ret;
+	}
 	t->sent[t->nsent++] = ch->slot;
 	return 0;
 }
@@ -472,6 +564,7 @@ const struct pxfer_transport_ops pxfer_tcp_ops = {
 	.ring_register = tcp_ring_register,
 	.ring_remote = tcp_ring_remote,
 	.send_chunk = tcp_send_chunk,
+	.send_chunk_fd = tcp_send_chunk_fd,
 	.reap_sent = tcp_reap_sent,
 	.recv_chunk = tcp_recv_chunk,
 	.shutdown = tcp_shutdown,
