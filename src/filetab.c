@@ -39,10 +39,11 @@ static void check_done(struct pxfer_filetab *t, uint64_t id)
 	if (f->end_known && f->written == f->total &&
 	    f->submitted == f->written) {
 		t->doneq[(t->dhead + t->dcount) % t->n] = id;
-		t->dcount++;
 		/* no further bytes can arrive: it cannot be queued twice */
 		f->end_known = 2;
-		pxfer_wake(t->wake_fd);
+		/* the coordinator empties the queue each time it wakes */
+		if (t->dcount++ == 0)
+			pxfer_wake(t->wake_fd);
 	}
 }
 

@@ -12,7 +12,8 @@
  *    nothing, not even its good segments;
  *  - written counts bytes and keeps the first error;
  *  - a file is queued as done exactly once, when FILE_END is known and all
- *    its bytes are written, whichever comes last; the wake fd fires;
+ *    its bytes are written, whichever comes last; the wake fd fires, once
+ *    for a burst of files done before the coordinator empties the queue;
  *  - FILE_END with a total below what was submitted, above the size, twice,
  *    or for an unknown id is refused;
  *  - worker threads and a coordinator racing still queue each file once.
@@ -336,6 +337,24 @@ static void test_done(void)
 		 "end code %d total %llu", t.f[2].end_code,
 		 (unsigned long long)t.f[2].total);
 	pthread_mutex_unlock(&t.lock);
+
+	/* a burst of done files wakes the coordinator once; it empties the
+	 * queue, and the next done file wakes it again */
+	woken();
+	pops(&t, 0, NULL);
+	open_file(&t, 0, 10, 100);
+	open_file(&t, 3, 10, 103);
+	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == 0, "end empty 0");
+	T_EXPECT(pxfer_filetab_end(&t, 3, 0, 0) == 0, "end empty 3");
+	T_EXPECT(woken() && !woken(), "one wake for two done files");
+	T_EXPECT(pops(&t, 0, &others) == 1 && others == 1, "both queued");
+	drop_file(&t, 0);
+	open_file(&t, 0, 10, 100);
+	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == 0, "end empty 0 again");
+	T_EXPECT(woken(), "a wake once the queue was emptied");
+	T_EXPECT(pops(&t, 0, NULL) == 1, "queued again");
+	drop_file(&t, 0);
+	drop_file(&t, 3);
 
 	/* unknown and closed ids */
 	T_EXPECT(pxfer_filetab_end(&t, 4, 0, 0) == -EPROTO, "end id n");
