@@ -38,6 +38,7 @@
 
 #define REAP_BATCH 64
 #define MAX_FILES 1024
+#define PRESIZE_MIN (1u << 20)	/* files above this are sized when created */
 #define RECV_CHUNK_MAX (16u << 20)
 
 struct recv_session;
@@ -65,6 +66,20 @@ struct rdir {
 	struct timespec times[2];
 };
 
+/*
+ * Parent directories of files in flight, kept open and shared: files of
+ * one directory usually arrive together, and opening the parent (a
+ * confined walk from --dir) would otherwise cost two system calls a file.
+ */
+#define DCACHE_N 8
+
+struct dcache {
+	char *path;		/* relative to the destination; "" for itself */
+	int fd;			/* -1: unused */
+	unsigned int refs;	/* files in flight that use fd */
+	uint64_t used;		/* for eviction of the least recently used */
+};
+
 struct recv_session {
 	const struct pxfer_recv_opts *o;
 	const struct pxfer_transport_ops *t;	/* of the current session */
@@ -88,6 +103,10 @@ struct recv_session {
 	unsigned int nworkers;
 	struct rdir *dirs;
 	size_t ndirs, dirs_cap;
+	struct dcache dcache[DCACHE_N];	/* open parent directories */
+	uint64_t dcache_tick;
+	uint8_t tmp_key[crypto_shorthash_KEYBYTES];
+	uint64_t tmp_seq;
 	atomic_int stop;
 	atomic_int fin_seen;
 	atomic_int data_eof;		/* 1 + a data connection that closed */
@@ -288,12 +307,91 @@ static void *rw_main(void *arg)
 
 /* ---- files ------------------------------------------------------------ */
 
-static int make_tmp_name(char *buf, size_t len, const char *base)
+/*
+ * A temporary name no one can guess without the session's key (a keyed
+ * hash of a counter, so it costs no system call).
+ */
+static int make_tmp_name(struct recv_session *s, char *buf, size_t len,
+			 const char *base)
 {
-	uint32_t r = randombytes_random();
-	int n = snprintf(buf, len, ".pxfer-%.200s.%08x.part", base, r);
+	uint64_t seq = s->tmp_seq++;
+	uint8_t h[crypto_shorthash_BYTES];
+	uint32_t r;
+	int n;
 
+	crypto_shorthash(h, (const uint8_t *)&seq, sizeof(seq), s->tmp_key);
+	memcpy(&r, h, sizeof(r));
+	n = snprintf(buf, len, ".pxfer-%.200s.%08x.part", base, r);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* the open parent directory of @path, shared; *base is its last part */
+static int dcache_get(struct recv_session *s, const char *path,
+		      const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	size_t plen = slash ? (size_t)(slash - path) : 0;
+	struct dcache *d, *victim = NULL;
+	char *copy;
+	int fd;
+
+	for (unsigned int i = 0; i < DCACHE_N; i++) {
+		d = &s->dcache[i];
+		if (d->fd < 0) {
+			if (!victim || victim->fd >= 0)
+				victim = d;
+			continue;
+		}
+		if (strlen(d->path) == plen && !memcmp(d->path, path, plen)) {
+			d->refs++;
+			d->used = ++s->dcache_tick;
+			*base = slash ? slash + 1 : path;
+			return d->fd;
+		}
+		if (!d->refs && (!victim || (victim->fd >= 0 &&
+					     d->used < victim->used)))
+			victim = d;
+	}
+	fd = pxfer_path_open_parent(s->basefd, path, 1, base);
+	if (fd < 0 || !victim)
+		return fd;	/* every entry busy: this one is not shared */
+	copy = strndup(path, plen);
+	if (!copy)
+		return fd;
+	if (victim->fd >= 0)
+		close(victim->fd);
+	free(victim->path);
+	victim->path = copy;
+	victim->fd = fd;
+	victim->refs = 1;
+	victim->used = ++s->dcache_tick;
+	return fd;
+}
+
+/* a file is done with its directory @fd from dcache_get */
+static void dcache_put(struct recv_session *s, int fd)
+{
+	for (unsigned int i = 0; i < DCACHE_N; i++) {
+		if (s->dcache[i].fd == fd) {
+			s->dcache[i].refs--;
+			return;
+		}
+	}
+	close(fd);
+}
+
+static void dcache_release(struct recv_session *s)
+{
+	for (unsigned int i = 0; i < DCACHE_N; i++) {
+		struct dcache *d = &s->dcache[i];
+
+		if (d->fd >= 0)
+			close(d->fd);
+		free(d->path);
+		d->path = NULL;
+		d->fd = -1;
+		d->refs = 0;
+	}
 }
 
 static void reply_status(struct recv_session *s, uint16_t type, uint64_t id,
@@ -383,7 +481,7 @@ static void on_symlink(struct recv_session *s, const struct pxfer_file *f)
 	dfd = pxfer_path_open_parent(s->basefd, f->path, 1, &base);
 	if (dfd < 0)
 		return refuse_file(s, f, -dfd, "unsafe or unusable path");
-	ret = make_tmp_name(tmp, sizeof(tmp), base);
+	ret = make_tmp_name(s, tmp, sizeof(tmp), base);
 	/* the link is created, never followed: its target is only text */
 	if (!ret && symlinkat(f->target, dfd, tmp))
 		ret = -errno;
@@ -409,18 +507,21 @@ static void on_regular(struct recv_session *s, const struct pxfer_file *f)
 	char *path = NULL, *tname = NULL;
 	int dfd, fd = -1, ret;
 
-	dfd = pxfer_path_open_parent(s->basefd, f->path, 1, &base);
+	dfd = dcache_get(s, f->path, &base);
 	if (dfd < 0)
 		return refuse_file(s, f, -dfd, "unsafe or unusable path");
-	ret = make_tmp_name(tmp, sizeof(tmp), base);
+	ret = make_tmp_name(s, tmp, sizeof(tmp), base);
 	if (!ret) {
 		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
 				      O_NOFOLLOW, 0600);
 		if (fd < 0)
 			ret = -errno;
 	}
-	/* sized up front: holes stay holes, and writes need not extend it */
-	if (!ret && ftruncate(fd, f->size))
+	/*
+	 * A large file is sized up front: holes stay holes, and writes need
+	 * not extend it. A small one only at the end, if it has holes.
+	 */
+	if (!ret && f->size > PRESIZE_MIN && ftruncate(fd, f->size))
 		ret = -errno;
 	if (!ret) {
 		path = strdup(f->path);
@@ -433,7 +534,7 @@ static void on_regular(struct recv_session *s, const struct pxfer_file *f)
 			close(fd);
 			unlinkat(dfd, tmp, 0);
 		}
-		close(dfd);
+		dcache_put(s, dfd);
 		free(path);
 		free(tname);
 		return refuse_file(s, f, -ret, "cannot create the file");
@@ -486,7 +587,7 @@ static void rfile_drop(struct recv_session *s, uint64_t id, int unlink_tmp)
 	if (unlink_tmp)
 		unlinkat(rf->dirfd, rf->tmp, 0);
 	close(rf->fd);
-	close(rf->dirfd);
+	dcache_put(s, rf->dirfd);
 	free(rf->path);
 	free(rf->tmp);
 	pthread_mutex_lock(&s->tab.lock);
@@ -497,6 +598,9 @@ static void rfile_drop(struct recv_session *s, uint64_t id, int unlink_tmp)
 
 static int finish_file(struct recv_session *s, struct pxfer_rfile *rf)
 {
+	if (rf->size <= PRESIZE_MIN && rf->total < rf->size &&
+	    ftruncate(rf->fd, rf->size))
+		return -errno;		/* it ends in a hole */
 	if (s->fsync && fsync(rf->fd))
 		return -errno;
 	if (fchmod(rf->fd, rf->mode) || futimens(rf->fd, rf->times))
@@ -929,6 +1033,8 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 		}
 	}
 	randombytes_buf(&wel->session, sizeof(wel->session));
+	crypto_shorthash_keygen(s->tmp_key);
+	s->tmp_seq = 0;
 	pxfer_auth_welcome_mac(&o->secret, nonce_r, h->nonce, wel->session,
 			       wel->mac);
 	s->wel = *wel;
@@ -970,6 +1076,7 @@ static void session_release(struct recv_session *s)
 		s->tab_init = 0;
 	}
 	free_dirs(s);
+	dcache_release(s);
 	if (s->ctrl_init)
 		pxfer_ctrl_release(&s->ctrl);
 	s->ctrl_init = 0;
@@ -1324,6 +1431,8 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 	s->o = o;
 	s->basefd = -1;
 	s->rootfd = -1;
+	for (unsigned int i = 0; i < DCACHE_N; i++)
+		s->dcache[i].fd = -1;
 	s->sigfd = pxfer_signals_install();
 	if (check_dir(o, &s->rootfd)) {
 		free(s);

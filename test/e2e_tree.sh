@@ -3,8 +3,9 @@
 #
 # e2e_tree: a tree of 1,000 small files in nested directories, with empty
 # directories, symbolic links (relative, absolute, dangling, to a
-# directory: recreated as links, never followed), an empty file, a sparse
-# file, names with spaces, UTF-8 and shell metacharacters, a 255-byte name,
+# directory: recreated as links, never followed), an empty file, sparse
+# files (20 MiB, and small ones with holes at the end, start, middle, or
+# nothing else), names with spaces, UTF-8 and shell metacharacters, a 255-byte name,
 # a 3 KiB deep path, sizes around the chunk and page sizes, and unusual
 # modes, sent with 1, 2 and 8 workers: the copy equals the source in names,
 # types, modes, mtimes and bytes. Also: sending the same tree again
@@ -65,6 +66,17 @@ mkdir -p "$deep"
 printf 'deep\n' >"$deep/leaf"
 truncate -s 20M "$src/sparse"
 head -c 65536 /dev/urandom | dd of="$src/sparse" bs=64K seek=100 conv=notrunc status=none
+# small sparse files, which the receiver sizes only at the end: a hole at
+# the end, at the start, in the middle, and nothing but a hole
+mkdir -p "$src/sparse-small"
+printf 'head\n' >"$src/sparse-small/tail-hole"
+truncate -s 300K "$src/sparse-small/tail-hole"
+truncate -s 200K "$src/sparse-small/head-hole"
+printf 'tail\n' >>"$src/sparse-small/head-hole"
+printf 'a' >"$src/sparse-small/middle-hole"
+head -c 4096 /dev/urandom | dd of="$src/sparse-small/middle-hole" bs=4096 seek=50 conv=notrunc status=none
+truncate -s 520K "$src/sparse-small/middle-hole"
+truncate -s 64K "$src/sparse-small/all-hole"
 ln -s d0/e0/f1 "$src/link-rel"
 ln -s ../e1/f2 "$src/d0/e0/link-up"
 ln -s /etc/passwd "$src/link-abs"
