@@ -31,20 +31,31 @@ void pxfer_filetab_release(struct pxfer_filetab *t)
 	t->f = NULL;
 }
 
-/* call with the lock held */
-static void check_done(struct pxfer_filetab *t, uint64_t id)
+/* call with the lock held: 1 if @id just became complete */
+static int check_done(struct pxfer_filetab *t, uint64_t id)
 {
 	struct pxfer_rfile *f = &t->f[id];
 
-	if (f->end_known && f->written == f->total &&
+	if (f->end_known == 1 && f->written == f->total &&
 	    f->submitted == f->written) {
-		t->doneq[(t->dhead + t->dcount) % t->n] = id;
-		/* no further bytes can arrive: it cannot be queued twice */
+		/* no further bytes can arrive: it completes only once */
 		f->end_known = 2;
-		/* the coordinator empties the queue each time it wakes */
-		if (t->dcount++ == 0)
-			pxfer_wake(t->wake_fd);
+		return 1;
 	}
+	return 0;
+}
+
+/* call without the lock, for a file check_done found complete */
+static void complete(struct pxfer_filetab *t, uint64_t id)
+{
+	if (t->finish)
+		t->finish(t->finish_arg, &t->f[id]);
+	pthread_mutex_lock(&t->lock);
+	t->doneq[(t->dhead + t->dcount) % t->n] = id;
+	/* the coordinator empties the queue each time it wakes */
+	if (t->dcount++ == 0)
+		pxfer_wake(t->wake_fd);
+	pthread_mutex_unlock(&t->lock);
 }
 
 static int seg_ok(struct pxfer_filetab *t, const struct pxfer_seg *s,
@@ -97,19 +108,23 @@ void pxfer_filetab_written(struct pxfer_filetab *t, uint64_t id, uint32_t len,
 {
 	struct pxfer_rfile *f = &t->f[id];
 
+	int done;
+
 	pthread_mutex_lock(&t->lock);
 	f->written += len;
 	if (err && !f->err)
 		f->err = err;
-	check_done(t, id);
+	done = check_done(t, id);
 	pthread_mutex_unlock(&t->lock);
+	if (done)
+		complete(t, id);
 }
 
 int pxfer_filetab_end(struct pxfer_filetab *t, uint64_t id, uint64_t total,
 		      int code)
 {
 	struct pxfer_rfile *f;
-	int ret = 0;
+	int ret = 0, done = 0;
 
 	if (id >= t->n)
 		return -EPROTO;
@@ -122,9 +137,11 @@ int pxfer_filetab_end(struct pxfer_filetab *t, uint64_t id, uint64_t total,
 		f->end_known = 1;
 		f->total = total;
 		f->end_code = code;
-		check_done(t, id);
+		done = check_done(t, id);
 	}
 	pthread_mutex_unlock(&t->lock);
+	if (done)
+		complete(t, id);
 	return ret;
 }
 

@@ -3,7 +3,9 @@
  * The receiver's table of files in flight, indexed by file id (ids are
  * slots < max_files, reused after FILE_DONE/FILE_ERR). The coordinator
  * opens and finalizes files; workers reserve byte ranges when a chunk
- * arrives and account for them when the write completes. A file is
+ * arrives and account for them when the write completes. Whoever completes
+ * a file runs the finish callback (the receiver's rename) before queueing
+ * it for the coordinator. A file is
  * complete when the sender has said how many bytes it sent (FILE_END) and
  * exactly that many are written, with none still in flight; only then may
  * its descriptor be closed and its temporary name replaced by the real one.
@@ -30,6 +32,8 @@ struct pxfer_rfile {
 	int end_known;
 	int end_code;
 	int err;		/* first write error, positive errno */
+	int finished;		/* the finish callback completed it */
+	int finish_err;		/* ... with this positive errno, or 0 */
 	uint32_t mode;
 	struct timespec times[2];
 };
@@ -42,6 +46,14 @@ struct pxfer_filetab {
 	uint32_t *doneq;	/* ids ready to finalize */
 	unsigned int dhead, dcount;
 	int wake_fd;		/* the coordinator's */
+	/*
+	 * Called, if set, in the thread whose call completed a file (a worker
+	 * whose write was the last, or the coordinator on FILE_END), without
+	 * the lock, before the file is queued as done: the file is no longer
+	 * touched by anyone else, so its last system calls can run there.
+	 */
+	void (*finish)(void *arg, struct pxfer_rfile *f);
+	void *finish_arg;
 };
 
 int pxfer_filetab_init(struct pxfer_filetab *t, unsigned int n, int wake_fd);

@@ -586,7 +586,8 @@ static void rfile_drop(struct recv_session *s, uint64_t id, int unlink_tmp)
 
 	if (unlink_tmp)
 		unlinkat(rf->dirfd, rf->tmp, 0);
-	close(rf->fd);
+	if (rf->fd >= 0)
+		close(rf->fd);
 	dcache_put(s, rf->dirfd);
 	free(rf->path);
 	free(rf->tmp);
@@ -612,6 +613,25 @@ static int finish_file(struct recv_session *s, struct pxfer_rfile *rf)
 	return 0;
 }
 
+/*
+ * The filetab's finish callback: a complete file gets its size, mode and
+ * times and its real name in the thread that completed it, so that with
+ * many small files the workers share this work with the coordinator.
+ */
+static void rfile_finish(void *arg, struct pxfer_rfile *rf)
+{
+	struct recv_session *s = arg;
+
+	if (rf->end_code || rf->err)
+		return;		/* finalize reports it and removes it */
+	rf->finish_err = -finish_file(s, rf);
+	if (!rf->finish_err) {
+		close(rf->fd);
+		rf->fd = -1;
+	}
+	rf->finished = 1;
+}
+
 static void finalize(struct recv_session *s, uint64_t id)
 {
 	struct pxfer_rfile *rf = &s->tab.f[id];
@@ -619,7 +639,7 @@ static void finalize(struct recv_session *s, uint64_t id)
 	int err = rf->end_code ? rf->end_code : rf->err;
 
 	if (!err)
-		err = -finish_file(s, rf);
+		err = rf->finished ? rf->finish_err : -finish_file(s, rf);
 	if (!err) {
 		s->files++;
 		s->bytes += rf->total;
@@ -1043,6 +1063,8 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 	ret = pxfer_filetab_init(&s->tab, wel->max_files, s->ctrl.wake_fd);
 	if (ret)
 		return ret;
+	s->tab.finish = rfile_finish;
+	s->tab.finish_arg = s;
 	s->tab_init = 1;
 	s->w = calloc(s->nworkers, sizeof(*s->w));
 	if (!s->w)

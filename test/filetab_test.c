@@ -16,7 +16,9 @@
  *    for a burst of files done before the coordinator empties the queue;
  *  - FILE_END with a total below what was submitted, above the size, twice,
  *    or for an unknown id is refused;
- *  - worker threads and a coordinator racing still queue each file once.
+ *  - worker threads and a coordinator racing still queue each file once,
+ *    and the finish callback runs once per file, after its last byte and
+ *    before the file can be popped.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -430,7 +432,22 @@ struct race {
 	uint64_t size[RACE_FILES];
 	atomic_uint_fast64_t wrote[RACE_FILES];
 	atomic_int refused;
+	atomic_uint finished[RACE_FILES];	/* finish callback calls */
+	atomic_int finish_early;		/* called with bytes missing */
 };
+
+/* the finish callback: once per file, after its last byte, before it pops */
+static void race_finish(void *arg, struct pxfer_rfile *f)
+{
+	struct race *r = arg;
+	uint64_t id = f - r->t->f;
+
+	if (id >= RACE_FILES)
+		abort();
+	if (atomic_load(&r->wrote[id]) != r->size[id])
+		atomic_fetch_add(&r->finish_early, 1);
+	atomic_fetch_add(&r->finished[id], 1);
+}
 
 /* piece k: file k % RACE_FILES, offset (k / RACE_FILES) * RACE_SEG */
 static void *race_worker(void *arg)
@@ -476,6 +493,8 @@ static void test_race(void)
 		abort();
 	T_EXPECT(pxfer_filetab_init(&t, RACE_FILES, efd) == 0, "init");
 	r->t = &t;
+	t.finish = race_finish;
+	t.finish_arg = r;
 	for (unsigned int i = 0; i < RACE_FILES; i++) {
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		r->size[i] = (seed >> 33) % (40 * RACE_SEG);
@@ -506,6 +525,9 @@ static void test_race(void)
 					 (unsigned long long)id);
 				continue;
 			}
+			T_EXPECT(atomic_load(&r->finished[id]) == 1,
+				 "file %llu popped before its finish callback",
+				 (unsigned long long)id);
 			T_EXPECT(atomic_load(&r->wrote[id]) == r->size[id],
 				 "file %llu done with %llu of %llu bytes written",
 				 (unsigned long long)id,
@@ -521,8 +543,14 @@ static void test_race(void)
 			done[id]++;
 	T_EXPECT(!atomic_load(&r->refused), "%d pieces refused",
 		 atomic_load(&r->refused));
+	T_EXPECT(!atomic_load(&r->finish_early),
+		 "%d finish callbacks before the last byte",
+		 atomic_load(&r->finish_early));
 	for (unsigned int i = 0; i < RACE_FILES; i++) {
 		T_EXPECT(done[i] == 1, "file %u done %u times", i, done[i]);
+		T_EXPECT(atomic_load(&r->finished[i]) == 1,
+			 "file %u finished %u times", i,
+			 atomic_load(&r->finished[i]));
 		T_EXPECT(atomic_load(&r->wrote[i]) == r->size[i] &&
 			 WRITTEN(&t, i) == r->size[i],
 			 "file %u: wrote %llu, table %llu, size %llu", i,
