@@ -39,6 +39,7 @@
 #define REAP_BATCH 64
 #define MAX_FILES 1024
 #define PRESIZE_MIN (1u << 20)	/* files above this are sized when created */
+#define REPLY_FLUSH 32		/* control messages handled between sends */
 #define RECV_CHUNK_MAX (16u << 20)
 
 struct recv_session;
@@ -752,6 +753,7 @@ static int grant_credits(struct recv_session *s)
 
 static int read_control(struct recv_session *s)
 {
+	unsigned int n = 0;
 	int ret, r;
 
 	ret = pxfer_ctrl_fill(&s->ctrl);
@@ -764,6 +766,10 @@ static int read_control(struct recv_session *s)
 		if (r > 0) {
 			what = pxfer_msg_name(s->msg.type);
 			r = dispatch(s, &s->msg);
+			/* replies go out as they are made, not after the batch:
+			 * FILE_OK is what lets the sender's data flow */
+			if (++n % REPLY_FLUSH == 0)
+				pxfer_ctrl_flush(&s->ctrl);
 		}
 		if (r < 0)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,

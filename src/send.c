@@ -39,6 +39,8 @@
 
 #define REAP_BATCH 64
 #define CTRL_BACKLOG (1u << 20)	/* stop walking while this much is unsent */
+#define FEED_BATCH 256		/* manifest entries per turn of the coordinator */
+#define FEED_FLUSH 32		/* ... sent this many at a time */
 #define DIRECT_MIN (64u << 10)	/* smaller chunks always go through the ring */
 
 struct send_session;
@@ -545,13 +547,24 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	return pxfer_ctrl_queue(&s->ctrl, m);
 }
 
+static int can_feed(struct send_session *s)
+{
+	return !s->walk_done && s->nfree &&
+	       pxfer_ctrl_pending(&s->ctrl) < CTRL_BACKLOG;
+}
+
+/*
+ * Walk on and queue manifest entries, a batch per turn of the coordinator,
+ * sent as they are made: the receiver creates files while the walk goes
+ * on, and FILE_OK replies (which let data flow) are read between batches.
+ */
 static int feed_manifest(struct send_session *s)
 {
 	struct pxfer_walk_entry e;
+	unsigned int n = 0;
 	int ret;
 
-	while (!s->walk_done && s->nfree &&
-	       pxfer_ctrl_pending(&s->ctrl) < CTRL_BACKLOG) {
+	while (can_feed(s) && n < FEED_BATCH) {
 		ret = pxfer_walk_next(&s->walk, &e);
 		if (ret < 0)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
@@ -566,6 +579,8 @@ static int feed_manifest(struct send_session *s)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 					  "cannot queue '%s': %s", e.src,
 					  strerror(-ret));
+		if (++n % FEED_FLUSH == 0)
+			pxfer_ctrl_flush(&s->ctrl);	/* errors show in the wait */
 	}
 	return 0;
 }
@@ -745,6 +760,7 @@ static int coordinate(struct send_session *s)
 			s->fin_sent = 1;
 		}
 		ret = pxfer_ctrl_wait(&s->ctrl, s->sigfd,
+				      can_feed(s) ? 0 :
 				      s->prog.enabled || atomic_load(&s->data_err) ? 200 : 1000);
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
