@@ -26,6 +26,15 @@
  * chunk consumes one shared receive, which the progress thread reposts at
  * once: the SRQ always holds RDMA_SRQ_BASE + the slots of every registered
  * ring, more than can ever be outstanding.
+ *
+ * The completion queue is sized by what can be pending on it, never
+ * guessed: every receive the SRQ can hold, the control QP's receives and
+ * sends, a data QP's handshake sends and, on the sender, two work requests
+ * per slot of its ring (flushed work requests complete even when
+ * unsignaled). It starts at RDMA_CQ_MIN entries, which the default rings
+ * never outgrow, and is resized before a QP or a ring could need more.
+ * (Creating it at its worst case cost 15 ms per side on the emulated test
+ * bed, on the critical path of every transfer.)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -54,7 +63,7 @@
 #define RDMA_DATA_SENDS		4
 #define RDMA_SRQ_BASE		128
 #define RDMA_SRQ_MAX		1024
-#define RDMA_CQ_SIZE		32768
+#define RDMA_CQ_MIN		4096	/* first size; grown as work can need */
 #define RDMA_MSG_HDR		4	/* u16 credits returned, u16 reserved */
 #define RDMA_RX_Q		(RDMA_CTRL_BUFS + 8)
 #define RDMA_HDR_ROOM		4096	/* a page before each payload */
@@ -80,6 +89,8 @@ struct rdma_ctx {
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
+	int cq_max;			/* the device's limit */
+	int cq_need;			/* completions that can be pending */
 	struct ibv_srq *srq;
 	uint32_t srq_max;
 	struct ibv_mr *small_mr;
@@ -144,6 +155,7 @@ struct rdma_conn {
 	struct ibv_mr *ring_mr;
 	const struct pxfer_ring *ring;
 	unsigned int srq_share;		/* SRQ receives added for our ring */
+	int cq_share;			/* CQ entries reserved for this QP */
 	uint64_t raddr;
 	uint32_t rkey, rstride, rhdr;
 	uint16_t rslots;
@@ -604,6 +616,10 @@ static void ctx_device_free(struct rdma_ctx *ctx)
 	ctx->cq = NULL;
 	ctx->cch = NULL;
 	ctx->pd = NULL;
+	ctx->cq_need = 0;
+	ctx->srq_nfree = 0;
+	ctx->srq_posted = 0;
+	ctx->srq_want = 0;
 }
 
 static void ctx_put(struct rdma_ctx *ctx)
@@ -627,10 +643,45 @@ static void ctx_put(struct rdma_ctx *ctx)
 }
 
 /*
- * The device resources, created with the first connection on @verbs; a
- * session uses one device.
+ * Reserve @n more entries of the completion queue (negative to give them
+ * back), growing it first when what could be pending would not fit: a full
+ * CQ loses completions and breaks every QP on it.
  */
-static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs)
+static int cq_reserve(struct rdma_ctx *ctx, int n)
+{
+	int need, ret = 0;
+
+	pthread_mutex_lock(&ctx_lock);
+	need = ctx->cq_need + n;
+	if (n > 0 && need > ctx->cq->cqe) {
+		int size = ctx->cq->cqe * 2 > need ? ctx->cq->cqe * 2 : need;
+
+		if (size > ctx->cq_max)
+			size = ctx->cq_max;
+		if (need > size)
+			ret = -ENOSPC;
+		else if (ibv_resize_cq(ctx->cq, size))
+			ret = errno ? -errno : -EIO;
+		if (ret)
+			error("rdma: cannot grow the completion queue to %d entries (device limit %d): %s",
+			      need, ctx->cq_max, strerror(-ret));
+		else
+			verbose("rdma: completion queue grown to %d entries", ctx->cq->cqe);
+	}
+	if (!ret)
+		ctx->cq_need = need;
+	pthread_mutex_unlock(&ctx_lock);
+	return ret;
+}
+
+/*
+ * The device resources, created with the first connection on @verbs, or by
+ * a listener bound to an address of @verbs (@quiet: a failure there is
+ * retried, and reported, with the first connection); a session uses one
+ * device.
+ */
+static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
+		      int quiet)
 {
 	struct ibv_device_attr attr;
 	struct ibv_srq_init_attr sattr = { 0 };
@@ -656,11 +707,18 @@ static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs)
 	ret = set_nonblock(ctx->cch->fd);
 	if (ret)
 		goto out_undo;
-	ctx->cq = ibv_create_cq(verbs, attr.max_cqe < RDMA_CQ_SIZE ? attr.max_cqe
-								   : RDMA_CQ_SIZE,
+	ctx->cq_max = attr.max_cqe;
+	ctx->cq = ibv_create_cq(verbs, attr.max_cqe < RDMA_CQ_MIN ? attr.max_cqe
+								  : RDMA_CQ_MIN,
 				ctx, ctx->cch, 0);
 	if (!ctx->cq) {
 		ret = -errno;
+		goto out_undo;
+	}
+	/* every receive the SRQ can hold may complete at once */
+	ctx->cq_need = ctx->srq_max;
+	if (ctx->cq_need > ctx->cq->cqe) {
+		ret = -ENOSPC;
 		goto out_undo;
 	}
 	ctx->small = calloc(ctx->srq_max, RDMA_SMALL_BUF);
@@ -671,8 +729,9 @@ static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs)
 				   (size_t)ctx->srq_max * RDMA_SMALL_BUF,
 				   IBV_ACCESS_LOCAL_WRITE);
 	if (!ctx->small_mr) {
-		ret = reg_failed((size_t)ctx->srq_max * RDMA_SMALL_BUF,
-				 "receive buffers");
+		ret = quiet ? (errno ? -errno : -ENOMEM)
+			    : reg_failed((size_t)ctx->srq_max * RDMA_SMALL_BUF,
+					 "receive buffers");
 		goto out_undo;
 	}
 	sattr.attr.max_wr = ctx->srq_max;
@@ -827,6 +886,12 @@ static int conn_qp(struct rdma_conn *c, unsigned int send_wr)
 	ret = conn_buffers(c);
 	if (ret)
 		return ret;
+	/* the receives and sends this QP can have pending (handshake sends
+	 * on a data QP; a sender's ring adds its writes when registered) */
+	ret = cq_reserve(ctx, c->nsend + qa.cap.max_recv_wr);
+	if (ret)
+		return ret;
+	c->cq_share = c->nsend + qa.cap.max_recv_wr;
 	if (rdma_create_qp(c->id, ctx->pd, &qa))
 		return -errno;
 	c->sq_depth = qa.cap.max_send_wr;
@@ -901,6 +966,8 @@ static void conn_free(struct rdma_conn *c)
 	}
 	if (c->srq_share)
 		srq_want_add(ctx, -(int)c->srq_share);
+	if (c->cq_share)
+		cq_reserve(ctx, -c->cq_share);
 	if (c->ring_mr)
 		ibv_dereg_mr(c->ring_mr);
 	if (c->buf_mr)
@@ -1061,12 +1128,17 @@ static int rt_connect_to(const char *host, const char *port,
 		ret = -errno;
 		goto out_free;
 	}
-	ret = conn_wait(c, route_resolved, timeout_ms);
-	verbose("rdma: resolving the route to %s: %s", host,
-		ret ? strerror(-ret) : "done");
-	if (ret)
-		goto out_free;
-	ret = ctx_device(ctx, c->id->verbs);
+	/* the address names the device: set it up (the first time) while
+	 * the route resolves */
+	ret = ctx_device(ctx, c->id->verbs, 0);
+	{
+		int r = conn_wait(c, route_resolved, timeout_ms);
+
+		verbose("rdma: resolving the route to %s: %s", host,
+			r ? strerror(-r) : "done");
+		if (r)
+			ret = r;
+	}
 	if (!ret)
 		ret = conn_qp(c, kind == KIND_CTRL ? RDMA_CTRL_BUFS + 2
 						   : 2 * PXFER_SLOTS_MAX + 8);
@@ -1146,6 +1218,14 @@ static int rt_listen(const char *bind_addr, const char *port,
 		goto out_id;
 	}
 	format_addr(rdma_get_local_addr(l->id), l->l.addr, sizeof(l->l.addr));
+	/*
+	 * Bound to an address of one device: set that device up now, so the
+	 * first connection of a session does not wait for it (about 15 ms on
+	 * the emulated test bed). A failure here is not final: the first
+	 * accepted connection tries again and reports it.
+	 */
+	if (l->id->verbs)
+		ctx_device(l->ctx, l->id->verbs, 1);
 	pthread_mutex_lock(&l->ctx->lock);
 	the_listener = l;
 	pthread_mutex_unlock(&l->ctx->lock);
@@ -1206,7 +1286,7 @@ static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 	}
 	c->kind = kind;
 	c->id = id;
-	ret = ctx_device(ctx, id->verbs);
+	ret = ctx_device(ctx, id->verbs, 0);
 	if (!ret)
 		ret = conn_qp(c, kind == KIND_CTRL ? RDMA_CTRL_BUFS + 2 : 16);
 	if (ret) {
@@ -1472,8 +1552,14 @@ static int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 	c->ring_mr = ibv_reg_mr(ctx->pd, r->base, r->bytes, access);
 	if (!c->ring_mr)
 		return reg_failed(r->bytes, "ring memory");
-	if (!blob)
-		return 0;
+	if (!blob) {
+		/* the sender: a chunk is two work requests, both of which
+		 * complete if the QP is flushed */
+		ret = cq_reserve(ctx, 2 * (int)r->nslots);
+		if (!ret)
+			c->cq_share += 2 * (int)r->nslots;
+		return ret;
+	}
 	/* every slot that can be granted has a receive waiting for it */
 	ret = srq_want_add(ctx, r->nslots);
 	if (ret)
