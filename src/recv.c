@@ -888,15 +888,15 @@ static void send_refuse(struct pxfer_conn *c, int code, const char *text)
 	pxfer_conn_send_msg(c, &m, 1000);
 }
 
-static int worker_init(struct recv_session *s, struct rworker *w,
-		       uint8_t *blob, uint16_t *blob_len)
+/* start making the worker's ring while the sender connects */
+static int worker_prepare(struct recv_session *s, struct rworker *w)
 {
 	w->s = s;
 	w->slots = calloc(s->wel.slots, sizeof(*w->slots));
 	if (!w->slots)
 		return -ENOMEM;
-	return pxfer_worker_init(&w->b, s->t, s->o->io, s->wel.slots,
-				 s->wel.chunk_size, 1, blob, blob_len);
+	return pxfer_worker_prepare(&w->b, s->t, s->o->io, s->wel.slots,
+				    s->wel.chunk_size, 1);
 }
 
 static void worker_release(struct recv_session *s, struct rworker *w)
@@ -938,7 +938,7 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c)
 		return -EPROTO;
 	w = &s->w[m->u.data_hello.worker];
 	w->b.conn = c;
-	ret = worker_init(s, w, blob, &blob_len);
+	ret = pxfer_worker_attach(&w->b, s->t, blob, &blob_len);
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 				  "cannot set up worker %u: %s", w->b.idx,
@@ -1078,6 +1078,12 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 	for (unsigned int i = 0; i < s->nworkers; i++) {
 		s->w[i].b.idx = i;
 		s->w[i].b.wake_fd = -1;
+	}
+	/* the rings are made while the sender connects its workers */
+	for (unsigned int i = 0; i < s->nworkers; i++) {
+		ret = worker_prepare(s, &s->w[i]);
+		if (ret)
+			return ret;
 	}
 	return pxfer_conn_send_msg(s->cconn, &m, PXFER_HANDSHAKE_MS);
 }

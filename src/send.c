@@ -961,14 +961,15 @@ static int worker_connect(struct send_session *s, struct sworker *w)
 	return 0;
 }
 
-static int worker_init(struct send_session *s, struct sworker *w)
+/* start making the worker's ring while the data connections are made */
+static int worker_prepare(struct send_session *s, struct sworker *w)
 {
 	w->s = s;
 	w->slots = calloc(s->wel.slots, sizeof(*w->slots));
 	if (!w->slots)
 		return -ENOMEM;
-	return pxfer_worker_init(&w->b, s->t, s->o->io, s->wel.slots,
-				 s->wel.chunk_size, 0, NULL, NULL);
+	return pxfer_worker_prepare(&w->b, s->t, s->o->io, s->wel.slots,
+				    s->wel.chunk_size, 0);
 }
 
 static void worker_release(struct send_session *s, struct sworker *w)
@@ -997,13 +998,22 @@ static int workers_start(struct send_session *s)
 	if (!s->w)
 		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
 	for (unsigned int i = 0; i < s->nworkers; i++) {
+		s->w[i].b.idx = i;
+		s->w[i].b.wake_fd = -1;
+	}
+	for (unsigned int i = 0; i < s->nworkers; i++) {
+		ret = worker_prepare(s, &s->w[i]);
+		if (ret)
+			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+					  "cannot set up worker %u: %s", i,
+					  pxfer_setup_error(ret));
+	}
+	for (unsigned int i = 0; i < s->nworkers; i++) {
 		struct sworker *w = &s->w[i];
 
-		w->b.idx = i;
-		w->b.wake_fd = -1;
 		if (worker_connect(s, w))
 			return -1;
-		ret = worker_init(s, w);
+		ret = pxfer_worker_attach(&w->b, s->t, NULL, NULL);
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 					  "cannot set up worker %u: %s", i,

@@ -6,9 +6,22 @@
 #include "session.h"
 #include "worker.h"
 
-int pxfer_worker_init(struct pxfer_worker *w, const struct pxfer_transport_ops *t,
-		      const char *io, unsigned int slots, uint32_t chunk,
-		      int receiver, uint8_t *blob, uint16_t *blob_len)
+static void *prep_main(void *arg)
+{
+	struct pxfer_worker *w = arg;
+
+	w->prep_ret = pxfer_ring_init(&w->ring, w->cred.n, w->prep_chunk,
+				      w->prep_hdr);
+	/* several chunks in flight, each with a few segments */
+	if (!w->prep_ret)
+		w->prep_ret = pxfer_io_create(w->prep_io, &w->ring,
+					      w->cred.n * 4, &w->io);
+	return NULL;
+}
+
+int pxfer_worker_prepare(struct pxfer_worker *w,
+			 const struct pxfer_transport_ops *t, const char *io,
+			 unsigned int slots, uint32_t chunk, int receiver)
 {
 	int ret;
 
@@ -22,11 +35,31 @@ int pxfer_worker_init(struct pxfer_worker *w, const struct pxfer_transport_ops *
 	ret = pxfer_credits_init(&w->cred, slots, receiver);
 	if (ret)
 		return ret;
-	ret = pxfer_ring_init(&w->ring, slots, chunk, t->ring_hdr);
-	if (ret)
-		return ret;
-	/* several chunks in flight, each with a few segments */
-	ret = pxfer_io_create(io, &w->ring, slots * 4, &w->io);
+	w->prep_io = io;
+	w->prep_chunk = chunk;
+	w->prep_hdr = t->ring_hdr;
+	if (pthread_create(&w->prep_thread, NULL, prep_main, w))
+		prep_main(w);		/* no thread: do it now */
+	else
+		w->prep_started = 1;
+	return 0;
+}
+
+/* the ring and the I/O back-end are ready (or failed): their result */
+static int prep_wait(struct pxfer_worker *w)
+{
+	if (w->prep_started)
+		pthread_join(w->prep_thread, NULL);
+	w->prep_started = 0;
+	return w->prep_ret;
+}
+
+int pxfer_worker_attach(struct pxfer_worker *w,
+			const struct pxfer_transport_ops *t, uint8_t *blob,
+			uint16_t *blob_len)
+{
+	int ret = prep_wait(w);
+
 	if (ret)
 		return ret;
 	return t->ring_register(w->conn, &w->ring, blob, blob_len);
@@ -51,6 +84,7 @@ void pxfer_worker_join(struct pxfer_worker *w)
 void pxfer_worker_release(struct pxfer_worker *w,
 			  const struct pxfer_transport_ops *t)
 {
+	prep_wait(w);
 	/* the I/O back-end and the connection go before the ring they use */
 	if (w->io)
 		pxfer_io_destroy(w->io);

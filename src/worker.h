@@ -26,18 +26,36 @@ struct pxfer_worker {
 	int lock_init;
 	struct pxfer_credits cred;
 	int wake_fd;
+	/* the ring and I/O back-end, made by a thread of their own */
+	pthread_t prep_thread;
+	int prep_started;
+	int prep_ret;
+	const char *prep_io;
+	uint32_t prep_chunk;
+	size_t prep_hdr;
 };
 
 /*
- * pxfer_worker_init - set up @w around its connection (w->conn): credits
- * for @slots slots (@receiver: the granting side), the ring, the I/O
- * back-end @io, and the ring's registration with the transport (the
- * receiver gets the ring's description in @blob). 0 or -errno; on error
- * pxfer_worker_release undoes what was done.
+ * pxfer_worker_prepare - set up @w before its connection exists: its wake
+ * eventfd, lock and credits for @slots slots (@receiver: the granting
+ * side) at once; its ring and the I/O back-end @io over it on a thread of
+ * its own, since registering the ring as io_uring fixed buffers touches
+ * every page of it (about 4 ms a MiB under emulation), and that can
+ * overlap the connections being made. 0 or -errno; on error, and in any
+ * case, pxfer_worker_release undoes what was done.
  */
-int pxfer_worker_init(struct pxfer_worker *w, const struct pxfer_transport_ops *t,
-		      const char *io, unsigned int slots, uint32_t chunk,
-		      int receiver, uint8_t *blob, uint16_t *blob_len);
+int pxfer_worker_prepare(struct pxfer_worker *w,
+			 const struct pxfer_transport_ops *t, const char *io,
+			 unsigned int slots, uint32_t chunk, int receiver);
+
+/*
+ * pxfer_worker_attach - once w->conn is set: wait for the ring, then
+ * register it with the transport (the receiver gets the ring's
+ * description in @blob). 0 or -errno.
+ */
+int pxfer_worker_attach(struct pxfer_worker *w,
+			const struct pxfer_transport_ops *t, uint8_t *blob,
+			uint16_t *blob_len);
 
 /*
  * pxfer_worker_kick - make a worker notice its session's stop flag: wake
