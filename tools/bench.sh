@@ -322,6 +322,21 @@ peer_nc_B() {
 		verify_tree "$DATA/tree" "$DST/tree"
 }
 
+# A reference, not a competitor: the same copy on one machine, with no
+# network, by cp (its read and write of every byte are what a receiver's
+# write and a sender's read cost at least). measure needs a server, so a
+# listening nc stands in and the client ends by connecting to it.
+peer_cp_A() {
+	measure "exec nc -l 127.0.0.1 $PORT >/dev/null" \
+		"cp '$DATA/a.bin' '$DST/a.bin' && exec nc -N 127.0.0.1 $PORT </dev/null" &&
+		verify_file "$DATA/a.bin" "$DST/a.bin"
+}
+peer_cp_B() {
+	measure "exec nc -l 127.0.0.1 $PORT >/dev/null" \
+		"cp -a '$DATA/tree' '$DST/tree' && exec nc -N 127.0.0.1 $PORT </dev/null" &&
+		verify_tree "$DATA/tree" "$DST/tree"
+}
+
 rsync_pair() {          # $1 path to push into the daemon's module
 	local conf=$WORK/rsyncd.conf pidf=$WORK/rsyncd.pid
 	cat >"$conf" <<-EOF
@@ -347,8 +362,10 @@ peer_rsync_B() { rsync_pair "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"
 SECTIONS=("A/iperf3;A;iperf3 (mem-to-mem);peer_iperf3_A")
 for j in "${PX_JOBS[@]}"; do SECTIONS+=("A/pxfer-j$j;A;pxfer -j$j;peer_pxfer_A $j"); done
 SECTIONS+=("A/nc;A;nc;peer_nc_A" "A/rsync;A;rsync daemon;peer_rsync_A")
+SECTIONS+=("A/cp;A;cp (local, ref.);peer_cp_A")
 for j in "${PX_JOBS[@]}"; do SECTIONS+=("B/pxfer-j$j;B;pxfer -j$j;peer_pxfer_B $j"); done
 SECTIONS+=("B/nc;B;tar | nc;peer_nc_B" "B/rsync;B;rsync daemon;peer_rsync_B")
+SECTIONS+=("B/cp;B;cp -a (local, ref.);peer_cp_B")
 
 if [ -n "$only" ]; then
 	sel=()
@@ -612,8 +629,12 @@ report() {
 	fi
 	ratio_line "A: pxfer -j$bA (best) / nc" "A/pxfer-j$bA" A/nc
 	ratio_line "A: pxfer -j$bA (best) / rsync" "A/pxfer-j$bA" A/rsync
+	ratio_line "A: pxfer -j$bA (best) / cp (reference)" "A/pxfer-j$bA" A/cp
+	ratio_line "A: iperf3 / cp (reference)" A/iperf3 A/cp
 	ratio_line "B: pxfer -j$bB (best) / tar | nc" "B/pxfer-j$bB" B/nc
 	ratio_line "B: pxfer -j$bB (best) / rsync" "B/pxfer-j$bB" B/rsync
+	ratio_line "B: pxfer -j$bB (best) / cp -a (reference)" "B/pxfer-j$bB" B/cp
+	ratio_line "B: tar | nc / cp -a (reference)" B/nc B/cp
 	if [ "$bA" != "$d" ]; then
 		ratio_line "A: pxfer -j$d (default) / iperf3" "A/pxfer-j$d" A/iperf3
 		ratio_line "A: pxfer -j$d (default) / nc" "A/pxfer-j$d" A/nc
