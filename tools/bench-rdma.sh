@@ -16,7 +16,7 @@
 #   --budget SEC   seconds for the measurements (default 420, so that the
 #                  whole run, boot and calibration included, stays under
 #                  about 10 minutes)
-#   --diag [LIST]  run diagnostic variants instead: LIST of t, ib4m, c4m,
+#   --diag [LIST]  run diagnostic variants instead: LIST of t, ib4m, c2m, c4m,
 #                  r128, c4m-r128, spin0, spin2e5, sync, 4k, profile
 #                  (default all but profile; see tools/bench/rdma-guest.sh):
 #                  chunk size, ring memory, PXFER_RDMA_SPIN, --io sync, the

@@ -24,6 +24,7 @@
 #                    t        ib_write_bw with a send queue only as deep as
 #                             pxfer's ring (-t slots per worker)
 #                    ib4m     ib_write_bw with 4 MiB writes
+#                    c2m      pxfer --chunk-size 2M
 #                    c4m      pxfer --chunk-size 4M
 #                    r128     pxfer, receiver --ring-mem 128M
 #                    c4m-r128 both
@@ -65,7 +66,7 @@ set -uo pipefail
 
 PXFER=${PXFER:-}
 quick=0 reps='' jobs='1,2,4' size='' max_size=256 budget=420 diag=0 logdir=''
-ALL_VARIANTS=t,ib4m,c4m,r128,c4m-r128,spin0,spin2e5,sync,4k
+ALL_VARIANTS=t,ib4m,c2m,c4m,r128,c4m-r128,spin0,spin2e5,sync,4k
 variants=$ALL_VARIANTS
 usage() { sed -n '8,41s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
@@ -585,6 +586,7 @@ else
 				case $v in
 				t) run_ib "ib-$j-t" $rep "ib_write_bw -q$j -t $slots" "$j" $n $MSG "-t $slots" ;;
 				ib4m) run_ib "ib-$j-ib4m" $rep "ib_write_bw -q$j -s 4M" "$j" $n4 $((4 * MSG)) "" ;;
+				c2m) run_px "px-$j-c2m" $rep "pxfer -j$j --chunk-size 2M" "$j" "$DATA" "" "--chunk-size 2M" "" ;;
 				c4m) run_px "px-$j-c4m" $rep "pxfer -j$j --chunk-size 4M" "$j" "$DATA" "" "--chunk-size 4M" "" ;;
 				r128) run_px "px-$j-r128" $rep "pxfer -j$j --ring-mem 128M" "$j" "$DATA" "" "" "--ring-mem 128M" ;;
 				c4m-r128) run_px "px-$j-c4m-r128" $rep "pxfer -j$j 4M chunks, 128M ring" "$j" "$DATA" "" "--chunk-size 4M" "--ring-mem 128M" ;;
@@ -674,7 +676,7 @@ else
 	echo "(1 MiB writes) of the same repetitions; data = MiB/s over the data phase (veth counters)"
 	printf '%-22s %9s %8s %8s %7s %5s %6s %17s %6s\n' variant "MiB/s" "s" "data" "CPU s" busy ratio "per rep" "data r"
 	for j in "${JOBS[@]}"; do
-		for id in ib-$j ib-$j-t ib-$j-ib4m px-$j px-$j-c4m px-$j-r128 px-$j-c4m-r128 \
+		for id in ib-$j ib-$j-t ib-$j-ib4m px-$j px-$j-c2m px-$j-c4m px-$j-r128 px-$j-c4m-r128 \
 			  px-$j-spin0 px-$j-spin2e5 px-$j-sync px-$j-4k; do
 			if [ "$id" != "ib-$j" ] && [ "$id" != "px-$j" ]; then
 				has_var "${id#*-"$j"-}" || continue
