@@ -72,7 +72,10 @@ enum pxfer_file_type {
 
 /* HELLO flags */
 #define PXFER_HELLO_FSYNC	0x1u	/* ask the receiver to fsync each file */
-#define PXFER_HELLO_FLAGS	PXFER_HELLO_FSYNC
+/* chunk_size is the largest wanted: the receiver may pick a smaller one,
+ * down to 1 MiB, to keep several slots per worker in its ring */
+#define PXFER_HELLO_CHUNK_AUTO	0x2u
+#define PXFER_HELLO_FLAGS	(PXFER_HELLO_FSYNC | PXFER_HELLO_CHUNK_AUTO)
 
 struct pxfer_hdr {
 	uint16_t type;

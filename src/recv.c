@@ -40,6 +40,7 @@
 #define MAX_FILES 1024
 #define PRESIZE_MIN (1u << 20)	/* files above this are sized when created */
 #define REPLY_FLUSH 32		/* control messages handled between sends */
+#define RING_DEPTH 8		/* slots per worker an automatic chunk leaves */
 #define RECV_CHUNK_MAX (16u << 20)
 
 struct recv_session;
@@ -1035,6 +1036,16 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 
 	if (chunk > o->max_chunk)
 		chunk = o->max_chunk;
+	/*
+	 * A sender that left the size to us gets the largest chunk (up to
+	 * what it asked) that still leaves RING_DEPTH slots per worker in
+	 * --ring-mem: fewer, larger chunks cost less per byte, but a worker
+	 * needs several in flight.
+	 */
+	if (h->flags & PXFER_HELLO_CHUNK_AUTO)
+		while (chunk / 2 >= PXFER_AUTO_CHUNK_MIN &&
+		       o->ring_mem / ((uint64_t)h->workers * chunk) < RING_DEPTH)
+			chunk /= 2;
 	chunk -= chunk % page;
 	if (chunk < PXFER_CHUNK_MIN)
 		chunk = PXFER_CHUNK_MIN;

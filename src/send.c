@@ -858,7 +858,8 @@ static int handshake(struct send_session *s)
 	h.version = PXFER_PROTO_VERSION;
 	h.workers = o->workers;
 	h.chunk_size = o->chunk_size;
-	h.flags = o->fsync ? PXFER_HELLO_FSYNC : 0;
+	h.flags = (o->fsync ? PXFER_HELLO_FSYNC : 0) |
+		  (o->chunk_auto ? PXFER_HELLO_CHUNK_AUTO : 0);
 	pxfer_auth_nonce(h.nonce);
 	if (o->dest) {
 		h.dest_len = strlen(o->dest);

@@ -8,6 +8,8 @@
 #   - the default: a one-line summary on stderr, nothing on stdout
 #   - the progress line appears when stderr is a terminal (script(1)
 #     gives it one) and not otherwise, nor with -q or --json
+#   - -v names the chunk size and slots agreed: chosen by the receiver
+#     unless --chunk-size is given (both bounded by its --max-chunk)
 . "$(dirname "$0")/lib/common.sh"
 
 command -v python3 >/dev/null || skip "python3 is needed to parse the JSON"
@@ -132,3 +134,35 @@ for opt in -q --json; do
 	grep -q 'ETA' "$T/tty.out" && fail "$opt drew a progress line on a terminal: $(cat -v "$T/tty.out")"
 	ok "terminal with $opt: no progress line"
 done
+
+# -v says what was agreed; left to the receiver, the chunk is the largest
+# (up to 4 MiB, at least 1 MiB) that leaves 8 slots per worker of its ring
+# memory; an explicit --chunk-size is taken as it is (up to --max-chunk)
+check_chunk()	# WANT_KIB WANT_SLOTS RECV_ARGS -- SEND_ARGS
+{
+	local kib=$1 slots=$2 rargs=() sargs=()
+
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do rargs+=("$1"); shift; done
+	shift
+	sargs=("$@")
+	dst=$T/dst.chunk
+	rm -rf "$dst"
+	mkdir "$dst"
+	start_recv "$dst" "${rargs[@]}"
+	send_ok -v "${sargs[@]}" "$src" "$(target)"
+	wait_recv
+	expect_rc 0 "$WAIT_RC" "receiver (${rargs[*]}; send ${sargs[*]})"
+	expect_grep " $kib KiB chunks, $slots slots each" "$SEND_ERR" \
+		"chunk size with recv ${rargs[*]}, send ${sargs[*]}"
+	tree_equal "$src" "$dst/src"
+	ok "recv ${rargs[*]:-(defaults)}, send ${sargs[*]}: $(grep -o '[0-9]* KiB chunks, [0-9]* slots each' "$SEND_ERR")"
+}
+check_chunk 4096 8 -- -j 1
+check_chunk 2048 8 -- -j 2
+check_chunk 1024 8 -- -j 4
+check_chunk 1024 4 -- -j 8
+check_chunk 4096 16 --ring-mem 64M -- -j 1
+check_chunk 1024 16 --ring-mem 64M -- -j 4 --chunk-size 1M
+check_chunk 512 64 -- -j 1 --chunk-size 512K
+check_chunk 2048 16 --max-chunk 2M -- -j 1

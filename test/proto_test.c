@@ -732,7 +732,7 @@ static void test_bad_handshake(void)
 	    m.u.hello.chunk_size = PXFER_CHUNK_MIN - 1);
 	BAD("HELLO chunk_size 64 MiB + 1", PXFER_MSG_HELLO,
 	    m.u.hello.chunk_size = PXFER_CHUNK_MAX + 1);
-	BAD("HELLO unknown flag", PXFER_MSG_HELLO, m.u.hello.flags = 0x2);
+	BAD("HELLO unknown flag", PXFER_MSG_HELLO, m.u.hello.flags = 0x4);
 	BAD("HELLO high flag", PXFER_MSG_HELLO, m.u.hello.flags = 0x80000001);
 	BAD("HELLO dest over PXFER_PATH_MAX", PXFER_MSG_HELLO,
 	    fill_str(m.u.hello.dest, &m.u.hello.dest_len,

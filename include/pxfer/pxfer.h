@@ -14,7 +14,9 @@
 
 #define PXFER_DEFAULT_PORT	"7471"
 #define PXFER_DEFAULT_WORKERS	4
-#define PXFER_DEFAULT_CHUNK	(1u << 20)
+/* chunk sizes the receiver picks from when the sender leaves it the choice */
+#define PXFER_AUTO_CHUNK_MIN	(1u << 20)
+#define PXFER_AUTO_CHUNK_MAX	(4u << 20)
 #define PXFER_DEFAULT_RING_MEM	(32u << 20)	/* per side, all workers */
 #define PXFER_SECRET_MIN	16
 #define PXFER_SECRET_MAX	1024
@@ -61,6 +63,7 @@ struct pxfer_send_opts {
 	const char *io;		/* "auto", "uring" or "sync" */
 	int workers;
 	uint32_t chunk_size;
+	int chunk_auto;		/* chunk_size is an upper bound (see recv) */
 	uint32_t ring_mem;
 	int fsync;
 	int verbose;

@@ -30,7 +30,9 @@ static void send_usage(FILE *f)
 		"  -j, --jobs N           worker threads and data connections (default %d, 1-%d)\n"
 		"  -p, --port PORT        receiver port (default %s; or HOST:PORT)\n"
 		"      --secret-file FILE read the shared secret from FILE ('-': stdin)\n"
-		"      --chunk-size SIZE  bytes per chunk (default 1M, 4K-64M; the receiver may lower it)\n"
+		"      --chunk-size SIZE  bytes per chunk (4K-64M; the receiver may lower it;\n"
+		"                         default: up to 4M, as large as leaves the receiver\n"
+		"                         8 slots per worker, at least 1M)\n"
 		"      --transport T      auto, rdma or tcp (default auto)\n"
 		"      --device NAME      rdma: use this RDMA device (see 'rdma link')\n"
 		"      --gid-index N      rdma: use this GID of the device (default: its\n"
@@ -153,7 +155,8 @@ int cmd_send(int argc, char **argv)
 		.transport = "auto",
 		.io = "auto",
 		.workers = PXFER_DEFAULT_WORKERS,
-		.chunk_size = PXFER_DEFAULT_CHUNK,
+		.chunk_size = PXFER_AUTO_CHUNK_MAX,
+		.chunk_auto = 1,
 		.timeout_ms = 15000,
 		.gid_index = -1,
 	};
@@ -184,6 +187,7 @@ int cmd_send(int argc, char **argv)
 				return error("--chunk-size takes a multiple of 4K from 4K to 64M, not '%s'", optarg),
 				       PXFER_EXIT_USAGE;
 			o.chunk_size = size;
+			o.chunk_auto = 0;
 			break;
 		case O_TRANSPORT:
 			if (cli_choice("--transport", optarg, cli_transports))
