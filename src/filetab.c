@@ -45,17 +45,22 @@ static int check_done(struct pxfer_filetab *t, uint64_t id)
 	return 0;
 }
 
-/* call without the lock, for a file check_done found complete */
-static void complete(struct pxfer_filetab *t, uint64_t id)
+void pxfer_filetab_push_done(struct pxfer_filetab *t, uint64_t id)
 {
-	if (t->finish)
-		t->finish(t->finish_arg, &t->f[id]);
 	pthread_mutex_lock(&t->lock);
 	t->doneq[(t->dhead + t->dcount) % t->n] = id;
 	/* the coordinator empties the queue each time it wakes */
 	if (t->dcount++ == 0)
 		pxfer_wake(t->wake_fd);
 	pthread_mutex_unlock(&t->lock);
+}
+
+/* call without the lock, for a file check_done found complete */
+static void complete(struct pxfer_filetab *t, uint64_t id)
+{
+	if (t->finish && t->finish(t->finish_arg, &t->f[id]))
+		return;		/* handed on: pushed when finished */
+	pxfer_filetab_push_done(t, id);
 }
 
 static int seg_ok(struct pxfer_filetab *t, const struct pxfer_seg *s,

@@ -51,8 +51,10 @@ struct pxfer_filetab {
 	 * whose write was the last, or the coordinator on FILE_END), without
 	 * the lock, before the file is queued as done: the file is no longer
 	 * touched by anyone else, so its last system calls can run there.
+	 * It returns 0 when the file may be queued now, or 1 when it handed
+	 * the file on, and whoever took it calls pxfer_filetab_push_done.
 	 */
-	void (*finish)(void *arg, struct pxfer_rfile *f);
+	int (*finish)(void *arg, struct pxfer_rfile *f);
 	void *finish_arg;
 };
 
@@ -74,6 +76,9 @@ void pxfer_filetab_written(struct pxfer_filetab *t, uint64_t id, uint32_t len,
 /* pxfer_filetab_end - FILE_END arrived; 0 or -EPROTO */
 int pxfer_filetab_end(struct pxfer_filetab *t, uint64_t id, uint64_t total,
 		      int code);
+
+/* pxfer_filetab_push_done - queue @id as done, for a deferred finish */
+void pxfer_filetab_push_done(struct pxfer_filetab *t, uint64_t id);
 
 /* pxfer_filetab_pop_done - next id ready to finalize; 1, or 0 if none */
 int pxfer_filetab_pop_done(struct pxfer_filetab *t, uint64_t *id);

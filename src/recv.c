@@ -60,6 +60,10 @@ struct rworker {
 	struct rslot *slots;
 	struct pxfer_chunk desc;
 	uint64_t seq;
+	/* files the coordinator completed, for this worker to finish;
+	 * guarded by b.lock */
+	uint32_t *finq;
+	unsigned int finq_head, finq_count;
 };
 
 struct rdir {
@@ -109,6 +113,7 @@ struct recv_session {
 	uint64_t dcache_tick;
 	uint8_t tmp_key[crypto_shorthash_KEYBYTES];
 	uint64_t tmp_seq;
+	unsigned int finish_next;	/* worker for the next handed-on finish */
 	atomic_int stop;
 	atomic_int fin_seen;
 	atomic_int data_eof;		/* 1 + a data connection that closed */
@@ -254,6 +259,9 @@ static int rw_receive(struct rworker *w)
 	return 0;
 }
 
+static void rw_finish_queued(struct rworker *w);
+static __thread struct rworker *this_worker;
+
 static void *rw_main(void *arg)
 {
 	struct rworker *w = arg;
@@ -262,6 +270,7 @@ static void *rw_main(void *arg)
 	struct pollfd p[3];
 	int n, ret, closed = 0;
 
+	this_worker = w;
 	while (!atomic_load(&s->stop) && !pxfer_failed(&s->fail)) {
 		p[0].fd = w->b.wake_fd;
 		p[0].events = POLLIN;
@@ -295,6 +304,7 @@ static void *rw_main(void *arg)
 				rw_write_done(w, cqe[i].tag, cqe[i].res);
 			w->b.io->ops->submit(w->b.io);
 		} while (n == REAP_BATCH);
+		rw_finish_queued(w);
 	}
 	/* every write into the ring finishes before the ring goes away */
 	while (w->b.io->inflight) {
@@ -620,10 +630,8 @@ static int finish_file(struct recv_session *s, struct pxfer_rfile *rf)
  * times and its real name in the thread that completed it, so that with
  * many small files the workers share this work with the coordinator.
  */
-static void rfile_finish(void *arg, struct pxfer_rfile *rf)
+static void rfile_finish_now(struct recv_session *s, struct pxfer_rfile *rf)
 {
-	struct recv_session *s = arg;
-
 	if (rf->end_code || rf->err)
 		return;		/* finalize reports it and removes it */
 	rf->finish_err = -finish_file(s, rf);
@@ -632,6 +640,50 @@ static void rfile_finish(void *arg, struct pxfer_rfile *rf)
 		rf->fd = -1;
 	}
 	rf->finished = 1;
+}
+
+/*
+ * In a worker, the file is finished at once. On the coordinator (FILE_END
+ * came after the last write, as it usually does with small files) it is
+ * handed to the workers in turn, so the coordinator only creates files.
+ */
+static int rfile_finish(void *arg, struct pxfer_rfile *rf)
+{
+	struct recv_session *s = arg;
+	struct rworker *w;
+
+	if (this_worker || rf->end_code || rf->err || !s->nworkers) {
+		rfile_finish_now(s, rf);
+		return 0;
+	}
+	w = &s->w[s->finish_next++ % s->nworkers];
+	pthread_mutex_lock(&w->b.lock);
+	w->finq[(w->finq_head + w->finq_count) % s->tab.n] = rf - s->tab.f;
+	w->finq_count++;
+	pthread_mutex_unlock(&w->b.lock);
+	pxfer_wake(w->b.wake_fd);
+	return 1;
+}
+
+/* finish what the coordinator handed to this worker */
+static void rw_finish_queued(struct rworker *w)
+{
+	struct recv_session *s = w->s;
+	uint32_t id;
+
+	for (;;) {
+		pthread_mutex_lock(&w->b.lock);
+		if (!w->finq_count) {
+			pthread_mutex_unlock(&w->b.lock);
+			return;
+		}
+		id = w->finq[w->finq_head];
+		w->finq_head = (w->finq_head + 1) % s->tab.n;
+		w->finq_count--;
+		pthread_mutex_unlock(&w->b.lock);
+		rfile_finish_now(s, &s->tab.f[id]);
+		pxfer_filetab_push_done(&s->tab, id);
+	}
 }
 
 static void finalize(struct recv_session *s, uint64_t id)
@@ -894,7 +946,8 @@ static int worker_prepare(struct recv_session *s, struct rworker *w)
 {
 	w->s = s;
 	w->slots = calloc(s->wel.slots, sizeof(*w->slots));
-	if (!w->slots)
+	w->finq = calloc(s->tab.n, sizeof(*w->finq));
+	if (!w->slots || !w->finq)
 		return -ENOMEM;
 	return pxfer_worker_prepare(&w->b, s->t, s->o->io, s->wel.slots,
 				    s->wel.chunk_size, 1);
@@ -904,6 +957,7 @@ static void worker_release(struct recv_session *s, struct rworker *w)
 {
 	pxfer_worker_release(&w->b, s->t);
 	free(w->slots);
+	free(w->finq);
 }
 
 /* One data connection: prove it belongs to this session, set up its worker. */

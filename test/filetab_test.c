@@ -16,6 +16,8 @@
  *    for a burst of files done before the coordinator empties the queue;
  *  - FILE_END with a total below what was submitted, above the size, twice,
  *    or for an unknown id is refused;
+ *  - a finish callback that hands the file on keeps it off the queue until
+ *    pxfer_filetab_push_done;
  *  - worker threads and a coordinator racing still queue each file once,
  *    and the finish callback runs once per file, after its last byte and
  *    before the file can be popped.
@@ -251,6 +253,16 @@ static void test_reserve(void)
 
 /* ---- written and done --------------------------------------------------- */
 
+/* a finish callback that hands every file on, counting the calls */
+static int defer_calls;
+
+static int defer_finish(void *arg, struct pxfer_rfile *f)
+{
+	(void)f;
+	(*(int *)arg)++;
+	return 1;
+}
+
 static void test_done(void)
 {
 	struct pxfer_filetab t;
@@ -358,6 +370,22 @@ static void test_done(void)
 	drop_file(&t, 0);
 	drop_file(&t, 3);
 
+	/* a finish callback that hands the file on: not queued until the
+	 * taker pushes it, then queued once */
+	woken();
+	t.finish = defer_finish;
+	t.finish_arg = &defer_calls;
+	open_file(&t, 0, 10, 100);
+	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == 0, "end, finish deferred");
+	T_EXPECT(defer_calls == 1 && !pops(&t, 0, NULL) && !woken(),
+		 "a deferred file is not done yet (%d finish calls)",
+		 defer_calls);
+	pxfer_filetab_push_done(&t, 0);
+	T_EXPECT(woken() && pops(&t, 0, &others) == 1 && !others,
+		 "done once pushed");
+	t.finish = NULL;
+	drop_file(&t, 0);
+
 	/* unknown and closed ids */
 	T_EXPECT(pxfer_filetab_end(&t, 4, 0, 0) == -EPROTO, "end id n");
 	T_EXPECT(pxfer_filetab_end(&t, UINT64_MAX, 0, 0) == -EPROTO,
@@ -437,7 +465,7 @@ struct race {
 };
 
 /* the finish callback: once per file, after its last byte, before it pops */
-static void race_finish(void *arg, struct pxfer_rfile *f)
+static int race_finish(void *arg, struct pxfer_rfile *f)
 {
 	struct race *r = arg;
 	uint64_t id = f - r->t->f;
@@ -447,6 +475,7 @@ static void race_finish(void *arg, struct pxfer_rfile *f)
 	if (atomic_load(&r->wrote[id]) != r->size[id])
 		atomic_fetch_add(&r->finish_early, 1);
 	atomic_fetch_add(&r->finished[id], 1);
+	return 0;
 }
 
 /* piece k: file k % RACE_FILES, offset (k / RACE_FILES) * RACE_SEG */
