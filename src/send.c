@@ -465,7 +465,9 @@ static int open_source(const struct pxfer_walk_entry *e, int *fdp,
 		close(fd);
 		return -ESTALE;
 	}
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	/* larger read-ahead; a small file is read in one go anyway */
+	if (st->st_size > (off_t)PXFER_AUTO_CHUNK_MIN)
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	*fdp = fd;
 	return 0;
 }
