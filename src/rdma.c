@@ -109,6 +109,7 @@ struct rdma_ctx {
 	atomic_int stop;
 	atomic_int inflight;		/* signaled sends not yet completed */
 	int spin;
+	int cq_first;			/* entries the CQ is created with */
 	int refs;
 };
 
@@ -542,6 +543,7 @@ static int ctx_get(struct rdma_ctx **out)
 {
 	struct rdma_ctx *ctx;
 	const char *spin = getenv("PXFER_RDMA_SPIN");
+	const char *cq_first = getenv("PXFER_RDMA_CQ_MIN");
 	int ret;
 
 	pthread_mutex_lock(&ctx_lock);
@@ -556,6 +558,8 @@ static int ctx_get(struct rdma_ctx **out)
 	if (!ctx)
 		goto out_unlock;
 	ctx->spin = spin ? atoi(spin) : 2000;
+	/* a smaller first CQ makes the tests grow it (rdma_suite case i) */
+	ctx->cq_first = cq_first ? atoi(cq_first) : RDMA_CQ_MIN;
 	ctx->ech = rdma_create_event_channel();
 	if (!ctx->ech) {
 		ret = errno ? -errno : -ENODEV;
@@ -708,8 +712,9 @@ static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
 	if (ret)
 		goto out_undo;
 	ctx->cq_max = attr.max_cqe;
-	ctx->cq = ibv_create_cq(verbs, attr.max_cqe < RDMA_CQ_MIN ? attr.max_cqe
-								  : RDMA_CQ_MIN,
+	ctx->cq = ibv_create_cq(verbs, attr.max_cqe < ctx->cq_first ? attr.max_cqe
+			: ctx->cq_first > (int)ctx->srq_max ? ctx->cq_first
+							     : (int)ctx->srq_max,
 				ctx, ctx->cch, 0);
 	if (!ctx->cq) {
 		ret = -errno;

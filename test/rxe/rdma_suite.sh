@@ -30,6 +30,10 @@
 #      -v report shows K <= B outstanding work requests for every data
 #      connection
 #   h  a wrong secret over rdma: exit 3 and nothing written
+#   i  both sides start with the smallest completion queue their shared
+#      receive queue allows (PXFER_RDMA_CQ_MIN=1) and deep rings (-j 2,
+#      64 KiB chunks, 256 slots each): the sender says it grew the queue,
+#      and 30 MiB arrive intact
 #
 # Usage (inside the VM): test/rxe/rdma_suite.sh [-v] [CASE...]
 #   CASE   letters of the cases to run (default: all)
@@ -49,13 +53,13 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-v) VERBOSE=1 ;;
 	-h|--help) sed -n '/^# rdma_suite:/,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	[a-h]) cases+=("$1") ;;
-	*) echo "rdma_suite: unknown argument '$1' (cases are a-h)" >&2; exit 2 ;;
+	[a-i]) cases+=("$1") ;;
+	*) echo "rdma_suite: unknown argument '$1' (cases are a-i)" >&2; exit 2 ;;
 	esac
 	shift
 done
 # d last: it takes the link down, which can upset the rxe driver
-[ ${#cases[@]} -gt 0 ] || cases=(a b c e f g h d)
+[ ${#cases[@]} -gt 0 ] || cases=(a b c e f g h i d)
 # how long the sender and the receiver may take to notice the link loss:
 # the sender's QPs give up after 7 retries of ~268 ms; a receiver that
 # only waits learns it from its idle timeout (60 s without a word)
@@ -717,6 +721,37 @@ case_h()
 		rc=1
 	fi
 	check $rc "h: wrong secret over rdma: the sender exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-160)\"; nothing written" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- i: the completion queue grows ---------------------------------------------------------
+
+case_i()
+{
+	local dst=$W/i log=$LOGS/i.check.log rc=0
+
+	mkdir -p "$dst"
+	: >"$log"
+	# 32 MiB of ring for 2 workers in 64 KiB chunks: 256 slots each, so the
+	# sender reserves two work requests per slot on top of its SRQ's share
+	RECV_WRAP=(env PXFER_RDMA_CQ_MIN=1)
+	SEND_WRAP=(env PXFER_RDMA_CQ_MIN=1)
+	if start_recv i "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 32M; then
+		rdma_send i 240 -v -j 2 --chunk-size 64K "$DATA/big" "$SRV_ADDR:$RECV_PORT"
+		recv_done 30
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+		grep_log "64 KiB chunks, 256 slots each" "$SEND_LOG" "$log" || rc=1
+		grep_log "completion queue grown to [0-9]+ entries" "$SEND_LOG" "$log" || rc=1
+		same_file "$DATA/big" "$dst/big" "$log" || rc=1
+	else
+		rc=1
+	fi
+	RECV_WRAP=()
+	SEND_WRAP=()
+	check $rc "i: a completion queue started small grows for deep rings ($(grep -ohE 'completion queue grown to [0-9]+ entries' "$SEND_LOG" "$RECV_LOG" 2>/dev/null | sort -u | paste -sd ',' -)); 30 MiB in 64 KiB chunks intact ($SEND_SECS s)" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
