@@ -18,8 +18,9 @@
 #   --max-size MIB largest size the calibration may choose (default 256)
 #   --budget SEC   seconds the measurements may take in all (default 420)
 #   --diag [LIST]  instead of the comparison, diagnostic variants, each
-#                  repetition measuring the baseline pair (ib_write_bw, then
-#                  pxfer at the defaults) again, then the variants in LIST
+#                  repetition measuring the baseline pair (ib_write_bw with
+#                  1 MiB writes, then pxfer with --chunk-size 1M, otherwise
+#                  at the defaults) again, then the variants in LIST
 #                  (comma-separated; default: all but profile):
 #                    t        ib_write_bw with a send queue only as deep as
 #                             pxfer's ring (-t slots per worker)
@@ -46,9 +47,12 @@
 #                sender's --json "bytes" / "seconds" (the whole transfer:
 #                connecting, authenticating, transferring, closing); every
 #                copy is checked with cmp
-#   ib_write_bw  the same bytes as pxfer moves, as 1 MiB RDMA WRITEs
-#                (-s 1048576, pxfer's default chunk) on as many RC QPs as
-#                pxfer has workers (-n is per QP); throughput is its own
+#   ib_write_bw  the same bytes as pxfer moves, as RDMA WRITEs of pxfer's
+#                chunk size at that -j (-s: 4 MiB at -j1, 2 MiB at -j2,
+#                1 MiB from -j4, what its receiver picks with the default
+#                --ring-mem; checked against what pxfer -v reports) on as
+#                many RC QPs as pxfer has workers (-n is per QP); throughput
+#                is its own
 #                "BW average[MB/sec]" (MB = 2^20 bytes), which covers only
 #                the posting of the writes, not the connection setup
 # The median of the repetitions is reported, the ratio of the medians (the
@@ -124,7 +128,20 @@ done
 SDEV=$PXFER_RXE_SERVER_DEV CDEV=$PXFER_RXE_CLIENT_DEV
 SGID=$PXFER_RXE_SERVER_GID CGID=$PXFER_RXE_CLIENT_GID
 SADDR=$PXFER_RXE_SERVER_ADDR CADDR=$PXFER_RXE_CLIENT_ADDR
-MSG=1048576                     # ib_write_bw message size = pxfer's default chunk
+MSG=1048576                     # 1 MiB: --diag's baseline chunk and message
+
+# px_chunk J - the chunk pxfer's receiver picks for J workers by default:
+# the largest up to 4 MiB that leaves 8 slots per worker of 32 MiB of
+# ring memory, at least 1 MiB (src/recv.c, RING_DEPTH)
+px_chunk() {
+	local c=$((4 << 20))
+	while [ $((c / 2)) -ge $((1 << 20)) ] && [ $(((32 << 20) / ($1 * c))) -lt 8 ]; do
+		c=$((c / 2))
+	done
+	echo $c
+}
+# the chunk size pxfer must report for the run (bytes), or empty
+EXPECT_CHUNK=
 W=/tmp/pxfer-bench-rdma
 rm -rf "$W"
 mkdir -p "$W/logs" || exit 1
@@ -328,6 +345,13 @@ px() {
 		fail_run "$id: the copy differs from the original" "$log.send" "$log.recv"
 		return 1
 	fi
+	R_CHUNK=$(sed -n 's/.* \([0-9]*\) KiB chunks.*/\1/p' "$log.send" | head -n 1)
+	if [ -n "$EXPECT_CHUNK" ] && [ "$((${R_CHUNK:-0} * 1024))" != "$EXPECT_CHUNK" ]; then
+		rm -rf "$dst"
+		fail_run "$id: pxfer used ${R_CHUNK:-?} KiB chunks, not the $((EXPECT_CHUNK >> 10)) KiB ib_write_bw writes" \
+			"$log.send"
+		return 1
+	fi
 	rm -rf "$dst"
 	R_SECS=$secs
 	R_DATA=$(data_rate "$log.wire" "$bytes")
@@ -520,13 +544,15 @@ if [ -z "$size" ]; then
 	cat "$W/cal.bin" >/dev/null
 	echo "calibration (32 MiB, -j1 / -q1):"
 	t0=$EPOCHREALTIME
+	EXPECT_CHUNK=$(px_chunk 1)
 	px cal-px 1 "$W/cal.bin" "" "" "" || { echo "rdma-guest: calibration failed"; exit 1; }
+	EXPECT_CHUNK=
 	w_px=$(calc "$EPOCHREALTIME - $t0" .3f)
 	echo "  pxfer       $R_MIBS MiB/s, $w_px s in all (with setup and cmp)"
 	ok=0
 	for try in 1 2 3; do
 		t0=$EPOCHREALTIME
-		ib cal-ib 1 32 $MSG "" && { ok=1; break; }
+		ib cal-ib 1 $(((32 << 20) / $(px_chunk 1))) "$(px_chunk 1)" "" && { ok=1; break; }
 	done
 	[ $ok -eq 1 ] || { echo "rdma-guest: calibration failed"; exit 1; }
 	w_ib=$(calc "$EPOCHREALTIME - $t0" .3f)
@@ -562,14 +588,18 @@ echo
 if [ $diag -eq 0 ]; then
 	for ((rep = 1; rep <= reps; rep++)); do
 		for j in "${JOBS[@]}"; do
-			n=$((size / j < 5 ? 5 : size / j))
+			msg=$(px_chunk "$j")
+			n=$(((size << 20) / (j * msg)))
+			[ $n -ge 5 ] || n=5
+			EXPECT_CHUNK=$msg
 			if [ $((rep % 2)) -eq 1 ]; then
 				run_px "px-$j" $rep "pxfer -j$j" "$j" "$DATA" "" "" ""
-				run_ib "ib-$j" $rep "ib_write_bw -q$j" "$j" $n $MSG ""
+				run_ib "ib-$j" $rep "ib_write_bw -q$j -s $((msg >> 20))M" "$j" $n $msg ""
 			else
-				run_ib "ib-$j" $rep "ib_write_bw -q$j" "$j" $n $MSG ""
+				run_ib "ib-$j" $rep "ib_write_bw -q$j -s $((msg >> 20))M" "$j" $n $msg ""
 				run_px "px-$j" $rep "pxfer -j$j" "$j" "$DATA" "" "" ""
 			fi
+			EXPECT_CHUNK=
 		done
 	done
 else
@@ -581,7 +611,7 @@ else
 			n=$((size / j < 5 ? 5 : size / j))
 			n4=$((size / 4 / j < 5 ? 5 : size / 4 / j))
 			run_ib "ib-$j" $rep "ib_write_bw -q$j" "$j" $n $MSG ""
-			run_px "px-$j" $rep "pxfer -j$j" "$j" "$DATA" "" "" ""
+			run_px "px-$j" $rep "pxfer -j$j" "$j" "$DATA" "" "--chunk-size 1M" ""
 			for v in "${VARS[@]}"; do
 				case $v in
 				t) run_ib "ib-$j-t" $rep "ib_write_bw -q$j -t $slots" "$j" $n $MSG "-t $slots" ;;
@@ -609,7 +639,8 @@ else
 			if [ $t = px ]; then
 				px prof-px "$j" "$DATA" "" "" "" && echo "profile: pxfer -j$j, $R_MIBS MiB/s (perf running)"
 			else
-				ib prof-ib "$j" $((size / j < 5 ? 5 : size / j)) $MSG "" &&
+				ib prof-ib "$j" $((((size << 20) / (j * $(px_chunk "$j"))) < 5 ? 5 :
+						   (size << 20) / (j * $(px_chunk "$j")))) "$(px_chunk "$j")" "" &&
 					echo "profile: ib_write_bw -q$j, $R_MIBS MiB/s (perf running)"
 			fi
 			PROFILE=''
