@@ -36,6 +36,7 @@ int pxfer_ctrl_init(struct pxfer_ctrl *c, struct pxfer_conn *conn)
 		ret = -ret;
 		goto out_close;
 	}
+	c->owner = pthread_self();
 	c->last_tx = c->last_rx = pxfer_now();
 	return 0;
 
@@ -100,7 +101,8 @@ int pxfer_ctrl_queue(struct pxfer_ctrl *c, const struct pxfer_msg *m)
 	}
 	was_empty = c->out_len == c->out_off;
 	c->out_len += n;
-	if (was_empty && write(c->wake_fd, &one, sizeof(one)) < 0) {
+	if (was_empty && !pthread_equal(c->owner, pthread_self()) &&
+	    write(c->wake_fd, &one, sizeof(one)) < 0) {
 		/* the counter is already non-zero: the wake-up is pending */
 	}
 out_unlock:

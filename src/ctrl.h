@@ -4,7 +4,9 @@
  * Any thread may queue a message (encoded at once into the out buffer);
  * only the coordinator flushes and reads, both without blocking, so two
  * coordinators that write at the same time can never deadlock on full
- * socket buffers. Queueing wakes the coordinator through @wake_fd.
+ * socket buffers. Queueing from another thread wakes the coordinator
+ * through @wake_fd; the coordinator (the thread that called
+ * pxfer_ctrl_init) flushes at the start of each turn anyway.
  */
 #ifndef PXFER_CTRL_H
 #define PXFER_CTRL_H
@@ -22,6 +24,7 @@ struct pxfer_ctrl {
 	uint8_t *in;
 	size_t in_off, in_len, in_cap;
 	int wake_fd;		/* eventfd, written when out goes non-empty */
+	pthread_t owner;	/* the coordinator: flushes without a wake-up */
 	int eof;
 	double last_tx, last_rx;	/* when bytes last left / arrived */
 };

@@ -6,7 +6,8 @@
  *
  *  - several threads queue at once while the coordinator flushes, and the
  *    other side fills and decodes: every message arrives intact, each
- *    thread's in the order it queued them; queueing wakes the coordinator;
+ *    thread's in the order it queued them; queueing from another thread
+ *    wakes the coordinator, queueing from the coordinator does not;
  *  - a stream cut at every byte boundary is reassembled, and so is one fed
  *    a byte at a time;
  *  - malformed frames give -EPROTO (after the good frames before them);
@@ -241,6 +242,17 @@ static void *produce(void *arg)
 	return NULL;
 }
 
+/* one message, queued from a thread other than the coordinator */
+static void *queue_one(void *arg)
+{
+	struct producer *p = arg;
+	struct pxfer_msg m;
+
+	make_msg(p->idx, 0, &m);
+	p->err = pxfer_ctrl_queue(p->c, &m);
+	return NULL;
+}
+
 static void test_producers(void)
 {
 	struct pair *pp = malloc(sizeof(*pp));
@@ -313,14 +325,24 @@ static void test_producers(void)
 	T_EXPECT(pxfer_ctrl_next(&pp->b, m) == 0, "an extra message");
 	printf("producers: %u messages, %d wake-ups\n", got, woke);
 
-	/* queueing into an empty buffer wakes; drain clears */
+	/* another thread queueing into an empty buffer wakes; drain clears */
 	pxfer_ctrl_drain_wake(&pp->a);
 	T_EXPECT(!wake_pending(&pp->a), "wake left after drain");
-	make_msg(0, 0, want);
-	T_EXPECT(pxfer_ctrl_queue(&pp->a, want) == 0, "queue");
+	prod[0].c = &pp->a;
+	prod[0].idx = 0;
+	prod[0].err = 0;
+	pthread_create(&prod[0].th, NULL, queue_one, &prod[0]);
+	pthread_join(prod[0].th, NULL);
+	T_EXPECT(prod[0].err == 0, "queue from another thread: %d", prod[0].err);
 	T_EXPECT(wake_pending(&pp->a), "queue into an empty buffer wakes");
 	pxfer_ctrl_drain_wake(&pp->a);
 	T_EXPECT(!wake_pending(&pp->a), "wake left after drain");
+	T_EXPECT(pxfer_ctrl_flush(&pp->a) == 0, "flush");
+	/* the coordinator itself flushes next turn: no wake-up to itself */
+	make_msg(0, 0, want);
+	T_EXPECT(pxfer_ctrl_queue(&pp->a, want) == 0, "queue");
+	T_EXPECT(!wake_pending(&pp->a), "the coordinator woke itself");
+	T_EXPECT(pxfer_ctrl_pending(&pp->a) > 0, "nothing queued");
 	T_EXPECT(pxfer_ctrl_flush(&pp->a) == 0, "flush");
 
 	/* the encoder's refusal: nothing queued */
