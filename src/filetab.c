@@ -45,13 +45,36 @@ static int check_done(struct pxfer_filetab *t, uint64_t id)
 	return 0;
 }
 
+/* this thread's batch (pxfer_filetab_batch_begin), if any */
+static __thread struct pxfer_filetab *batch_tab;
+static __thread int batch_wake;
+
+void pxfer_filetab_batch_begin(struct pxfer_filetab *t)
+{
+	batch_tab = t;
+	batch_wake = 0;
+}
+
+int pxfer_filetab_batch_end(struct pxfer_filetab *t)
+{
+	int wake = batch_tab == t && batch_wake;
+
+	batch_tab = NULL;
+	batch_wake = 0;
+	return wake;
+}
+
 void pxfer_filetab_push_done(struct pxfer_filetab *t, uint64_t id)
 {
 	pthread_mutex_lock(&t->lock);
 	t->doneq[(t->dhead + t->dcount) % t->n] = id;
 	/* the coordinator empties the queue each time it wakes */
-	if (t->dcount++ == 0)
-		pxfer_wake(t->wake_fd);
+	if (t->dcount++ == 0) {
+		if (batch_tab == t)
+			batch_wake = 1;
+		else
+			pxfer_wake(t->wake_fd);
+	}
 	pthread_mutex_unlock(&t->lock);
 }
 

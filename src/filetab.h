@@ -80,6 +80,15 @@ int pxfer_filetab_end(struct pxfer_filetab *t, uint64_t id, uint64_t total,
 /* pxfer_filetab_push_done - queue @id as done, for a deferred finish */
 void pxfer_filetab_push_done(struct pxfer_filetab *t, uint64_t id);
 
+/*
+ * pxfer_filetab_batch_begin / _end - between the two, files this thread
+ * queues as done do not wake the coordinator one by one: _end returns 1
+ * if any did need it, and the caller then wakes it (t->wake_fd) once. A
+ * worker brackets each turn of its loop so.
+ */
+void pxfer_filetab_batch_begin(struct pxfer_filetab *t);
+int pxfer_filetab_batch_end(struct pxfer_filetab *t);
+
 /* pxfer_filetab_pop_done - next id ready to finalize; 1, or 0 if none */
 int pxfer_filetab_pop_done(struct pxfer_filetab *t, uint64_t *id);
 

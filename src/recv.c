@@ -64,6 +64,7 @@ struct rworker {
 	 * guarded by b.lock */
 	uint32_t *finq;
 	unsigned int finq_head, finq_count;
+	int slots_freed;	/* the coordinator has credits to grant */
 };
 
 struct rdir {
@@ -145,12 +146,13 @@ static int rw_prep_write(struct rworker *w, unsigned int slot, unsigned int i)
 				rs->seg[i].offset + done, ((uint64_t)slot << 8) | i);
 }
 
+/* the coordinator is told once per turn of the worker (rw_main) */
 static void rw_slot_free(struct rworker *w, unsigned int slot)
 {
 	pthread_mutex_lock(&w->b.lock);
 	pxfer_credits_put(&w->b.cred, slot);
 	pthread_mutex_unlock(&w->b.lock);
-	pxfer_wake(w->s->ctrl.wake_fd);
+	w->slots_freed = 1;
 }
 
 static int rw_write_done(struct rworker *w, uint64_t tag, int res)
@@ -281,6 +283,8 @@ static void *rw_main(void *arg)
 		poll(p, w->b.io->event_fd >= 0 ? 3 : 2,
 		     !w->b.io->inflight ? 1000 : w->b.io->event_fd >= 0 ? 100 : 0);
 		pxfer_drain(w->b.wake_fd);
+		/* the coordinator is told at the end of the turn, once */
+		pxfer_filetab_batch_begin(&s->tab);
 		if (!closed && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
 			ret = rw_receive(w);
 			if (ret < 0)
@@ -305,7 +309,13 @@ static void *rw_main(void *arg)
 			w->b.io->ops->submit(w->b.io);
 		} while (n == REAP_BATCH);
 		rw_finish_queued(w);
+		if (pxfer_filetab_batch_end(&s->tab) || w->slots_freed) {
+			w->slots_freed = 0;
+			pxfer_wake(s->ctrl.wake_fd);
+		}
 	}
+	if (pxfer_filetab_batch_end(&s->tab))	/* left by a break */
+		pxfer_wake(s->ctrl.wake_fd);
 	/* every write into the ring finishes before the ring goes away */
 	while (w->b.io->inflight) {
 		if (w->b.io->ops->submit(w->b.io))
@@ -651,6 +661,7 @@ static int rfile_finish(void *arg, struct pxfer_rfile *rf)
 {
 	struct recv_session *s = arg;
 	struct rworker *w;
+	int wake;
 
 	if (this_worker || rf->end_code || rf->err || !s->nworkers) {
 		rfile_finish_now(s, rf);
@@ -659,9 +670,11 @@ static int rfile_finish(void *arg, struct pxfer_rfile *rf)
 	w = &s->w[s->finish_next++ % s->nworkers];
 	pthread_mutex_lock(&w->b.lock);
 	w->finq[(w->finq_head + w->finq_count) % s->tab.n] = rf - s->tab.f;
-	w->finq_count++;
+	/* the worker empties its queue each time it wakes */
+	wake = w->finq_count++ == 0;
 	pthread_mutex_unlock(&w->b.lock);
-	pxfer_wake(w->b.wake_fd);
+	if (wake)
+		pxfer_wake(w->b.wake_fd);
 	return 1;
 }
 

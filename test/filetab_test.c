@@ -13,7 +13,8 @@
  *  - written counts bytes and keeps the first error;
  *  - a file is queued as done exactly once, when FILE_END is known and all
  *    its bytes are written, whichever comes last; the wake fd fires, once
- *    for a burst of files done before the coordinator empties the queue;
+ *    for a burst of files done before the coordinator empties the queue,
+ *    and not at all inside a batch, whose end says if it must be woken;
  *  - FILE_END with a total below what was submitted, above the size, twice,
  *    or for an unknown id is refused;
  *  - a finish callback that hands the file on keeps it off the queue until
@@ -369,6 +370,31 @@ static void test_done(void)
 	T_EXPECT(pops(&t, 0, NULL) == 1, "queued again");
 	drop_file(&t, 0);
 	drop_file(&t, 3);
+
+	/* in a batch, files done wake no one; the batch's end says whether
+	 * the coordinator must be woken (once), and a batch with nothing
+	 * done says no */
+	woken();
+	pxfer_filetab_batch_begin(&t);
+	T_EXPECT(pxfer_filetab_batch_end(&t) == 0, "an empty batch wants a wake");
+	pxfer_filetab_batch_begin(&t);
+	open_file(&t, 0, 10, 100);
+	open_file(&t, 3, 10, 103);
+	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == 0, "batch: end 0");
+	T_EXPECT(!woken(), "a done file in a batch woke the coordinator");
+	T_EXPECT(pops(&t, 0, NULL) == 1, "batch: 0 queued");
+	T_EXPECT(pxfer_filetab_end(&t, 3, 0, 0) == 0, "batch: end 3");
+	T_EXPECT(!woken(), "a second done file in a batch woke it");
+	T_EXPECT(pxfer_filetab_batch_end(&t) == 1, "the batch's end wants no wake");
+	T_EXPECT(pops(&t, 3, NULL) == 1, "batch: 3 queued");
+	drop_file(&t, 0);
+	drop_file(&t, 3);
+	/* after the batch, files done wake at once again */
+	open_file(&t, 0, 10, 100);
+	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == 0, "after batch: end 0");
+	T_EXPECT(woken(), "no wake after the batch ended");
+	T_EXPECT(pops(&t, 0, NULL) == 1, "after batch: queued");
+	drop_file(&t, 0);
 
 	/* a finish callback that hands the file on: not queued until the
 	 * taker pushes it, then queued once */
