@@ -23,7 +23,8 @@ struct pxfer_sfile {
 	int fd;
 	uint64_t size;
 	uint64_t cursor;	/* next byte not yet planned */
-	uint64_t data_end;	/* end of the data region holding cursor */
+	uint64_t data_end;	/* end of the data region holding cursor;
+				   size if the file is known to have no holes */
 	uint64_t sent;		/* bytes of segments sent */
 	unsigned int inflight;	/* segments planned, not yet done */
 	int all_planned;

@@ -538,6 +538,14 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	se->type = type;
 	se->f.fd = fd;
 	se->f.size = m->u.file.size;
+	/*
+	 * A file whose blocks cover its size has no holes: the scheduler
+	 * needs no SEEK_DATA / SEEK_HOLE for it (two system calls a file,
+	 * made under its lock). Blocks allocated beyond the end could hide
+	 * a hole; it is then sent as zeros, which costs space, not data.
+	 */
+	if (type == PXFER_FT_REG && (uint64_t)st.st_blocks * 512 >= se->f.size)
+		se->f.data_end = se->f.size;
 	se->f.id = s->free_ids[--s->nfree];
 	m->u.file.id = se->f.id;
 	s->win[se->f.id] = se;
