@@ -451,8 +451,11 @@ static int fill_file_msg(struct pxfer_file *fm, const struct pxfer_walk_entry *e
 static int open_source(const struct pxfer_walk_entry *e, int *fdp,
 		       struct stat *st)
 {
-	int fd = open(e->src, O_RDONLY | O_CLOEXEC);
+	int fd = e->fd;
 
+	if (fd >= 0)
+		goto opened;	/* the walk opened it, and st is its fstat */
+	fd = open(e->src, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, st)) {
@@ -465,6 +468,7 @@ static int open_source(const struct pxfer_walk_entry *e, int *fdp,
 		close(fd);
 		return -ESTALE;
 	}
+opened:
 	/* larger read-ahead; a small file is read in one go anyway */
 	if (st->st_size > (off_t)PXFER_AUTO_CHUNK_MIN)
 		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -1179,6 +1183,7 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 			   bad ? bad : "?", strerror(-ret));
 		goto out;
 	}
+	s->walk.open_files = 1;
 	s->walk_init = 1;
 	if (handshake(s))
 		goto out;

@@ -251,10 +251,45 @@ static int emit_link(struct pxfer_walk_entry *e, int dfd, const char *name)
 	return emit(e, PXFER_WALK_SYMLINK);
 }
 
-/* Classify entry @name of directory @dfd; the paths already name it. */
-static int emit_child(struct pxfer_walk *w, struct pxfer_walk_entry *e,
-		      int dfd, const char *name)
+/*
+ * Open regular file @name of @dfd for the caller: one relative open and
+ * an fstat, instead of a stat here and an open by the full path later.
+ * Returns 1 with the entry, or 0 if it is not (or no longer) a regular
+ * file, to be classified by its lstat instead.
+ */
+static int emit_open_file(struct pxfer_walk_entry *e, int dfd, const char *name)
 {
+	int fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0) {
+		if (errno == ELOOP)
+			return 0;	/* a link now: classified as one */
+		emit_error(e, -errno);
+		return 1;
+	}
+	if (fstat(fd, &e->st) < 0) {
+		int err = -errno;
+
+		close(fd);
+		emit_error(e, err);
+		return 1;
+	}
+	if (!S_ISREG(e->st.st_mode)) {
+		close(fd);
+		return 0;
+	}
+	e->fd = fd;
+	emit(e, PXFER_WALK_FILE);
+	return 1;
+}
+
+/* Classify entry @name (type @dtype) of directory @dfd; the paths name it. */
+static int emit_child(struct pxfer_walk *w, struct pxfer_walk_entry *e,
+		      int dfd, const char *name, unsigned char dtype)
+{
+	if (w->open_files && dtype == DT_REG &&
+	    emit_open_file(e, dfd, name))
+		return 1;
 	if (fstatat(dfd, name, &e->st, AT_SYMLINK_NOFOLLOW) < 0)
 		return emit_error(e, -errno);
 	switch (e->st.st_mode & S_IFMT) {
@@ -299,7 +334,7 @@ static int next_in_dir(struct pxfer_walk *w, struct pxfer_walk_entry *e)
 	w->rel_len = join(w->rel, l->rel_len, d->d_name, n);
 	if (w->rel_len > PXFER_PATH_MAX)
 		return emit_error(e, -ENAMETOOLONG);
-	return emit_child(w, e, dirfd(l->dir), d->d_name);
+	return emit_child(w, e, dirfd(l->dir), d->d_name, d->d_type);
 }
 
 /* Start root @root: 1 with @e, or 0 if only its contents are sent. */
@@ -341,6 +376,7 @@ int pxfer_walk_next(struct pxfer_walk *w, struct pxfer_walk_entry *e)
 		memset(&e->st, 0, sizeof(e->st));
 		e->target[0] = '\0';
 		e->err = 0;
+		e->fd = -1;
 		if (w->depth)
 			ret = next_in_dir(w, e);
 		else if (w->next_root < w->nroots)

@@ -24,6 +24,7 @@ struct pxfer_walk {
 	char *rel;			/* buffer for the wire path */
 	size_t src_len;			/* their lengths for the last entry */
 	size_t rel_len;
+	int open_files;			/* set by the caller: see fd below */
 };
 
 enum pxfer_walk_kind {
@@ -39,6 +40,12 @@ struct pxfer_walk_entry {
 	const char *src;	/* local path (for open, and for messages) */
 	const char *rel;	/* wire path, relative, '/'-separated */
 	struct stat st;		/* lstat() of the entry (stat() for a root) */
+	/*
+	 * FILE below a root, with w->open_files set: the file opened for
+	 * reading (O_NOFOLLOW, relative to its directory) and st its fstat();
+	 * the caller owns and closes it. Otherwise -1.
+	 */
+	int fd;
 	char target[PXFER_PATH_MAX + 1];	/* SYMLINK only */
 	int err;		/* ERROR only: a negative errno */
 };

@@ -3,7 +3,9 @@
  * walk_test: the sender's tree walk yields every entry once, directories
  * before their contents, with the wire names specified for each kind of
  * root; refuses duplicate and missing roots; reports what it cannot read
- * and goes on; and copes with wide and deep trees.
+ * and goes on; and copes with wide and deep trees. All of it twice: once
+ * as it is, once with open_files (as the sender walks), where every
+ * regular file below a root comes open, its fstat in st.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -39,6 +41,8 @@ struct res {
 	int cap;
 };
 
+static int walk_open;	/* walk_all sets open_files */
+
 static char tmp[] = "/tmp/pxfer-walk-XXXXXX";
 
 /* ---- helpers --------------------------------------------------------- */
@@ -60,6 +64,19 @@ static void add(struct res *r, const struct pxfer_walk_entry *e)
 	x->target = strdup(e->target);
 	x->err = e->err;
 	x->st = e->st;
+	if (e->fd >= 0) {
+		struct stat st;
+
+		T_EXPECT(walk_open && e->kind == PXFER_WALK_FILE,
+			 "'%s': an fd with kind %d", e->rel, e->kind);
+		T_EXPECT(fstat(e->fd, &st) == 0 && st.st_ino == e->st.st_ino &&
+			 st.st_dev == e->st.st_dev && S_ISREG(st.st_mode),
+			 "'%s': the fd is not the entry", e->rel);
+		T_EXPECT((fcntl(e->fd, F_GETFL) & O_ACCMODE) == O_RDONLY &&
+			 (fcntl(e->fd, F_GETFD) & FD_CLOEXEC),
+			 "'%s': fd flags", e->rel);
+		close(e->fd);
+	}
 	if (!x->src || !x->rel || !x->target)
 		abort();
 }
@@ -86,7 +103,13 @@ static int walk_all(char **roots, int n, struct res *r, const char **bad)
 
 	memset(r, 0, sizeof(*r));
 	ret = pxfer_walk_init(&w, roots, n, bad);
+	w.open_files = walk_open;
 	while (!ret && (ret = pxfer_walk_next(&w, e)) == 1) {
+		/* a file below a root comes open, and only then */
+		if (walk_open && e->kind == PXFER_WALK_FILE && w.depth)
+			T_EXPECT(e->fd >= 0, "'%s': not opened", e->rel);
+		else
+			T_EXPECT(e->fd < 0, "'%s': opened", e->rel);
 		add(r, e);
 		ret = 0;
 	}
@@ -528,11 +551,21 @@ static int unreadable_case(void)
 	T_EXPECT(mkdir(at(u, "lockroot"), 0) == 0, "mkdir lockroot");
 	write_file(at(u, "lockfile"), "x");
 	T_EXPECT(chmod(at(u, "lockfile"), 0) == 0, "chmod lockfile");
+	write_file(at(u, "top/noread"), "n");
+	T_EXPECT(chmod(at(u, "top/noread"), 0) == 0, "chmod noread");
 
 	roots[0] = at(u, "top");
 	ret = walk_all(roots, 1, &r, &bad);
-	T_EXPECT(ret == 0 && r.n == 6, "unreadable: %d, %d entries", ret,
+	T_EXPECT(ret == 0 && r.n == 7, "unreadable: %d, %d entries", ret,
 		 r.n);
+	/* a file that cannot be opened: an error when the walk opens it, a
+	 * file (that the sender then fails to open) when it only stats */
+	i = find(&r, "top/noread", &count);
+	T_EXPECT(i >= 0 && count == 1 &&
+		 r.v[i].kind == (walk_open ? PXFER_WALK_ERROR : PXFER_WALK_FILE) &&
+		 r.v[i].err == (walk_open ? -EACCES : 0),
+		 "top/noread: kind %d err %d", i >= 0 ? (int)r.v[i].kind : -1,
+		 i >= 0 ? r.v[i].err : 0);
 	i = find(&r, "top/locked", &count);
 	T_EXPECT(i >= 0 && count == 1 && r.v[i].kind == PXFER_WALK_ERROR &&
 		 r.v[i].err == -EACCES, "top/locked not an error");
@@ -681,6 +714,11 @@ int main(void)
 	test_unreadable();
 	test_flat();
 	test_deep();
+	/* again, the way the sender walks */
+	walk_open = 1;
+	test_roots();
+	test_slash();
+	test_unreadable();
 	rm_rf_at(AT_FDCWD, tmp);
 	return t_result();
 }
