@@ -24,7 +24,7 @@ struct pxfer_rfile {
 	int dirfd;		/* its directory */
 	char *path;		/* relative path, for messages */
 	const char *base;	/* final name, inside path */
-	char *tmp;		/* temporary name in dirfd */
+	char *tmp;		/* temporary name in dirfd, NULL if unnamed */
 	uint64_t size;
 	uint64_t submitted;	/* bytes whose writes were started */
 	uint64_t written;	/* bytes whose writes completed */
@@ -35,6 +35,7 @@ struct pxfer_rfile {
 	int finished;		/* the finish callback completed it */
 	int finish_err;		/* ... with this positive errno, or 0 */
 	uint32_t mode;
+	int mode_set;		/* already applied (an unnamed file) */
 	struct timespec times[2];
 };
 

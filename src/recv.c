@@ -39,6 +39,10 @@
 #define REAP_BATCH 64
 #define MAX_FILES 1024
 #define PRESIZE_MIN (1u << 20)	/* files above this are sized when created */
+#define UNNAMED_MAX PRESIZE_MIN	/* files up to this are made unnamed */
+
+/* how an unnamed (O_TMPFILE) file gets its name: see probe_link() */
+enum link_how { LINK_NONE, LINK_EMPTY_PATH, LINK_PROC };
 #define REPLY_FLUSH 32		/* control messages handled between sends */
 #define RING_DEPTH 8		/* slots per worker an automatic chunk leaves */
 #define RECV_CHUNK_MAX (16u << 20)
@@ -113,7 +117,8 @@ struct recv_session {
 	struct dcache dcache[DCACHE_N];	/* open parent directories */
 	uint64_t dcache_tick;
 	uint8_t tmp_key[crypto_shorthash_KEYBYTES];
-	uint64_t tmp_seq;
+	atomic_uint_fast64_t tmp_seq;	/* workers name files too */
+	enum link_how link_how;
 	unsigned int finish_next;	/* worker for the next handed-on finish */
 	atomic_int stop;
 	atomic_int fin_seen;
@@ -336,7 +341,7 @@ static void *rw_main(void *arg)
 static int make_tmp_name(struct recv_session *s, char *buf, size_t len,
 			 const char *base)
 {
-	uint64_t seq = s->tmp_seq++;
+	uint64_t seq = atomic_fetch_add(&s->tmp_seq, 1);
 	uint8_t h[crypto_shorthash_BYTES];
 	uint32_t r;
 	int n;
@@ -527,13 +532,24 @@ static void on_regular(struct recv_session *s, const struct pxfer_file *f)
 	char tmp[PXFER_NAME_MAX + 1];
 	const char *base;
 	char *path = NULL, *tname = NULL;
-	int dfd, fd = -1, ret;
+	int dfd, fd = -1, ret, mode_set;
 
 	dfd = dcache_get(s, f->path, &base);
 	if (dfd < 0)
 		return refuse_file(s, f, -dfd, "unsafe or unusable path");
-	ret = make_tmp_name(s, tmp, sizeof(tmp), base);
-	if (!ret) {
+	/*
+	 * A small file is made unnamed and linked when complete: cheaper for
+	 * the directory than a temporary name and a rename, and nothing is
+	 * left behind if the receiver dies. A large one keeps a visible
+	 * temporary name, which shows how far it got.
+	 */
+	ret = 0;
+	tmp[0] = 0;
+	if (s->link_how != LINK_NONE && f->size <= UNNAMED_MAX)
+		fd = openat(dfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+	if (fd < 0)
+		ret = make_tmp_name(s, tmp, sizeof(tmp), base);
+	if (fd < 0 && !ret) {
 		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
 				      O_NOFOLLOW, 0600);
 		if (fd < 0)
@@ -545,16 +561,20 @@ static void on_regular(struct recv_session *s, const struct pxfer_file *f)
 	 */
 	if (!ret && f->size > PRESIZE_MIN && ftruncate(fd, f->size))
 		ret = -errno;
+	/* no one can open an unnamed file: it can have its mode now, here
+	 * rather than in the worker that completes it */
+	mode_set = !ret && !tmp[0] && !fchmod(fd, f->mode & 01777);
 	if (!ret) {
 		path = strdup(f->path);
-		tname = strdup(tmp);
-		if (!path || !tname)
+		tname = tmp[0] ? strdup(tmp) : NULL;
+		if (!path || (tmp[0] && !tname))
 			ret = -ENOMEM;
 	}
 	if (ret) {
 		if (fd >= 0) {
 			close(fd);
-			unlinkat(dfd, tmp, 0);
+			if (tmp[0])
+				unlinkat(dfd, tmp, 0);
 		}
 		dcache_put(s, dfd);
 		free(path);
@@ -570,6 +590,7 @@ static void on_regular(struct recv_session *s, const struct pxfer_file *f)
 	rf->tmp = tname;
 	rf->size = f->size;
 	rf->mode = f->mode & 01777;	/* never set-id bits from a peer */
+	rf->mode_set = mode_set;
 	set_times(rf->times, f);
 	rf->used = 1;
 	s->tab.used++;
@@ -606,7 +627,7 @@ static void rfile_drop(struct recv_session *s, uint64_t id, int unlink_tmp)
 {
 	struct pxfer_rfile *rf = &s->tab.f[id];
 
-	if (unlink_tmp)
+	if (unlink_tmp && rf->tmp)
 		unlinkat(rf->dirfd, rf->tmp, 0);
 	if (rf->fd >= 0)
 		close(rf->fd);
@@ -619,17 +640,94 @@ static void rfile_drop(struct recv_session *s, uint64_t id, int unlink_tmp)
 	pthread_mutex_unlock(&s->tab.lock);
 }
 
+/* link @fd (O_TMPFILE) as @name in @dfd, the way probe_link() found */
+static int link_fd(enum link_how how, int fd, int dfd, const char *name)
+{
+	char proc[40];
+
+	if (how == LINK_EMPTY_PATH)
+		return linkat(fd, "", dfd, name, AT_EMPTY_PATH) ? -errno : 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
+}
+
+/*
+ * Give a complete unnamed file its name. A name that exists is replaced
+ * at once, as rename does: linked under a temporary name, renamed over it.
+ */
+static int link_unnamed(struct recv_session *s, struct pxfer_rfile *rf)
+{
+	char tmp[PXFER_NAME_MAX + 1];
+	int ret = link_fd(s->link_how, rf->fd, rf->dirfd, rf->base);
+
+	if (ret != -EEXIST)
+		return ret;
+	ret = make_tmp_name(s, tmp, sizeof(tmp), rf->base);
+	if (!ret)
+		ret = link_fd(s->link_how, rf->fd, rf->dirfd, tmp);
+	if (ret)
+		return ret;
+	if (renameat(rf->dirfd, tmp, rf->dirfd, rf->base)) {
+		ret = -errno;
+		unlinkat(rf->dirfd, tmp, 0);
+	}
+	return ret;
+}
+
+/*
+ * Can this process name an unnamed file? linkat(AT_EMPTY_PATH) needs
+ * Linux 6.10 or CAP_DAC_READ_SEARCH; the /proc/self/fd link needs /proc.
+ * Tried once per session on a file in the destination; with neither (or
+ * no O_TMPFILE there), every file gets a temporary name.
+ */
+static void probe_link(struct recv_session *s)
+{
+	static const enum link_how ways[] = { LINK_EMPTY_PATH, LINK_PROC };
+	/* PXFER_RECV_LINK=proc or =rename: what some systems are left
+	 * with, to test those ways here */
+	const char *force = getenv("PXFER_RECV_LINK");
+	unsigned int first = force && !strcmp(force, "proc");
+	char name[PXFER_NAME_MAX + 1];
+	int fd = -1;
+
+	s->link_how = LINK_NONE;
+	if (!force || strcmp(force, "rename"))
+		fd = openat(s->basefd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+	if (fd >= 0 && !make_tmp_name(s, name, sizeof(name), "probe")) {
+		for (unsigned int i = first; i < 2; i++) {
+			if (!link_fd(ways[i], fd, s->basefd, name)) {
+				s->link_how = ways[i];
+				unlinkat(s->basefd, name, 0);
+				break;
+			}
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (s->link_how == LINK_NONE)
+		verbose("files arrive under temporary names, renamed when complete");
+	else
+		verbose("files up to %u KiB arrive unnamed, linked when complete (%s)",
+			UNNAMED_MAX >> 10, s->link_how == LINK_EMPTY_PATH ?
+			"linkat AT_EMPTY_PATH" : "linkat of /proc/self/fd");
+}
+
 static int finish_file(struct recv_session *s, struct pxfer_rfile *rf)
 {
+	int ret;
+
 	if (rf->size <= PRESIZE_MIN && rf->total < rf->size &&
 	    ftruncate(rf->fd, rf->size))
 		return -errno;		/* it ends in a hole */
 	if (s->fsync && fsync(rf->fd))
 		return -errno;
-	if (fchmod(rf->fd, rf->mode) || futimens(rf->fd, rf->times))
+	if ((!rf->mode_set && fchmod(rf->fd, rf->mode)) ||
+	    futimens(rf->fd, rf->times))
 		return -errno;
-	if (renameat(rf->dirfd, rf->tmp, rf->dirfd, rf->base))
-		return -errno;
+	ret = rf->tmp ? renameat(rf->dirfd, rf->tmp, rf->dirfd, rf->base)
+		      : link_unnamed(s, rf);
+	if (ret)
+		return ret < 0 ? ret : -errno;
 	if (s->fsync && fsync(rf->dirfd))
 		return -errno;
 	return 0;
@@ -1138,7 +1236,7 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 	}
 	randombytes_buf(&wel->session, sizeof(wel->session));
 	crypto_shorthash_keygen(s->tmp_key);
-	s->tmp_seq = 0;
+	atomic_store(&s->tmp_seq, 0);
 	pxfer_auth_welcome_mac(&o->secret, nonce_r, h->nonce, wel->session,
 			       wel->mac);
 	s->wel = *wel;
@@ -1256,6 +1354,7 @@ static int run_session(struct recv_session *s, const struct pxfer_hello *h,
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "handshake with %s failed: %s", s->cconn->peer,
 				  strerror(-ret));
+	probe_link(s);
 	pxfer_auth_session_key(&s->o->secret, nonce_r, h->nonce, s->session_key);
 	verbose("session with %s: %u workers, %u KiB chunks, %u slots each",
 		s->cconn->peer, s->nworkers, s->wel.chunk_size >> 10, s->wel.slots);

@@ -13,6 +13,7 @@
 # "dir/" arrives as "dir" (over IPv6 when there is ::1); several PATH
 # arguments at once (a file, a directory, "dir/." for its contents); and a
 # PATH that is a symbolic link is followed, as 'pxfer send --help' says.
+# The receiver names complete files each way it can (see the -j loop).
 . "$(dirname "$0")/lib/common.sh"
 
 src=$T/tree
@@ -94,17 +95,23 @@ nentries=$(find "$src" | wc -l)
 nfiles=$(find "$src" -type f | wc -l)
 ok "$nentries entries ($nfiles files) made in $(timer_secs) s"
 
+# each run names the complete files another way (src/recv.c probe_link):
+# unnamed and linkat(AT_EMPTY_PATH), unnamed and linkat of /proc/self/fd,
+# a temporary name and rename (all files, not only the large ones)
+declare -A link_way=([1]="" [2]=proc [8]=rename)
+declare -A link_says=([1]="AT_EMPTY_PATH" [2]="/proc/self/fd" [8]="temporary names")
 for j in 1 2 8; do
-	note "the tree with -j $j"
+	note "the tree with -j $j, files named by ${link_says[$j]}"
 	dst=$T/dst.$j
 	mkdir "$dst"
-	start_recv "$dst"
+	PXFER_RECV_LINK=${link_way[$j]} start_recv "$dst" -v
 	timer_start
 	send_ok -j "$j" "$src" "$(target)"
 	secs=$(timer_secs)
 	wait_recv
 	expect_rc 0 "$WAIT_RC" "receiver (-j $j)"
 	expect_grep "sent $nfiles files" "$SEND_ERR" "summary of -j $j"
+	expect_grep "${link_says[$j]}" "$RECV_LOG" "the way files were named"
 	no_part_files "$dst"
 	[ "$(ls -A "$dst")" = tree ] || fail "unexpected entries in '$dst': $(ls -A "$dst")"
 	tree_equal "$src" "$dst/tree"
