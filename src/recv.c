@@ -44,6 +44,7 @@
 /* how an unnamed (O_TMPFILE) file gets its name: see probe_link() */
 enum link_how { LINK_NONE, LINK_EMPTY_PATH, LINK_PROC };
 #define REPLY_FLUSH 32		/* control messages handled between sends */
+#define WRITE_NOW_MAX (64u << 10)	/* segments written by the worker itself */
 #define RING_DEPTH 8		/* slots per worker an automatic chunk leaves */
 #define RECV_CHUNK_MAX (16u << 20)
 
@@ -151,6 +152,27 @@ static int rw_prep_write(struct rworker *w, unsigned int slot, unsigned int i)
 				rs->seg[i].offset + done, ((uint64_t)slot << 8) | i);
 }
 
+static int rw_write_done(struct rworker *w, uint64_t tag, int res);
+
+/*
+ * A small segment is written here and now. io_uring would hand it to one
+ * of its own threads anyway (buffered writes to ext4 or tmpfs cannot be
+ * tried without blocking), and with thousands of small files that thread
+ * and this one took turns for every file (two context switches a file).
+ */
+static int rw_write_now(struct rworker *w, unsigned int slot, unsigned int i)
+{
+	struct rslot *rs = &w->slots[slot];
+	uint8_t *buf = pxfer_ring_slot(&w->b.ring, slot) + rs->boff[i];
+	ssize_t n;
+
+	rs->pending++;
+	do {
+		n = pwrite(rs->fd[i], buf, rs->seg[i].len, rs->seg[i].offset);
+	} while (n < 0 && errno == EINTR);
+	return rw_write_done(w, ((uint64_t)slot << 8) | i, n < 0 ? -errno : (int)n);
+}
+
 /* the coordinator is told once per turn of the worker (rw_main) */
 static void rw_slot_free(struct rworker *w, unsigned int slot)
 {
@@ -216,7 +238,7 @@ static int rw_chunk(struct rworker *w)
 				  "checksum mismatch in chunk %llu from %s (data connection %u): data was corrupted in transit",
 				  (unsigned long long)d->seq, w->b.conn->peer, w->b.idx);
 	rs->nseg = d->nseg;
-	rs->pending = 0;
+	rs->pending = 1;	/* the slot stays taken until all are under way */
 	for (unsigned int i = 0; i < d->nseg; i++) {
 		rs->seg[i] = d->seg[i];
 		rs->boff[i] = off;
@@ -224,11 +246,14 @@ static int rw_chunk(struct rworker *w)
 		off += d->seg[i].len;
 	}
 	for (unsigned int i = 0; i < d->nseg; i++) {
-		ret = rw_prep_write(w, d->slot, i);
+		ret = d->seg[i].len <= WRITE_NOW_MAX ? rw_write_now(w, d->slot, i)
+						      : rw_prep_write(w, d->slot, i);
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 					  "cannot queue a write: %s", strerror(-ret));
 	}
+	if (!--rs->pending)
+		rw_slot_free(w, d->slot);
 	return 0;
 }
 
