@@ -38,6 +38,8 @@
 
 #define REAP_BATCH 64
 #define MAX_FILES 1024
+_Static_assert(PXFER_FD_RESERVE >= 2 * MAX_FILES + 256,
+	       "the descriptor table reserved holds every file in flight");
 #define PRESIZE_MIN (1u << 20)	/* files above this are sized when created */
 #define UNNAMED_MAX PRESIZE_MIN	/* files up to this are made unnamed */
 
@@ -1670,6 +1672,8 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 	for (unsigned int i = 0; i < DCACHE_N; i++)
 		s->dcache[i].fd = -1;
 	s->sigfd = pxfer_signals_install();
+	/* while this is the only thread (best effort: it only saves time) */
+	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	if (check_dir(o, &s->rootfd)) {
 		free(s);
 		return PXFER_EXIT_USAGE;

@@ -1168,6 +1168,8 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 		return PXFER_EXIT_LOCAL;
 	}
 	s->sigfd = pxfer_signals_install();
+	/* while this is the only thread (best effort: it only saves time) */
+	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	pxfer_progress_init(&s->prog, o->progress);
 	if (pick_transport(s))
 		goto out;

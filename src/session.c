@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -82,6 +83,28 @@ int pxfer_signals_install(void)
 int pxfer_signal_pending(void)
 {
 	return sig_seen;
+}
+
+int pxfer_fd_table_reserve(unsigned long n)
+{
+	unsigned long limit = pxfer_raise_nofile();
+	int fd, top, ret = 0;
+
+	if (n > limit)
+		n = limit;
+	if (n < 2 || n > INT_MAX)
+		return -EINVAL;
+	fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* the table grows to hold the highest descriptor, and stays so */
+	top = fcntl(fd, F_DUPFD_CLOEXEC, (int)n - 1);
+	if (top < 0)
+		ret = -errno;
+	else
+		close(top);
+	close(fd);
+	return ret;
 }
 
 unsigned long pxfer_raise_nofile(void)
