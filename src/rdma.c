@@ -55,6 +55,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "log.h"
+#include "session.h"
 #include "transport.h"
 
 #define RDMA_CTRL_BUFS		16	/* control receives (and sends) */
@@ -579,6 +580,7 @@ static int ctx_get(struct rdma_ctx **out)
 	if (ret)
 		goto out_stopfd;
 	ctx->thread_started = 1;
+	pxfer_thread_name(ctx->thread, "rdma", -1);
 	ctx->refs = 1;
 	the_ctx = ctx;
 	*out = ctx;

@@ -1180,6 +1180,7 @@ static int accept_workers(struct recv_session *s)
 					  "cannot start a worker thread: %s",
 					  strerror(ret));
 		s->w[i].b.started = 1;
+		pxfer_thread_name(s->w[i].b.thread, "recv", i);
 	}
 	return 0;
 }

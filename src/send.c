@@ -1041,6 +1041,7 @@ static int workers_start(struct send_session *s)
 					  "cannot start a worker thread: %s",
 					  strerror(ret));
 		s->w[i].b.started = 1;
+		pxfer_thread_name(s->w[i].b.thread, "send", i);
 	}
 	return 0;
 }

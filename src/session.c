@@ -85,6 +85,18 @@ int pxfer_signal_pending(void)
 	return sig_seen;
 }
 
+void pxfer_thread_name(pthread_t t, const char *role, int n)
+{
+	char name[32];
+
+	if (n < 0)
+		snprintf(name, sizeof(name), "pxfer-%s", role);
+	else
+		snprintf(name, sizeof(name), "pxfer-%s-%d", role, n);
+	name[15] = '\0';	/* the kernel keeps 15 characters */
+	pthread_setname_np(t, name);
+}
+
 int pxfer_fd_table_reserve(unsigned long n)
 {
 	unsigned long limit = pxfer_raise_nofile();

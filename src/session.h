@@ -57,6 +57,12 @@ unsigned long pxfer_raise_nofile(void);
  */
 int pxfer_fd_table_reserve(unsigned long n);
 
+/*
+ * pxfer_thread_name - name a thread "pxfer-ROLE" or "pxfer-ROLE-N" (for
+ * top -H, ps -L and perf); best effort.
+ */
+void pxfer_thread_name(pthread_t t, const char *role, int n);
+
 /* descriptors a side may hold at once: each file in flight holds one on
  * the sender, up to two (the file, its directory) on the receiver */
 #define PXFER_FD_RESERVE (2 * 1024 + 256)

@@ -38,10 +38,12 @@ int pxfer_worker_prepare(struct pxfer_worker *w,
 	w->prep_io = io;
 	w->prep_chunk = chunk;
 	w->prep_hdr = t->ring_hdr;
-	if (pthread_create(&w->prep_thread, NULL, prep_main, w))
+	if (pthread_create(&w->prep_thread, NULL, prep_main, w)) {
 		prep_main(w);		/* no thread: do it now */
-	else
+	} else {
 		w->prep_started = 1;
+		pxfer_thread_name(w->prep_thread, "prep", w->idx);
+	}
 	return 0;
 }
 

@@ -644,7 +644,11 @@ else
 					echo "profile: ib_write_bw -q$j, $R_MIBS MiB/s (perf running)"
 			fi
 			PROFILE=''
-			echo "  guest CPU time by process and object (idle = swapper):"
+			echo "  guest CPU time by thread (idle = swapper; pxfer names its"
+			echo "  threads pxfer-send-N, pxfer-recv-N, pxfer-rdma, pxfer-prep-N):"
+			perf report -i "$W/$t.perf" --stdio -q --sort comm 2>/dev/null |
+				awk 'NF && $1 + 0 >= 0.3' | head -n 24 | sed 's/^ */    /'
+			echo "  by thread and object:"
 			perf report -i "$W/$t.perf" --stdio -q --sort comm,dso 2>/dev/null |
 				awk 'NF && $1 + 0 >= 0.5' | head -n 14 | sed 's/^ */    /'
 			echo "  by symbol:"
