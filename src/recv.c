@@ -42,13 +42,13 @@ _Static_assert(PXFER_FD_RESERVE >= 2 * MAX_FILES + 256,
 	       "the descriptor table reserved holds every file in flight");
 #define PRESIZE_MIN (1u << 20)	/* files above this are sized when created */
 #define UNNAMED_MAX PRESIZE_MIN	/* files up to this are made unnamed */
-
-/* how an unnamed (O_TMPFILE) file gets its name: see probe_link() */
-enum link_how { LINK_NONE, LINK_EMPTY_PATH, LINK_PROC };
 #define REPLY_FLUSH 32		/* control messages handled between sends */
 #define WRITE_NOW_MAX (64u << 10)	/* segments written by the worker itself */
 #define RING_DEPTH 8		/* slots per worker an automatic chunk leaves */
 #define RECV_CHUNK_MAX (16u << 20)
+
+/* how an unnamed (O_TMPFILE) file gets its name: see probe_link() */
+enum link_how { LINK_NONE, LINK_EMPTY_PATH, LINK_PROC };
 
 struct recv_session;
 
@@ -751,10 +751,12 @@ static int finish_file(struct recv_session *s, struct pxfer_rfile *rf)
 	if ((!rf->mode_set && fchmod(rf->fd, rf->mode)) ||
 	    futimens(rf->fd, rf->times))
 		return -errno;
-	ret = rf->tmp ? renameat(rf->dirfd, rf->tmp, rf->dirfd, rf->base)
-		      : link_unnamed(s, rf);
+	if (rf->tmp)
+		ret = renameat(rf->dirfd, rf->tmp, rf->dirfd, rf->base) ? -errno : 0;
+	else
+		ret = link_unnamed(s, rf);
 	if (ret)
-		return ret < 0 ? ret : -errno;
+		return ret;
 	if (s->fsync && fsync(rf->dirfd))
 		return -errno;
 	return 0;

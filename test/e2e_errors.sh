@@ -160,19 +160,25 @@ ok "sender: exit $SEND_RC, $(grep -m 1 error "$SEND_ERR")"
 [ "$(cat "$dst/taken")" = "a file" ] || fail "the file in the way was changed"
 
 note "some files fail: exit 1, the others arrive"
+# a small file (created unnamed) and a large one (a temporary name) whose
+# names are directories on the receiver: both fail, saying why
 dst=$T/dst.partial
-mkdir -p "$dst/clash"
+mkdir -p "$dst/clash/x" "$dst/clash-big/x"
 mkdir -p "$T/p"
 printf 'ok\n' >"$T/p/fine"
 printf 'x\n' >"$T/p/clash"
+head -c 2097152 /dev/urandom >"$T/p/clash-big"
 start_recv "$dst"
-psend -j 2 "$T/p/fine" "$T/p/clash" "$(target)"
+psend -j 2 "$T/p/fine" "$T/p/clash" "$T/p/clash-big" "$(target)"
 wait_recv
-expect_rc 1 "$SEND_RC" "sender, one file refused by the receiver"
-expect_grep "clash" "$SEND_ERR" "sender, one file refused by the receiver"
-expect_rc 1 "$WAIT_RC" "receiver (--once), one file refused"
+expect_rc 1 "$SEND_RC" "sender, two files refused by the receiver"
+expect_grep "'[^']*/clash' failed on the receiver: .*(is a directory|not empty)" "$SEND_ERR" \
+	"sender, the small file refused by the receiver"
+expect_grep "'[^']*/clash-big' failed on the receiver: .*(is a directory|not empty)" "$SEND_ERR" \
+	"sender, the large file refused by the receiver"
+expect_rc 1 "$WAIT_RC" "receiver (--once), two files refused"
 cmp -s "$T/p/fine" "$dst/fine" || fail "the file that could be written did not arrive"
-[ -d "$dst/clash" ] || fail "the directory in the way was replaced"
+[ -d "$dst/clash/x" ] && [ -d "$dst/clash-big/x" ] || fail "a directory in the way was replaced"
 no_part_files "$dst"
 ok "sender 1: $(grep -m 1 error "$SEND_ERR")"
 
