@@ -2,9 +2,14 @@
 /*
  * The io_uring back-end. The ring's slots are registered as fixed buffers
  * (one per slot) so the kernel pins them once instead of on every read and
- * write. Registration counts against RLIMIT_MEMLOCK for unprivileged users;
- * if it fails we keep io_uring with ordinary READ/WRITE rather than give up
- * asynchronous I/O.
+ * write. A slot is registered when it is first used (a sparse table, then
+ * one update per slot): registering pins, and so faults in, every page of
+ * it, and a transfer that never uses a slot for io_uring (small files, read
+ * and written at once; large chunks sent with sendfile) should not pay to
+ * clear and pin 32 MiB. Kernels without sparse tables (before 5.19) get
+ * every slot registered at the start. Registration counts against
+ * RLIMIT_MEMLOCK for unprivileged users; if it fails we keep io_uring with
+ * ordinary READ/WRITE rather than give up asynchronous I/O.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,10 +22,13 @@
 #include "io.h"
 #include "log.h"
 
+enum { SLOT_UNSET, SLOT_FIXED, SLOT_PLAIN };
+
 struct uring_io {
 	struct pxfer_io io;
 	struct io_uring ring;
-	int fixed;		/* buffers registered */
+	const struct pxfer_ring *slots;
+	uint8_t *state;		/* per slot: SLOT_*, registered on first use */
 	unsigned int queued;	/* prepped, not submitted */
 };
 
@@ -31,7 +39,8 @@ size_t pxfer_io_uring_size(void)
 	return sizeof(struct uring_io);
 }
 
-static int register_slots(struct uring_io *u, const struct pxfer_ring *ring)
+/* all slots at once, where the kernel has no sparse tables */
+static int register_all(struct uring_io *u, const struct pxfer_ring *ring)
 {
 	struct iovec *iov = calloc(ring->nslots, sizeof(*iov));
 	int ret;
@@ -45,6 +54,40 @@ static int register_slots(struct uring_io *u, const struct pxfer_ring *ring)
 	ret = io_uring_register_buffers(&u->ring, iov, ring->nslots);
 	free(iov);
 	return ret;
+}
+
+static int register_slots(struct uring_io *u, const struct pxfer_ring *ring)
+{
+	uint8_t first = SLOT_UNSET;
+	int ret;
+
+	ret = io_uring_register_buffers_sparse(&u->ring, ring->nslots);
+	if (ret) {
+		ret = register_all(u, ring);
+		first = ret ? SLOT_PLAIN : SLOT_FIXED;
+	}
+	memset(u->state, first, ring->nslots);
+	return ret;
+}
+
+/* register @slot on its first use; whether it can be used as fixed */
+static int slot_fixed(struct uring_io *u, unsigned int slot)
+{
+	struct iovec iov;
+	int ret;
+
+	if (slot >= u->slots->nslots)
+		return 0;
+	if (u->state[slot] != SLOT_UNSET)
+		return u->state[slot] == SLOT_FIXED;
+	iov.iov_base = pxfer_ring_slot(u->slots, slot);
+	iov.iov_len = u->slots->slot_size;
+	ret = io_uring_register_buffers_update_tag(&u->ring, slot, &iov, NULL, 1);
+	if (ret < 0)
+		verbose("io_uring fixed buffer for slot %u unavailable (%s); using plain reads and writes for it",
+			slot, strerror(-ret));
+	u->state[slot] = ret == 1 ? SLOT_FIXED : SLOT_PLAIN;
+	return u->state[slot] == SLOT_FIXED;
 }
 
 static int uring_init(struct pxfer_io *io, const struct pxfer_ring *ring,
@@ -68,11 +111,16 @@ static int uring_init(struct pxfer_io *io, const struct pxfer_ring *ring,
 	ret = io_uring_register_eventfd(&u->ring, efd);
 	if (ret)
 		goto out_close;
+	u->slots = ring;
+	u->state = malloc(ring->nslots);
+	if (!u->state) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
 	ret = register_slots(u, ring);
 	if (ret)
 		verbose("io_uring fixed buffers unavailable (%s); using plain reads and writes",
 			strerror(-ret));
-	u->fixed = !ret;
 	io->event_fd = efd;
 	return 0;
 
@@ -90,6 +138,7 @@ static void uring_exit(struct pxfer_io *io)
 	io_uring_queue_exit(&u->ring);
 	if (io->event_fd >= 0)
 		close(io->event_fd);
+	free(u->state);
 }
 
 static int uring_submit(struct pxfer_io *io)
@@ -116,7 +165,7 @@ static int uring_prep(struct pxfer_io *io, enum pxfer_io_op op, int fd,
 {
 	struct uring_io *u = to_uring(io);
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
-	int ret;
+	int ret, fixed;
 
 	if (!sqe) {
 		/* the submission queue is full: start what is queued */
@@ -127,9 +176,10 @@ static int uring_prep(struct pxfer_io *io, enum pxfer_io_op op, int fd,
 		if (!sqe)
 			return -EBUSY;
 	}
-	if (u->fixed && op == PXFER_IO_READ)
+	fixed = slot_fixed(u, slot);
+	if (fixed && op == PXFER_IO_READ)
 		io_uring_prep_read_fixed(sqe, fd, buf, len, off, slot);
-	else if (u->fixed)
+	else if (fixed)
 		io_uring_prep_write_fixed(sqe, fd, buf, len, off, slot);
 	else if (op == PXFER_IO_READ)
 		io_uring_prep_read(sqe, fd, buf, len, off);
