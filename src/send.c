@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
@@ -42,6 +43,7 @@
 #define FEED_BATCH 256		/* manifest entries per turn of the coordinator */
 #define FEED_FLUSH 32		/* ... sent this many at a time */
 #define DIRECT_MIN (64u << 10)	/* smaller chunks always go through the ring */
+#define READ_NOW_MAX (64u << 10)	/* segments read by the worker itself */
 
 struct send_session;
 
@@ -57,6 +59,7 @@ struct sworker {
 	struct pxfer_worker b;
 	struct send_session *s;
 	int dead;			/* its connection broke */
+	int no_read_now;		/* RWF_NOWAIT reads are not supported */
 	struct sslot *slots;
 	struct pxfer_chunk desc;
 	uint64_t seq;
@@ -242,6 +245,37 @@ static int sw_prep_read(struct sworker *w, unsigned int slot, unsigned int i)
 				((uint64_t)slot << 8) | i);
 }
 
+static int sw_read_done(struct sworker *w, uint64_t tag, int res);
+
+/*
+ * A small segment whose bytes are in the page cache is read here and now
+ * (preadv2 with RWF_NOWAIT, which never waits for the disk): through
+ * io_uring, a read of tmpfs goes to one of its threads, and the slot would
+ * be registered, pinned whole, for a few KiB. Anything else (not cached,
+ * not all of it, RWF_NOWAIT not supported) goes through io_uring, where
+ * reads from the disk run in parallel.
+ */
+static int sw_read_now(struct sworker *w, unsigned int slot, unsigned int i)
+{
+	struct sslot *ss = &w->slots[slot];
+	struct pxfer_plan_seg *seg = &ss->plan.seg[i];
+	struct iovec iov = {
+		.iov_base = pxfer_ring_slot(&w->b.ring, slot) + ss->boff[i],
+		.iov_len = seg->len,
+	};
+	ssize_t n;
+
+	if (w->no_read_now)
+		return sw_prep_read(w, slot, i);
+	n = preadv2(seg->f->fd, &iov, 1, seg->off, RWF_NOWAIT);
+	if (n < 0 && errno == EOPNOTSUPP)
+		w->no_read_now = 1;
+	if (n < 0 && (errno == EAGAIN || errno == EOPNOTSUPP || errno == EINTR))
+		return sw_prep_read(w, slot, i);
+	ss->pending++;
+	return sw_read_done(w, ((uint64_t)slot << 8) | i, n < 0 ? -errno : (int)n);
+}
+
 static int sw_read_done(struct sworker *w, uint64_t tag, int res)
 {
 	unsigned int slot = tag >> 8, i = tag & 0xff;
@@ -333,7 +367,7 @@ static int sw_fill_one(struct sworker *w)
 		if (ret)
 			return ret;
 	}
-	ss->pending = 0;
+	ss->pending = 1;	/* not sent before every read is under way */
 	for (unsigned int i = 0; i < ss->plan.nseg; i++) {
 		ss->boff[i] = off;
 		ss->done[i] = 0;
@@ -341,11 +375,14 @@ static int sw_fill_one(struct sworker *w)
 		off += ss->plan.seg[i].len;
 	}
 	for (unsigned int i = 0; i < ss->plan.nseg; i++) {
-		ret = sw_prep_read(w, slot, i);
+		ret = ss->plan.seg[i].len <= READ_NOW_MAX ? sw_read_now(w, slot, i)
+							  : sw_prep_read(w, slot, i);
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 					  "cannot queue a read: %s", strerror(-ret));
 	}
+	if (!--ss->pending && sw_send_slot(w, slot))
+		return -1;
 	return 1;
 }
 
