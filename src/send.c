@@ -250,10 +250,10 @@ static int sw_read_done(struct sworker *w, uint64_t tag, int res);
 /*
  * A small segment whose bytes are in the page cache is read here and now
  * (preadv2 with RWF_NOWAIT, which never waits for the disk): through
- * io_uring, a read of tmpfs goes to one of its threads, and the slot would
- * be registered, pinned whole, for a few KiB. Anything else (not cached,
- * not all of it, RWF_NOWAIT not supported) goes through io_uring, where
- * reads from the disk run in parallel.
+ * io_uring it costs a submission and a completion, and its slot would be
+ * registered, pinned whole, for a few KiB. Anything else (not cached, not
+ * all of it, a file system without RWF_NOWAIT such as tmpfs) goes through
+ * io_uring, where reads from a disk run in parallel.
  */
 static int sw_read_now(struct sworker *w, unsigned int slot, unsigned int i)
 {
