@@ -23,9 +23,12 @@
  * was needed); 2 on bad usage.
  */
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -1052,7 +1055,7 @@ static enum outcome sc_slot_reuse(struct hs *h)
 		{ .file = 0, .offset = 0, .len = 50 },
 		{ .file = 0, .offset = 50, .len = 50 },
 	};
-	int slot, ret;
+	int slot, ret, fd, one = 1, zero = 0;
 
 	if (open_victim(h, 100))
 		return O_FAILED;
@@ -1060,9 +1063,16 @@ static enum outcome sc_slot_reuse(struct hs *h)
 	if (slot < 0)
 		return after_violation(h, 1);
 	say("two chunks into one granted slot, back to back, with one grant");
+	/* corked, they leave together and the receiver takes them in one
+	 * batch, while the slot is still busy with the first (a second
+	 * chunk that came after the slot was granted again could not be
+	 * told from an honest one) */
+	fd = h->data->ops->conn_fd(h->data);
+	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
 	ret = send_chunk(h, slot, &seg[0], 1, FLAW_NONE);
 	if (!ret)
 		ret = send_chunk(h, slot, &seg[1], 1, FLAW_NONE);
+	setsockopt(fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero));
 	return after_violation(h, ret ?: send_end(h, 0, 100));
 }
 
