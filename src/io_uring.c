@@ -6,8 +6,9 @@
  * one update per slot): registering pins, and so faults in, every page of
  * it, and a transfer that never uses a slot for io_uring (small files, read
  * and written at once; large chunks sent with sendfile) should not pay to
- * clear and pin 32 MiB. Kernels without sparse tables (before 5.19) get
- * every slot registered at the start. Registration counts against
+ * clear and pin 32 MiB. Kernels without sparse tables (before 5.19), and
+ * rings that rdma pins whole anyway, get every slot registered at the
+ * start. Registration counts against
  * RLIMIT_MEMLOCK for unprivileged users; if it fails we keep io_uring with
  * ordinary READ/WRITE rather than give up asynchronous I/O.
  */
@@ -59,9 +60,11 @@ static int register_all(struct uring_io *u, const struct pxfer_ring *ring)
 static int register_slots(struct uring_io *u, const struct pxfer_ring *ring)
 {
 	uint8_t first = SLOT_UNSET;
-	int ret;
+	int ret = -1;
 
-	ret = io_uring_register_buffers_sparse(&u->ring, ring->nslots);
+	/* a ring pinned whole anyway gains nothing from waiting */
+	if (!ring->pinned)
+		ret = io_uring_register_buffers_sparse(&u->ring, ring->nslots);
 	if (ret) {
 		ret = register_all(u, ring);
 		first = ret ? SLOT_PLAIN : SLOT_FIXED;

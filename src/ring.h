@@ -18,6 +18,9 @@ struct pxfer_ring {
 	size_t stride;		/* hdr_size + slot_size */
 	unsigned int nslots;
 	size_t bytes;
+	/* the whole ring is pinned anyway (an RDMA memory region): the I/O
+	 * back-end may register every slot at once (set after init) */
+	int pinned;
 };
 
 /*

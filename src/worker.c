@@ -12,6 +12,7 @@ static void *prep_main(void *arg)
 
 	w->prep_ret = pxfer_ring_init(&w->ring, w->cred.n, w->prep_chunk,
 				      w->prep_hdr);
+	w->ring.pinned = w->prep_pinned;
 	/* several chunks in flight, each with a few segments */
 	if (!w->prep_ret)
 		w->prep_ret = pxfer_io_create(w->prep_io, &w->ring,
@@ -38,6 +39,7 @@ int pxfer_worker_prepare(struct pxfer_worker *w,
 	w->prep_io = io;
 	w->prep_chunk = chunk;
 	w->prep_hdr = t->ring_hdr;
+	w->prep_pinned = t->pins_memory;
 	if (pthread_create(&w->prep_thread, NULL, prep_main, w)) {
 		prep_main(w);		/* no thread: do it now */
 	} else {

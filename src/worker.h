@@ -33,6 +33,7 @@ struct pxfer_worker {
 	const char *prep_io;
 	uint32_t prep_chunk;
 	size_t prep_hdr;
+	int prep_pinned;	/* the transport pins the ring (rdma) */
 };
 
 /*
