@@ -90,38 +90,46 @@ tar -c -C "$src" tree | cat >/dev/null	# in the page cache
 
 ms() { echo $(( ($2 - $1) / 1000000 )); }
 
-# run_px BIN CHECK - one pxfer transfer; prints its milliseconds
-run_px() {
-	local out rp t0 t1 rc
-	out=$(mktemp -d "$dir/run.XXXXXX")
-	"$1" recv --dir "$out" --once --bind 127.0.0.1 --port $port --transport tcp -q &
-	rp=$!
-	for _ in $(seq 50); do ss -ltn 2>/dev/null | grep -q ":$port " && break; sleep 0.05; done
+wait_port() {
+	for _ in $(seq 50); do
+		ss -ltn 2>/dev/null | grep -q ":$port " && return
+		sleep 0.05
+	done
+}
+
+# timed RECV_PID OUT CHECK CMD... - run the sending side CMD once the
+# receiver (RECV_PID, writing into OUT) listens, wait for both; with CHECK
+# 1 compare the copy. Prints the milliseconds.
+timed() {
+	local rp=$1 out=$2 check=$3 t0 t1 rc=0
+	shift 3
+	wait_port
 	t0=$(date +%s%N)
-	"$1" send -j "$jobs" --transport tcp "$src/tree" 127.0.0.1:$port -q
-	rc=$?
-	wait $rp || rc=1
+	"$@" || rc=1
+	wait "$rp" || rc=1
 	t1=$(date +%s%N)
-	[ "$2" = 1 ] && { diff -r "$src/tree" "$out/tree" >/dev/null || rc=1; }
+	[ "$check" = 1 ] && { diff -r "$src/tree" "$out/tree" >/dev/null || rc=1; }
 	[ $loop = 1 ] || rm -rf "$out"
 	[ $rc = 0 ] || return 1
 	ms "$t0" "$t1"
 }
 
+# run_px BIN CHECK - one pxfer transfer
+run_px() {
+	local out
+	out=$(mktemp -d "$dir/run.XXXXXX")
+	"$1" recv --dir "$out" --once --bind 127.0.0.1 --port $port --transport tcp -q &
+	timed $! "$out" "$2" "$1" send -j "$jobs" --transport tcp "$src/tree" 127.0.0.1:$port -q
+}
+
+send_tar() { tar -c -C "$src" tree | nc -N 127.0.0.1 $port; }
+
+# run_tar CHECK - one tar | nc transfer
 run_tar() {
-	local out rp t0 t1 rc=0
+	local out
 	out=$(mktemp -d "$dir/run.XXXXXX")
 	nc -l 127.0.0.1 $port | tar -x -C "$out" &
-	rp=$!
-	for _ in $(seq 50); do ss -ltn 2>/dev/null | grep -q ":$port " && break; sleep 0.05; done
-	t0=$(date +%s%N)
-	tar -c -C "$src" tree | nc -N 127.0.0.1 $port || rc=1
-	wait $rp || rc=1
-	t1=$(date +%s%N)
-	[ "$1" = 1 ] && { diff -r "$src/tree" "$out/tree" >/dev/null || rc=1; }
-	[ $loop = 1 ] || rm -rf "$out"
-	[ $rc = 0 ] || return 1
-	ms "$t0" "$t1"
+	timed $! "$out" "$1" send_tar
 }
 
 declare -A res
