@@ -3,12 +3,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
 
 int pxfer_verbose;
 static void (*progress_clear)(void);
+static struct timespec log_t0;
+
+void pxfer_log_start(void)
+{
+	clock_gettime(CLOCK_MONOTONIC, &log_t0);
+}
 
 void pxfer_log_set_progress_clear(void (*clear)(void))
 {
@@ -69,10 +76,20 @@ void verbose(const char *fmt, ...)
 {
 	va_list ap;
 
+	char prefix[40] = "pxfer: ";
+
 	if (!pxfer_verbose)
 		return;
+	if (pxfer_verbose > 1) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		snprintf(prefix, sizeof(prefix), "pxfer: [%.3f] ",
+			 (double)(t.tv_sec - log_t0.tv_sec) +
+				 (t.tv_nsec - log_t0.tv_nsec) / 1e9);
+	}
 	va_start(ap, fmt);
-	vreport("pxfer: ", fmt, ap);
+	vreport(prefix, fmt, ap);
 	va_end(ap);
 }
 

@@ -17,8 +17,11 @@ __attribute__((format(printf, 1, 2))) int error(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void warning(const char *fmt, ...);
 __attribute__((format(printf, 1, 2))) void info(const char *fmt, ...);
 __attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
-/* printed only with -v */
+/* printed only with -v; with -vv, after the seconds since pxfer_log_start() */
 __attribute__((format(printf, 1, 2))) void verbose(const char *fmt, ...);
+
+/* Note the time -vv measures from (the start of the process). */
+void pxfer_log_start(void);
 
 /* Replace the progress line (if any) before printing a message. */
 void pxfer_log_set_progress_clear(void (*clear)(void));

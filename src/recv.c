@@ -895,6 +895,7 @@ static int on_fin(struct recv_session *s, const struct pxfer_fin *fin)
 	if (pxfer_ctrl_queue(&s->ctrl, &m))
 		return -ENOMEM;
 	s->acked = 1;
+	verbose("FIN from %s: all files in; ACK", s->cconn->peer);
 	return 0;
 }
 
@@ -1184,6 +1185,8 @@ static int accept_workers(struct recv_session *s)
 		s->w[i].b.started = 1;
 		pxfer_thread_name(s->w[i].b.thread, "recv", i);
 	}
+	verbose("%u data connection%s ready", s->nworkers,
+		s->nworkers == 1 ? "" : "s");
 	return 0;
 }
 

@@ -719,6 +719,7 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 		if (!s->fin_sent)
 			return -EPROTO;
 		s->acked = 1;
+		verbose("ACK from the receiver");
 		return 0;
 	case PXFER_MSG_ABORT:
 		pxfer_fail(&s->fail, m->u.error.code == EACCES ? PXFER_EXIT_AUTH
@@ -809,6 +810,7 @@ static int coordinate(struct send_session *s)
 			if (pxfer_ctrl_queue(&s->ctrl, &fin))
 				return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
 			s->fin_sent = 1;
+			verbose("all data sent; waiting for the receiver's ACK");
 		}
 		ret = pxfer_ctrl_wait(&s->ctrl, s->sigfd,
 				      can_feed(s) ? 0 :
@@ -1080,6 +1082,8 @@ static int workers_start(struct send_session *s)
 		s->w[i].b.started = 1;
 		pxfer_thread_name(s->w[i].b.thread, "send", i);
 	}
+	verbose("%u data connection%s ready", s->nworkers,
+		s->nworkers == 1 ? "" : "s");
 	return 0;
 }
 

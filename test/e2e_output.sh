@@ -10,6 +10,7 @@
 #     gives it one) and not otherwise, nor with -q or --json
 #   - -v names the chunk size and slots agreed: chosen by the receiver
 #     unless --chunk-size is given (both bounded by its --max-chunk)
+#   - -vv puts the seconds since the start before every verbose line
 . "$(dirname "$0")/lib/common.sh"
 
 command -v python3 >/dev/null || skip "python3 is needed to parse the JSON"
@@ -166,3 +167,18 @@ check_chunk 4096 16 --ring-mem 64M -- -j 1
 check_chunk 1024 16 --ring-mem 64M -- -j 4 --chunk-size 1M
 check_chunk 512 64 -- -j 1 --chunk-size 512K
 check_chunk 2048 16 --max-chunk 2M -- -j 1
+
+# -vv puts the seconds since the start before each verbose line, and says
+# when the data connections were ready and the transfer was acknowledged
+dst=$T/dst.vv
+mkdir "$dst"
+start_recv "$dst"
+send_ok -vv -j 2 "$src" "$(target)"
+wait_recv
+expect_rc 0 "$WAIT_RC" "receiver for -vv"
+expect_grep '^pxfer: \[[0-9]+\.[0-9]{3}\] 2 data connections ready$' "$SEND_ERR" "-vv timestamps"
+expect_grep '^pxfer: \[[0-9]+\.[0-9]{3}\] ACK from the receiver$' "$SEND_ERR" "-vv end of the transfer"
+grep '^pxfer: ' "$SEND_ERR" | grep -v '^pxfer: sent ' | grep -qv '^pxfer: \[[0-9.]*\] ' &&
+	fail "a verbose line without a timestamp under -vv: $(cat "$SEND_ERR")"
+tree_equal "$src" "$dst/src"
+ok "-vv: $(grep -c '^pxfer: \[' "$SEND_ERR") verbose lines, each with a timestamp"

@@ -37,7 +37,7 @@ static void recv_usage(FILE *f)
 		"      --max-chunk SIZE   largest chunk accepted (default 16M)\n"
 		"      --io KIND          file I/O: auto, uring or sync (default auto)\n"
 		"  -q, --quiet            print only errors\n"
-		"  -v, --verbose          say more\n"
+		"  -v, --verbose          say more; -vv: with the seconds since the start\n"
 		"  -h, --help             this text\n"
 		"\n"
 		"exit status (with --once, of that session):\n"

@@ -139,6 +139,7 @@ int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
 
 int main(int argc, char **argv)
 {
+	pxfer_log_start();
 	if (argc < 2) {
 		usage(stderr);
 		return PXFER_EXIT_USAGE;
