@@ -100,6 +100,7 @@ struct recv_session {
 	struct pxfer_listener *l;		/* that accepted it */
 	struct pxfer_listener *ls[2];		/* tcp and/or rdma */
 	unsigned int nls;
+	struct pxfer_pool pool;		/* ring memory kept between sessions */
 	const char *bind;		/* --bind, or what --device implies */
 	char bind_buf[64];
 	int rootfd;			/* the top directory (--dir) */
@@ -1091,7 +1092,7 @@ static int worker_prepare(struct recv_session *s, struct rworker *w)
 	if (!w->slots || !w->finq)
 		return -ENOMEM;
 	return pxfer_worker_prepare(&w->b, s->t, s->o->io, s->wel.slots,
-				    s->wel.chunk_size, 1);
+				    s->wel.chunk_size, 1, &s->pool);
 }
 
 static void worker_release(struct recv_session *s, struct rworker *w)
@@ -1490,6 +1491,8 @@ static int serve_session(struct recv_session *s, struct pxfer_conn *c,
 		if (s->ls[i]->ops == c->ops)
 			s->l = s->ls[i];
 	s->cconn = c;
+	/* the rings of the session before were released with it */
+	pxfer_pool_reset(&s->pool);
 	run_session(s, h, nonce);
 	code = pxfer_failed(&s->fail) ? s->fail.exit_code
 	       : s->failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
@@ -1662,6 +1665,28 @@ static void announce(struct recv_session *s)
 	info("pxfer: receiving into '%s' on %s", s->o->dir, where);
 }
 
+/*
+ * A transport that pins its rings (rdma) touches every page of them before
+ * the first byte moves: have --ring-mem faulted in while no sender is
+ * there yet, and keep it for every session. Without it, rings are mapped
+ * per session as before.
+ */
+static void pool_init(struct recv_session *s)
+{
+	const struct pxfer_transport_ops *t = NULL;
+	int ret;
+
+	for (unsigned int i = 0; i < s->nls; i++)
+		if (s->ls[i]->ops->pins_memory)
+			t = s->ls[i]->ops;
+	if (!t)
+		return;
+	ret = pxfer_pool_init(&s->pool, pxfer_pool_size(s->o->ring_mem,
+							t->ring_hdr));
+	if (ret)
+		verbose("ring memory made per session: %s", strerror(-ret));
+}
+
 int pxfer_recv(const struct pxfer_recv_opts *o)
 {
 	struct recv_session *s;
@@ -1688,10 +1713,12 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 		code = PXFER_EXIT_NET;
 		goto out;
 	}
+	pool_init(s);
 	if (!o->quiet)
 		announce(s);
 	code = serve(s);
 out:
+	pxfer_pool_release(&s->pool);
 	for (unsigned int i = 0; i < s->nls; i++)
 		s->ls[i]->ops->listener_close(s->ls[i]);
 	close(s->rootfd);

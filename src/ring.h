@@ -8,6 +8,7 @@
 #ifndef PXFER_RING_H
 #define PXFER_RING_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,7 @@ struct pxfer_ring {
 	/* the whole ring is pinned anyway (an RDMA memory region): the I/O
 	 * back-end may register every slot at once (set after init) */
 	int pinned;
+	int borrowed;		/* memory from a pxfer_pool: not unmapped */
 };
 
 /*
@@ -30,7 +32,56 @@ struct pxfer_ring {
  */
 int pxfer_ring_init(struct pxfer_ring *r, unsigned int nslots, size_t slot_size,
 		    size_t hdr_size);
+/* pxfer_ring_init_at - the same in @mem (page-aligned, from a pool) */
+int pxfer_ring_init_at(struct pxfer_ring *r, void *mem, unsigned int nslots,
+		       size_t slot_size, size_t hdr_size);
 void pxfer_ring_release(struct pxfer_ring *r);
+/* the bytes a ring of @nslots slots takes */
+static inline size_t pxfer_ring_bytes(unsigned int nslots, size_t slot_size,
+				      size_t hdr_size)
+{
+	return (size_t)nslots * (slot_size + hdr_size);
+}
+
+/*
+ * Ring memory made ready before a session needs it. Fresh memory costs
+ * its page faults and the clearing of every page when it is first
+ * touched; a memory region (rdma) or io_uring fixed buffers touch every
+ * page of a ring before the first byte moves. A pool is mapped at once and
+ * faulted in by a thread of its own (the receiver while it waits for a
+ * sender, the sender while it connects); the session's rings are carved
+ * from it, and those that do not fit are mapped as before.
+ */
+struct pxfer_pool {
+	uint8_t *base;
+	size_t bytes;
+	size_t used;
+	pthread_mutex_t lock;	/* guards ready */
+	pthread_cond_t cond;
+	int ready;
+	pthread_t thread;
+	int started;
+};
+
+/*
+ * pxfer_pool_size - a pool for @ring_mem bytes of slots (split among the
+ * workers) with room for the headers of up to 64 slots of @hdr_size
+ */
+static inline size_t pxfer_pool_size(uint64_t ring_mem, size_t hdr_size)
+{
+	return ring_mem + 64 * hdr_size;
+}
+
+/* pxfer_pool_init - map @bytes and start faulting them in. 0 or -errno */
+int pxfer_pool_init(struct pxfer_pool *p, size_t bytes);
+/* pxfer_pool_take - @bytes (a page multiple) of the pool, or NULL when
+ * what is left is smaller; one thread at a time */
+void *pxfer_pool_take(struct pxfer_pool *p, size_t bytes);
+/* pxfer_pool_wait - wait until the pages are faulted in (any thread) */
+void pxfer_pool_wait(struct pxfer_pool *p);
+/* pxfer_pool_reset - every ring carved from @p is gone: all of it is free */
+void pxfer_pool_reset(struct pxfer_pool *p);
+void pxfer_pool_release(struct pxfer_pool *p);
 
 /* the payload of slot @i */
 static inline uint8_t *pxfer_ring_slot(const struct pxfer_ring *r,

@@ -75,6 +75,7 @@ struct sentry {
 struct send_session {
 	const struct pxfer_send_opts *o;
 	const struct pxfer_transport_ops *t;
+	struct pxfer_pool pool;		/* ring memory faulted in early */
 	struct pxfer_fail fail;
 	struct pxfer_conn *cconn;
 	struct pxfer_ctrl ctrl;
@@ -1023,7 +1024,7 @@ static int worker_prepare(struct send_session *s, struct sworker *w)
 	if (!w->slots)
 		return -ENOMEM;
 	return pxfer_worker_prepare(&w->b, s->t, s->o->io, s->wel.slots,
-				    s->wel.chunk_size, 0);
+				    s->wel.chunk_size, 0, &s->pool);
 }
 
 static void worker_release(struct send_session *s, struct sworker *w)
@@ -1151,6 +1152,7 @@ static void session_release(struct send_session *s)
 		pxfer_sched_release(&s->sched);
 	if (s->walk_init)
 		pxfer_walk_release(&s->walk);
+	pxfer_pool_release(&s->pool);
 	pxfer_fail_release(&s->fail);
 }
 
@@ -1216,6 +1218,16 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	if (pick_transport(s))
 		goto out;
 	st->transport = s->t->name;
+	/*
+	 * A transport that pins the rings touches every page of them before
+	 * the first byte moves: fault in what a receiver with the default
+	 * --ring-mem asks for while the connections are made (rings that
+	 * do not fit are mapped as before).
+	 */
+	if (s->t->pins_memory &&
+	    pxfer_pool_init(&s->pool, pxfer_pool_size(PXFER_DEFAULT_RING_MEM,
+						      s->t->ring_hdr)))
+		verbose("ring memory made when the session starts");
 	/* PXFER_NO_SENDFILE=1: every chunk through the ring (for comparison) */
 	atomic_store(&s->direct, s->t->send_chunk_fd &&
 		     !pxfer_env_flag("PXFER_NO_SENDFILE"));

@@ -10,8 +10,14 @@ static void *prep_main(void *arg)
 {
 	struct pxfer_worker *w = arg;
 
-	w->prep_ret = pxfer_ring_init(&w->ring, w->cred.n, w->prep_chunk,
-				      w->prep_hdr);
+	if (w->prep_mem) {
+		pxfer_pool_wait(w->prep_pool);
+		w->prep_ret = pxfer_ring_init_at(&w->ring, w->prep_mem, w->cred.n,
+						 w->prep_chunk, w->prep_hdr);
+	} else {
+		w->prep_ret = pxfer_ring_init(&w->ring, w->cred.n, w->prep_chunk,
+					      w->prep_hdr);
+	}
 	w->ring.pinned = w->prep_pinned;
 	/* several chunks in flight, each with a few segments */
 	if (!w->prep_ret)
@@ -22,7 +28,8 @@ static void *prep_main(void *arg)
 
 int pxfer_worker_prepare(struct pxfer_worker *w,
 			 const struct pxfer_transport_ops *t, const char *io,
-			 unsigned int slots, uint32_t chunk, int receiver)
+			 unsigned int slots, uint32_t chunk, int receiver,
+			 struct pxfer_pool *pool)
 {
 	int ret;
 
@@ -40,6 +47,9 @@ int pxfer_worker_prepare(struct pxfer_worker *w,
 	w->prep_chunk = chunk;
 	w->prep_hdr = t->ring_hdr;
 	w->prep_pinned = t->pins_memory;
+	w->prep_pool = pool;
+	w->prep_mem = pxfer_pool_take(pool, pxfer_ring_bytes(slots, chunk,
+							     t->ring_hdr));
 	if (pthread_create(&w->prep_thread, NULL, prep_main, w)) {
 		prep_main(w);		/* no thread: do it now */
 	} else {

@@ -34,6 +34,8 @@ struct pxfer_worker {
 	uint32_t prep_chunk;
 	size_t prep_hdr;
 	int prep_pinned;	/* the transport pins the ring (rdma) */
+	void *prep_mem;		/* the ring's memory, from prep_pool */
+	struct pxfer_pool *prep_pool;
 };
 
 /*
@@ -42,12 +44,15 @@ struct pxfer_worker {
  * side) at once; its ring and the I/O back-end @io over it on a thread of
  * its own, since registering the ring as io_uring fixed buffers touches
  * every page of it (about 4 ms a MiB under emulation), and that can
- * overlap the connections being made. 0 or -errno; on error, and in any
- * case, pxfer_worker_release undoes what was done.
+ * overlap the connections being made. The ring is carved from @pool (may
+ * be NULL) when it fits there, so that its pages are already faulted in.
+ * 0 or -errno; on error, and in any case, pxfer_worker_release undoes
+ * what was done.
  */
 int pxfer_worker_prepare(struct pxfer_worker *w,
 			 const struct pxfer_transport_ops *t, const char *io,
-			 unsigned int slots, uint32_t chunk, int receiver);
+			 unsigned int slots, uint32_t chunk, int receiver,
+			 struct pxfer_pool *pool);
 
 /*
  * pxfer_worker_attach - once w->conn is set: wait for the ring, then
