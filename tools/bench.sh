@@ -59,6 +59,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
 PXFER=$PXFER_BUILD/pxfer
+FLOOR=$PXFER_BUILD/tools/tcp_floor
 TIME=/usr/bin/time
 TFMT='%e %U %S %M'
 RUN_TIMEOUT=600         # seconds; a run that takes longer has failed
@@ -98,6 +99,7 @@ fi
 # ---------------------------------------------------------------- tools
 missing=()
 [ -x "$PXFER" ] || { echo "bench: no pxfer binary at $PXFER (run 'make' first)" >&2; exit 2; }
+[ -x "$FLOOR" ] || { echo "bench: no $FLOOR (run 'make' first)" >&2; exit 2; }
 [ -x "$TIME" ] || missing+=("$TIME (Debian package: time)")
 for t in iperf3:iperf3 nc:netcat-openbsd rsync:rsync ss:iproute2 timeout:coreutils \
 	 cmp:diffutils diff:diffutils tar:tar split:coreutils awk:gawk/mawk pgrep:procps; do
@@ -326,6 +328,13 @@ peer_nc_B() {
 # network, by cp (its read and write of every byte are what a receiver's
 # write and a sender's read cost at least). measure needs a server, so a
 # listening nc stands in and the client ends by connecting to it.
+# the least any TCP copy into a file costs: sendfile -> recv + pwrite over
+# two connections, no checksum and no protocol (tools/tcp_floor.c)
+peer_floor_A() {
+	measure "exec '$FLOOR' recv 127.0.0.1 $PORT '$DST/a.bin' 2" \
+		"exec '$FLOOR' send 127.0.0.1 $PORT '$DATA/a.bin' 2" &&
+		verify_file "$DATA/a.bin" "$DST/a.bin"
+}
 peer_cp_A() {
 	measure "exec nc -l 127.0.0.1 $PORT >/dev/null" \
 		"cp '$DATA/a.bin' '$DST/a.bin' && exec nc -N 127.0.0.1 $PORT </dev/null" &&
@@ -362,6 +371,7 @@ peer_rsync_B() { rsync_pair "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"
 SECTIONS=("A/iperf3;A;iperf3 (mem-to-mem);peer_iperf3_A")
 for j in "${PX_JOBS[@]}"; do SECTIONS+=("A/pxfer-j$j;A;pxfer -j$j;peer_pxfer_A $j"); done
 SECTIONS+=("A/nc;A;nc;peer_nc_A" "A/rsync;A;rsync daemon;peer_rsync_A")
+SECTIONS+=("A/floor;A;sendfile -> recv+pwrite, 2 conns (ref.);peer_floor_A")
 SECTIONS+=("A/cp;A;cp (local, ref.);peer_cp_A")
 for j in "${PX_JOBS[@]}"; do SECTIONS+=("B/pxfer-j$j;B;pxfer -j$j;peer_pxfer_B $j"); done
 SECTIONS+=("B/nc;B;tar | nc;peer_nc_B" "B/rsync;B;rsync daemon;peer_rsync_B")
@@ -631,6 +641,8 @@ report() {
 	ratio_line "A: pxfer -j$bA (best) / rsync" "A/pxfer-j$bA" A/rsync
 	ratio_line "A: pxfer -j$bA (best) / cp (reference)" "A/pxfer-j$bA" A/cp
 	ratio_line "A: iperf3 / cp (reference)" A/iperf3 A/cp
+	ratio_line "A: pxfer -j$bA (best) / sendfile -> recv+pwrite (reference)" "A/pxfer-j$bA" A/floor
+	ratio_line "A: sendfile -> recv+pwrite (reference) / iperf3" A/floor A/iperf3
 	ratio_line "B: pxfer -j$bB (best) / tar | nc" "B/pxfer-j$bB" B/nc
 	ratio_line "B: pxfer -j$bB (best) / rsync" "B/pxfer-j$bB" B/rsync
 	ratio_line "B: pxfer -j$bB (best) / cp -a (reference)" "B/pxfer-j$bB" B/cp
