@@ -83,7 +83,8 @@ static void *pool_fault_in(void *arg)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	int populate = 1;
 
-	for (size_t off = 0; off < p->bytes; off += POOL_STEP) {
+	for (size_t off = 0; off < p->bytes && !atomic_load(&p->stop);
+	     off += POOL_STEP) {
 		size_t len = p->bytes - off < POOL_STEP ? p->bytes - off : POOL_STEP;
 
 		if (populate && madvise(p->base + off, len, MADV_POPULATE_WRITE))
@@ -165,6 +166,8 @@ void pxfer_pool_release(struct pxfer_pool *p)
 {
 	if (!p->base)
 		return;
+	/* a session that ended early need not wait for all of it */
+	atomic_store(&p->stop, 1);
 	if (p->started)
 		pthread_join(p->thread, NULL);
 	pthread_cond_destroy(&p->cond);

@@ -9,6 +9,7 @@
 #define PXFER_RING_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -59,6 +60,7 @@ struct pxfer_pool {
 	pthread_mutex_t lock;	/* guards ready */
 	pthread_cond_t cond;
 	int ready;
+	atomic_int stop;	/* released before it was faulted in */
 	pthread_t thread;
 	int started;
 };

@@ -9,6 +9,7 @@
  *    after; pxfer_pool_reset makes all of it free again
  *  - a ring in pool memory is not unmapped when it is released: the pool
  *    memory stays usable, and the pool still unmaps it at the end
+ *  - a pool released while it is still being faulted in stops and is freed
  */
 #include <errno.h>
 #include <stdint.h>
@@ -90,6 +91,11 @@ static void test_pool(void)
 		 "pool unmapped");
 	pxfer_pool_release(&p);		/* twice is harmless */
 	pxfer_pool_wait(NULL);
+
+	/* released at once: the faulting-in thread stops and is joined */
+	T_EXPECT(pxfer_pool_init(&p, 256u << 20) == 0, "large pool");
+	pxfer_pool_release(&p);
+	T_EXPECT(p.base == NULL, "large pool released");
 }
 
 int main(void)
