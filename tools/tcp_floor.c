@@ -19,6 +19,7 @@
  * Exit status 0, or 1 with a message.
  */
 #include <arpa/inet.h>
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -73,8 +74,13 @@ static void *receiver(void *arg)
 	if (!buf)
 		die_errno("malloc");
 	while (recv_all(s, hdr, sizeof(hdr))) {
-		uint64_t off = be64toh(*(uint64_t *)hdr);
-		uint32_t len = ntohl(*(uint32_t *)(hdr + 8));
+		uint64_t off;
+		uint32_t len;
+
+		memcpy(&off, hdr, sizeof(off));
+		memcpy(&len, hdr + 8, sizeof(len));
+		off = be64toh(off);
+		len = ntohl(len);
 
 		if (len > CHUNK) {
 			fprintf(stderr, "tcp_floor: bad chunk length %u\n", len);
@@ -97,10 +103,12 @@ static void *sender(void *arg)
 	while ((off_t)((i = atomic_fetch_add(&next_chunk, 1)) * CHUNK) < size) {
 		off_t off = (off_t)i * CHUNK;
 		uint32_t len = size - off < CHUNK ? size - off : CHUNK;
+		uint64_t off_be = htobe64(off);
+		uint32_t len_be = htonl(len);
 		uint8_t hdr[12];
 
-		*(uint64_t *)hdr = htobe64(off);
-		*(uint32_t *)(hdr + 8) = htonl(len);
+		memcpy(hdr, &off_be, sizeof(off_be));
+		memcpy(hdr + 8, &len_be, sizeof(len_be));
 		if (send(s, hdr, sizeof(hdr), MSG_MORE) != sizeof(hdr))
 			die_errno("send");
 		while (len) {
