@@ -74,9 +74,8 @@ void info(const char *fmt, ...)
 
 void verbose(const char *fmt, ...)
 {
-	va_list ap;
-
 	char prefix[40] = "pxfer: ";
+	va_list ap;
 
 	if (!pxfer_verbose)
 		return;
