@@ -1066,11 +1066,43 @@ static int resolve(const char *host, const char *port, int passive,
 	return ret ? -EINVAL : 0;
 }
 
-/* say which device, port and GID the route uses (-v) */
+static const char *gid_type_name(enum ibv_gid_type type)
+{
+	return type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" :
+	       type == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1" : "IB";
+}
+
+static int find_gid(struct rdma_cm_id *id, const union ibv_gid *gid,
+		    const char **type)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(id->verbs, id->port_num, &pa))
+		return -1;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		struct ibv_gid_entry e;
+
+		if (ibv_query_gid_ex(id->verbs, id->port_num, i, &e, 0) ||
+		    memcmp(e.gid.raw, gid->raw, sizeof(e.gid.raw)))
+			continue;
+		*type = gid_type_name(e.gid_type);
+		return i;
+	}
+	return -1;
+}
+
+/*
+ * Say which device, port and GID a connection uses. The index comes from
+ * the QP's address vector, not from looking the GID up in the table: a
+ * RoCE port lists each address twice, as RoCE v1 and as RoCE v2, and
+ * only the QP knows which of the two rdma_cm chose.
+ */
 static void describe_route(struct rdma_cm_id *id, const char *peer)
 {
 	const union ibv_gid *sgid = &id->route.addr.addr.ibaddr.sgid;
-	struct ibv_port_attr pa;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+	struct ibv_gid_entry e;
 	char gid[INET6_ADDRSTRLEN] = "?";
 	const char *type = "unknown type";
 	int index = -1;
@@ -1078,18 +1110,16 @@ static void describe_route(struct rdma_cm_id *id, const char *peer)
 	if (!pxfer_verbose || !id->verbs)
 		return;
 	inet_ntop(AF_INET6, sgid->raw, gid, sizeof(gid));
-	if (!ibv_query_port(id->verbs, id->port_num, &pa)) {
-		for (int i = 0; i < pa.gid_tbl_len && index < 0; i++) {
-			struct ibv_gid_entry e;
-
-			if (ibv_query_gid_ex(id->verbs, id->port_num, i, &e, 0))
-				continue;
-			if (memcmp(e.gid.raw, sgid->raw, sizeof(e.gid.raw)))
-				continue;
-			index = i;
-			type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" :
-			       e.gid_type == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1" : "IB";
+	if (id->qp && !ibv_query_qp(id->qp, &qa, IBV_QP_AV, &init) &&
+	    qa.ah_attr.is_global) {
+		index = qa.ah_attr.grh.sgid_index;
+		if (!ibv_query_gid_ex(id->verbs, id->port_num, index, &e, 0)) {
+			type = gid_type_name(e.gid_type);
+			inet_ntop(AF_INET6, e.gid.raw, gid, sizeof(gid));
 		}
+	} else {
+		/* no GRH (InfiniBand within a subnet): the port's GID */
+		index = find_gid(id, sgid, &type);
 	}
 	verbose("rdma: to %s through device %s port %u, GID index %d (%s, %s)",
 		peer, ibv_get_device_name(id->verbs->device), id->port_num,
@@ -1844,8 +1874,7 @@ int pxfer_rdma_source(const char *device, int gid_index, char *buf,
 		if (!gid_ipv4(&e.gid, buf, len)) {
 			snprintf(why, wlen, "device %s GID index %d is %s (%s)",
 				 ibv_get_device_name(ctx->device), i, buf,
-				 e.gid_type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" :
-				 e.gid_type == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1" : "IB");
+				 gid_type_name(e.gid_type));
 			ret = 0;
 			break;
 		}

@@ -287,6 +287,8 @@ case_a()
 		grep_log " over rdma" "$SEND_LOG" "$log" || rc=1
 		grep_log "through device $CLI_DEV port 1, GID index ${PXFER_RXE_CLIENT_GID:-[0-9]+} \(RoCE v2" \
 			"$SEND_LOG" "$log" || rc=1
+		grep_log "through device $SRV_DEV port 1, GID index ${PXFER_RXE_SERVER_GID:-[0-9]+} \(RoCE v2, ::ffff:$SRV_ADDR\)" \
+			"$RECV_LOG" "$log" || rc=1
 		if [ "$j" -gt 1 ]; then
 			[ "$(grep -c 'accepting a data connection: done' "$RECV_LOG")" -eq "$j" ] ||
 				{ echo "the receiver did not accept $j data connections" >>"$log"; rc=1; }
