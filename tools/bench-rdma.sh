@@ -133,8 +133,9 @@ monitor() {             # $1: pid whose descendant QEMU is
 	done
 }
 
-# guest memory: the file and its copy live on the guest's tmpfs
-mem=$((1024 + 2 * max_size))
+# guest memory: the file and its copy live on the guest's /tmp, a tmpfs
+# that may fill half of it
+mem=$((1024 + 4 * max_size))
 rm -rf "$LOGDIR"
 mkdir -p "$LOGDIR" || exit 1
 HZ=$(getconf CLK_TCK)
