@@ -9,7 +9,8 @@
 # Environment: DIAG_SIZE (MiB, default 128), DIAG_REPS (3), DIAG_JOBS
 # ("1 2"), DIAG_VARIANTS (default "ib base nohash noread nowrite none"),
 # DIAG_PXFER (default build/diag/build/release/pxfer, a build with
-# probes.patch). Variants:
+# probes.patch), DIAG_PACKETS=1 (also the packet and message counters, not
+# only the error counters). Variants:
 #   ib        ib_write_bw, messages of pxfer's chunk size, -q = -j
 #   ibpin     the same with both processes on CPU 0
 #   base      pxfer as it is
@@ -48,9 +49,10 @@ counters() {
 		done
 	done
 }
-moved() {               # the error counters that moved between two samples
+moved() {               # the counters that moved between two samples
 	join <(sort "$1") <(sort "$2") |
-		awk '$3 != $2 && $1 !~ /pkts|rdma_/ { printf " %s+%d", $1, $3 - $2 }'
+		awk -v all="${DIAG_PACKETS:-0}" '$3 != $2 && (all == 1 || $1 !~ /pkts|rdma_/) {
+			printf " %s+%d", $1, $3 - $2 }'
 }
 port=7900
 for r in $(seq "$REPS"); do for j in $JOBS; do for v in $VARS; do
