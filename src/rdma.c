@@ -1126,9 +1126,15 @@ static void describe_route(struct rdma_cm_id *id, const char *peer)
 		index, type, gid);
 }
 
+/*
+ * @send_wr: the send queue's depth; a data QP needs two work requests per
+ * slot the receiver can grant and a few for its handshake (sizing it for
+ * the largest ring instead costs ~4 ms per QP under emulation, and memory)
+ */
 static int rt_connect_to(const char *host, const char *port,
 			   const char *bind_addr, int timeout_ms,
-			   enum conn_kind kind, struct rdma_conn **out)
+			   enum conn_kind kind, unsigned int send_wr,
+			   struct rdma_conn **out)
 {
 	struct addrinfo *dst = NULL, *src = NULL;
 	struct rdma_conn_param param;
@@ -1177,8 +1183,7 @@ static int rt_connect_to(const char *host, const char *port,
 			ret = r;
 	}
 	if (!ret)
-		ret = conn_qp(c, kind == KIND_CTRL ? RDMA_CTRL_BUFS + 2
-						   : 2 * PXFER_SLOTS_MAX + 8);
+		ret = conn_qp(c, send_wr);
 	if (ret)
 		goto out_free;
 	set_ack_timeout(c->id);
@@ -1211,12 +1216,18 @@ out_free:
 
 /* each rdma_cm connection says in its private data whether it is data */
 static int rt_connect_op(const char *host, const char *port,
-			   const char *bind_addr, int timeout_ms, int data,
-			   struct pxfer_conn **out)
+			   const char *bind_addr, int timeout_ms,
+			   unsigned int slots, struct pxfer_conn **out)
 {
 	struct rdma_conn *c = NULL;
-	int ret = rt_connect_to(host, port, bind_addr, timeout_ms,
-				  data ? KIND_DATA : KIND_CTRL, &c);
+	int ret;
+
+	if (slots > PXFER_SLOTS_MAX)
+		return -EINVAL;
+	ret = rt_connect_to(host, port, bind_addr, timeout_ms,
+			    slots ? KIND_DATA : KIND_CTRL,
+			    slots ? 2 * slots + RDMA_DATA_SENDS
+				  : RDMA_CTRL_BUFS + 2, &c);
 
 	if (ret)
 		return ret;
@@ -1623,8 +1634,9 @@ static int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
 	c->rstride = get_be(blob + 12, 4);
 	c->rhdr = get_be(blob + 16, 4);
 	c->rslots = get_be(blob + 20, 2);
-	if (!c->rslots || c->rhdr < PXFER_CHUNK_DESC_MAX ||
-	    c->rstride <= c->rhdr)
+	/* the send queue was sized by the slots the WELCOME announced */
+	if (!c->rslots || 2u * c->rslots > c->sq_depth ||
+	    c->rhdr < PXFER_CHUNK_DESC_MAX || c->rstride <= c->rhdr)
 		return -EPROTO;
 	return 0;
 }

@@ -879,11 +879,13 @@ static int refused(struct send_session *s, const struct pxfer_msg *m,
 			  e->text_len ? e->text : strerror(e->code));
 }
 
+/* @slots: 0 for the control connection, else the receiver's ring slots */
 static int connect_conn(struct send_session *s, struct pxfer_conn **c,
-			int data)
+			unsigned int slots)
 {
 	const struct pxfer_send_opts *o = s->o;
-	int ret = s->t->connect(o->host, o->port, s->bind, o->timeout_ms, data, c);
+	int ret = s->t->connect(o->host, o->port, s->bind, o->timeout_ms,
+				slots, c);
 
 	if (ret == -ENOMEM)
 		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
@@ -984,7 +986,8 @@ static int worker_connect(struct send_session *s, struct sworker *w)
 	struct pxfer_challenge ch;
 	int ret;
 
-	if (connect_conn(s, &w->b.conn, 1) || expect_challenge(s, w->b.conn, &ch))
+	if (connect_conn(s, &w->b.conn, s->wel.slots) ||
+	    expect_challenge(s, w->b.conn, &ch))
 		return -1;
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_HELLO;

@@ -239,7 +239,7 @@ out_close:
 }
 
 static int tcp_connect(const char *host, const char *port,
-		       const char *bind_addr, int timeout_ms, int data,
+		       const char *bind_addr, int timeout_ms, unsigned int slots,
 		       struct pxfer_conn **out)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,

@@ -47,9 +47,12 @@ struct pxfer_transport_ops {
 	int (*accept)(struct pxfer_listener *l, struct pxfer_conn **out);
 	void (*listener_close)(struct pxfer_listener *l);
 
-	/* @data: a data connection (0: the control connection) */
+	/* @slots: 0 for the control connection; for a data connection, the
+	 * slots of the receiver's ring (WELCOME), the most chunks it can
+	 * grant at once, which bounds the work the connection has in flight */
 	int (*connect)(const char *host, const char *port, const char *bind,
-		       int timeout_ms, int data, struct pxfer_conn **out);
+		       int timeout_ms, unsigned int slots,
+		       struct pxfer_conn **out);
 
 	/* pollable descriptor: readable when recv, recv_chunk or reap_sent
 	 * has work, or when the connection changed state */

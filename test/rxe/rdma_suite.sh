@@ -27,8 +27,8 @@
 #   g  a receiver with 1 MiB of rings, stopped 300 ms of every 400 ms
 #      (SIGSTOP/SIGCONT) during a 30 MiB transfer in 64 KiB chunks:
 #      intact, no RNR counter of either device moves, and the sender's
-#      -v report shows K <= B outstanding work requests for every data
-#      connection
+#      -v report shows K <= B outstanding work requests, and the credit
+#      bound B within the send queue's depth D, for every data connection
 #   h  a wrong secret over rdma: exit 3 and nothing written
 #   i  both sides start with the smallest completion queue their shared
 #      receive queue allows (PXFER_RDMA_CQ_MIN=1) and deep rings (-j 2,
@@ -226,11 +226,14 @@ summary_rate()
 }
 
 # wr_report FILE LOG - the sender's per-connection lines "N chunks, at
-# most K work requests outstanding (credit bound B, ...)": 0 if there is
-# at least one and K <= B in all; WR_LINES, WR_SUMMARY describe them
+# most K work requests outstanding (credit bound B, send queue depth D)":
+# 0 if there is at least one and K <= B <= D in all, and D < 64 (the
+# queue is sized from the receiver's slots, 8 in case g, not for the
+# largest ring);
+# WR_LINES, WR_SUMMARY describe them
 wr_report()
 {
-	local line re='data connection to [^ ]*: ([0-9]+) chunks, at most ([0-9]+) work requests outstanding \(credit bound ([0-9]+)' bad=0
+	local line re='data connection to [^ ]*: ([0-9]+) chunks, at most ([0-9]+) work requests outstanding \(credit bound ([0-9]+), send queue depth ([0-9]+)' bad=0
 
 	WR_LINES=0
 	WR_SUMMARY=
@@ -238,13 +241,18 @@ wr_report()
 		[[ $line == *"work requests outstanding"* ]] || continue
 		if [[ $line =~ $re ]]; then
 			WR_LINES=$((WR_LINES + 1))
-			WR_SUMMARY+="${BASH_REMATCH[1]} chunks: K=${BASH_REMATCH[2]} B=${BASH_REMATCH[3]}; "
+			WR_SUMMARY+="${BASH_REMATCH[1]} chunks: K=${BASH_REMATCH[2]} B=${BASH_REMATCH[3]} D=${BASH_REMATCH[4]}; "
 			if [ "${BASH_REMATCH[2]}" -gt "${BASH_REMATCH[3]}" ]; then
 				echo "more work requests outstanding than the credit bound: $line" >>"$2"
 				bad=1
 			fi
+			if [ "${BASH_REMATCH[3]}" -gt "${BASH_REMATCH[4]}" ] ||
+			   [ "${BASH_REMATCH[4]}" -ge 64 ]; then
+				echo "the send queue does not fit the credit bound: $line" >>"$2"
+				bad=1
+			fi
 		else
-			echo "cannot read the credit bound in: $line" >>"$2"
+			echo "cannot read the credit bound and queue depth in: $line" >>"$2"
 			bad=1
 		fi
 	done < <(tr -d '\r' <"$1")
@@ -695,7 +703,7 @@ case_g()
 
 	rc=0
 	wr_report "$SEND_LOG" "$log" || rc=1
-	check $rc "g: outstanding work requests within the credit bound on all $WR_LINES data connections ($WR_SUMMARY)" \
+	check $rc "g: outstanding work requests within the credit bound, and that within the send queue, on all $WR_LINES data connections ($WR_SUMMARY)" \
 		"$log" "$SEND_LOG"
 	kill_leftovers
 	rm -rf "$dst"
