@@ -331,6 +331,21 @@ static void slotq_push(struct rdma_conn *c, uint16_t slot)
 	}
 }
 
+/* what a failed work completion most likely means, said to the user */
+static const char *wc_hint(enum ibv_wc_status st)
+{
+	switch (st) {
+	case IBV_WC_RETRY_EXC_ERR:
+		return "; the peer stopped acknowledging: it is gone or unreachable, or the two sides' GIDs do not route to each other (-v shows the GID used)";
+	case IBV_WC_LOC_QP_OP_ERR:
+		return "; the local device could not send the request (with Soft-RoCE: the network interface is down or has no route to the peer)";
+	case IBV_WC_REM_ACCESS_ERR:
+		return "; the peer refused access to its memory";
+	default:
+		return "";
+	}
+}
+
 static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
 {
 	/* flushes follow a disconnect or an earlier error: not news */
@@ -344,9 +359,10 @@ static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
 	}
 	if (!atomic_load(&c->wc_error)) {
 		atomic_store(&c->wc_error, wc->status);
-		error("rdma: %s connection to %s failed: %s (work completion status %d)",
+		error("rdma: %s connection to %s failed: %s (work completion status %d)%s",
 		      c->kind == KIND_CTRL ? "control" : "data", c->conn.peer,
-		      ibv_wc_status_str(wc->status), wc->status);
+		      ibv_wc_status_str(wc->status), wc->status,
+		      wc_hint(wc->status));
 	}
 }
 
