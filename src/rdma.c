@@ -161,6 +161,7 @@ struct rdma_conn {
 	uint64_t raddr;
 	uint32_t rkey, rstride, rhdr;
 	uint16_t rslots;
+	uint16_t rslots_max;		/* the WELCOME's: sizes the send queue */
 };
 
 struct rdma_listener {
@@ -1143,15 +1144,16 @@ static void describe_route(struct rdma_cm_id *id, const char *peer)
 }
 
 /*
- * @send_wr: the send queue's depth; a data QP needs two work requests per
- * slot the receiver can grant and a few for its handshake (sizing it for
- * the largest ring instead costs ~4 ms per QP under emulation, and memory)
+ * @slots: 0 for the control connection, else the slots of the receiver's
+ * ring. A data QP's send queue holds two work requests per slot and the
+ * handshake's sends (sizing it for the largest ring instead costs ~4 ms
+ * per QP under emulation, and memory).
  */
 static int rt_connect_to(const char *host, const char *port,
 			   const char *bind_addr, int timeout_ms,
-			   enum conn_kind kind, unsigned int send_wr,
-			   struct rdma_conn **out)
+			   unsigned int slots, struct rdma_conn **out)
 {
+	enum conn_kind kind = slots ? KIND_DATA : KIND_CTRL;
 	struct addrinfo *dst = NULL, *src = NULL;
 	struct rdma_conn_param param;
 	struct rdma_ctx *ctx;
@@ -1168,6 +1170,7 @@ static int rt_connect_to(const char *host, const char *port,
 		return -ENOMEM;
 	}
 	c->kind = kind;
+	c->rslots_max = slots;
 	ret = resolve(host, port, 0, &dst);
 	if (!ret && bind_addr)
 		ret = resolve(bind_addr, NULL, 1, &src);
@@ -1199,7 +1202,8 @@ static int rt_connect_to(const char *host, const char *port,
 			ret = r;
 	}
 	if (!ret)
-		ret = conn_qp(c, send_wr);
+		ret = conn_qp(c, slots ? 2 * slots + RDMA_DATA_SENDS
+				       : RDMA_CTRL_BUFS + 2);
 	if (ret)
 		goto out_free;
 	set_ack_timeout(c->id);
@@ -1240,11 +1244,7 @@ static int rt_connect_op(const char *host, const char *port,
 
 	if (slots > PXFER_SLOTS_MAX)
 		return -EINVAL;
-	ret = rt_connect_to(host, port, bind_addr, timeout_ms,
-			    slots ? KIND_DATA : KIND_CTRL,
-			    slots ? 2 * slots + RDMA_DATA_SENDS
-				  : RDMA_CTRL_BUFS + 2, &c);
-
+	ret = rt_connect_to(host, port, bind_addr, timeout_ms, slots, &c);
 	if (ret)
 		return ret;
 	*out = &c->conn;
@@ -1651,7 +1651,7 @@ static int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
 	c->rhdr = get_be(blob + 16, 4);
 	c->rslots = get_be(blob + 20, 2);
 	/* the send queue was sized by the slots the WELCOME announced */
-	if (!c->rslots || 2u * c->rslots > c->sq_depth ||
+	if (!c->rslots || c->rslots > c->rslots_max ||
 	    c->rhdr < PXFER_CHUNK_DESC_MAX || c->rstride <= c->rhdr)
 		return -EPROTO;
 	return 0;

@@ -227,10 +227,9 @@ summary_rate()
 
 # wr_report FILE LOG - the sender's per-connection lines "N chunks, at
 # most K work requests outstanding (credit bound B, send queue depth D)":
-# 0 if there is at least one and K <= B <= D in all, and D < 64 (the
-# queue is sized from the receiver's slots, 8 in case g, not for the
-# largest ring);
-# WR_LINES, WR_SUMMARY describe them
+# 0 if there is at least one and K <= B <= D < 64 in all (the queue is
+# sized from the receiver's slots, 8 in case g, not for the largest
+# ring); WR_LINES, WR_SUMMARY describe them
 wr_report()
 {
 	local line re='data connection to [^ ]*: ([0-9]+) chunks, at most ([0-9]+) work requests outstanding \(credit bound ([0-9]+), send queue depth ([0-9]+)' bad=0
@@ -246,9 +245,12 @@ wr_report()
 				echo "more work requests outstanding than the credit bound: $line" >>"$2"
 				bad=1
 			fi
-			if [ "${BASH_REMATCH[3]}" -gt "${BASH_REMATCH[4]}" ] ||
-			   [ "${BASH_REMATCH[4]}" -ge 64 ]; then
-				echo "the send queue does not fit the credit bound: $line" >>"$2"
+			if [ "${BASH_REMATCH[3]}" -gt "${BASH_REMATCH[4]}" ]; then
+				echo "the credit bound exceeds the send queue: $line" >>"$2"
+				bad=1
+			fi
+			if [ "${BASH_REMATCH[4]}" -ge 64 ]; then
+				echo "the send queue is not sized by the receiver's slots: $line" >>"$2"
 				bad=1
 			fi
 		else
