@@ -16,6 +16,7 @@
 #   sync     pxfer --io sync on both sides
 #   cNrM     sender --chunk-size N MiB, receiver --ring-mem M MiB
 #   post     PXFER_RDMA_POSTER=1, nopost: =0 (a build with poster.patch)
+#   none     no read, hash or write of the data (a build with probes.patch)
 set -u
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 P=${DIAG_PXFER:-$top/build/release/pxfer}
@@ -65,6 +66,7 @@ for r in $(seq "$REPS"); do for j in $JOBS; do for v in $VARS; do
 	c*r*) n=${v#c}; rx=(--ring-mem "${n#*r}M"); sx=(--chunk-size "${n%r*}M") ;;
 	post) env=(PXFER_RDMA_POSTER=1) ;;
 	nopost) env=(PXFER_RDMA_POSTER=0) ;;
+	none) env=(PXFER_DIAG_NOHASH=1 PXFER_DIAG_NOREAD=1 PXFER_DIAG_NOWRITE=1) ;;
 	*) echo "softirq_cost.sh: unknown variant $v" >&2; exit 2 ;;
 	esac
 	env "${env[@]}" "$P" recv --transport rdma --bind "$PXFER_RXE_SERVER_ADDR" --port $port \
@@ -77,7 +79,11 @@ for r in $(seq "$REPS"); do for j in $JOBS; do for v in $VARS; do
 	snap $W/s1
 	wait
 	ok=copy-ok
-	cmp -s $W/f $W/d/f || ok=COPY-DIFFERS
+	if [ "$v" = none ]; then
+		ok=unchecked
+	elif ! cmp -s $W/f $W/d/f; then
+		ok=COPY-DIFFERS
+	fi
 	b=$(grep -o '"bytes":[0-9]*' $W/json | cut -d: -f2)
 	t=$(grep -o '"seconds":[0-9.]*' $W/json | cut -d: -f2)
 	echo "rep $r -j$j $v $(awk -v b="${b:-0}" -v t="${t:-1}" 'BEGIN { printf "%.2f", b / 1048576 / t }') MiB/s (exit $rc, $ok), $(cost $W/s0 $W/s1)"
