@@ -34,6 +34,11 @@
 #      receive queue allows (PXFER_RDMA_CQ_MIN=1) and deep rings (-j 2,
 #      64 KiB chunks, 256 slots each): the sender says it grew the queue,
 #      and 30 MiB arrive intact
+#   j  --device and --gid-index instead of --bind on both sides: the
+#      transfer is intact and -v names that device and GID index on each
+#      side; a device that does not exist, a GID index that does not, and
+#      --device with --transport tcp each exit 2 with a message naming
+#      the problem, nothing written
 #
 # Usage (inside the VM): test/rxe/rdma_suite.sh [-v] [CASE...]
 #   CASE   letters of the cases to run (default: all)
@@ -53,13 +58,13 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-v) VERBOSE=1 ;;
 	-h|--help) sed -n '/^# rdma_suite:/,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	[a-i]) cases+=("$1") ;;
-	*) echo "rdma_suite: unknown argument '$1' (cases are a-i)" >&2; exit 2 ;;
+	[a-j]) cases+=("$1") ;;
+	*) echo "rdma_suite: unknown argument '$1' (cases are a-j)" >&2; exit 2 ;;
 	esac
 	shift
 done
 # d last: it takes the link down, which can upset the rxe driver
-[ ${#cases[@]} -gt 0 ] || cases=(a b c e f g h i d)
+[ ${#cases[@]} -gt 0 ] || cases=(a b c e f g h i j d)
 # how long the sender and the receiver may take to notice the link loss:
 # the sender's QPs give up after 7 retries of ~268 ms; a receiver that
 # only waits learns it from its idle timeout (60 s without a word)
@@ -769,6 +774,69 @@ case_i()
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
+}
+
+# ---- j: --device and --gid-index ---------------------------------------------------------
+
+case_j()
+{
+	local dst=$W/j log=$LOGS/j.check.log rc=0 sgid=${PXFER_RXE_SERVER_GID:-} cgid=${PXFER_RXE_CLIENT_GID:-}
+	local name want args
+
+	mkdir -p "$dst"
+	: >"$log"
+	if [ -z "$sgid" ] || [ -z "$cgid" ]; then
+		fail "j: the test bed did not say which GID index holds each address (PXFER_RXE_*_GID)"
+		return
+	fi
+	if start_recv j "$dst" --transport rdma --device "$SRV_DEV" --gid-index "$sgid"; then
+		run_send j 120 -v -j 2 --transport rdma --device "$CLI_DEV" --gid-index "$cgid" \
+			"$DATA/pub" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		recv_done 30
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+		grep_log "through device $CLI_DEV port 1, GID index $cgid \(RoCE v2, ::ffff:$CLI_ADDR\)" \
+			"$SEND_LOG" "$log" || rc=1
+		grep_log "through device $SRV_DEV port 1, GID index $sgid \(RoCE v2, ::ffff:$SRV_ADDR\)" \
+			"$RECV_LOG" "$log" || rc=1
+		same_tree "$DATA/pub" "$dst/pub" "$log" || rc=1
+		same_file "$DATA/medium" "$dst/medium" "$log" || rc=1
+	else
+		rc=1
+	fi
+	check $rc "j: --device $SRV_DEV/$CLI_DEV --gid-index $sgid/$cgid on both sides: intact, and -v names them" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+
+	# bad choices: exit 2, a message naming the problem, nothing sent
+	for name in nodev nogid tcp; do
+		log=$LOGS/j-$name.check.log
+		rc=0
+		: >"$log"
+		mkdir -p "$dst"
+		case $name in
+		nodev) args=(--device no-such-dev0); want="no RDMA device named 'no-such-dev0'" ;;
+		nogid) args=(--device "$CLI_DEV" --gid-index 999)
+		       want="GID index 999 of $CLI_DEV does not exist or holds no IPv4 address" ;;
+		tcp) args=(--transport tcp --device "$CLI_DEV")
+		     want="--device and --gid-index apply to the rdma transport, not tcp" ;;
+		esac
+		if start_recv "j-$name" "$dst" --bind "$SRV_ADDR"; then
+			run_send "j-$name" 60 -v "${args[@]}" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+			echo "sender exit $SEND_RC" >>"$log"
+			[ "$SEND_RC" -eq 2 ] || rc=1
+			grep -qF -- "$want" "$SEND_LOG" ||
+				{ echo "no \"$want\" in the sender's output" >>"$log"; rc=1; }
+			dir_empty "$dst" || { echo "files were written" >>"$log"; rc=1; }
+		else
+			rc=1
+		fi
+		check $rc "j: sender ${args[*]}: exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-140)\"" \
+			"$log" "$SEND_LOG" "$RECV_LOG"
+		kill_leftovers
+		rm -rf "$dst"
+	done
 }
 
 # ---- main ---------------------------------------------------------------------------------
