@@ -1543,30 +1543,38 @@ static int listen_one(struct recv_session *s, const struct pxfer_transport_ops *
 		     s->bind ? s->bind : "any address", o->port, strerror(-ret));
 }
 
-/* auto: tcp always, rdma too when this host has a device */
+/*
+ * auto: tcp always, rdma too when this host has a device. 0, or the exit
+ * status: a --device or --gid-index that cannot be used is a bad command
+ * line, as for the sender.
+ */
 static int listen_all(struct recv_session *s)
 {
 	const char *name = s->o->transport ? s->o->transport : "auto";
 
 	s->bind = s->o->bind;
 	if (s->o->device || s->o->gid_index >= 0) {
-		if (!strcmp(name, "tcp"))
-			return error("--device and --gid-index apply to the rdma transport, not tcp");
+		if (!strcmp(name, "tcp")) {
+			error("--device and --gid-index apply to the rdma transport, not tcp");
+			return PXFER_EXIT_USAGE;
+		}
 		if (pxfer_pick_source(s->o->device, s->o->gid_index, &s->bind,
 				      s->bind_buf, sizeof(s->bind_buf)))
-			return -1;
+			return PXFER_EXIT_USAGE;
 		name = "rdma";
 	}
 	if (!strcmp(name, "auto")) {
 		if (listen_one(s, &pxfer_tcp_ops, 0))
-			return -1;
+			return PXFER_EXIT_NET;
 		if (pxfer_rdma_available())
 			listen_one(s, &pxfer_rdma_ops, 1);
 		return 0;
 	}
-	if (!strcmp(name, "rdma") && !pxfer_rdma_available())
-		return error("no RDMA device on this host (load rdma_rxe or siw for Soft-RoCE, or use --transport tcp)");
-	return listen_one(s, pxfer_transport_find(name), 0);
+	if (!strcmp(name, "rdma") && !pxfer_rdma_available()) {
+		error("no RDMA device on this host (load rdma_rxe or siw for Soft-RoCE, or use --transport tcp)");
+		return PXFER_EXIT_NET;
+	}
+	return listen_one(s, pxfer_transport_find(name), 0) ? PXFER_EXIT_NET : 0;
 }
 
 /*
@@ -1709,10 +1717,9 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 		free(s);
 		return PXFER_EXIT_USAGE;
 	}
-	if (listen_all(s)) {
-		code = PXFER_EXIT_NET;
+	code = listen_all(s);
+	if (code)
 		goto out;
-	}
 	pool_init(s);
 	if (!o->quiet)
 		announce(s);

@@ -9,7 +9,8 @@
 #     fifo is skipped with a warning
 #   - a missing or unusable --dir, an unwritable one: 2
 #   - a port in use: 4, "in use"; nothing listening: 4, with a hint
-#   - bad options and a bad HOST: 2
+#   - bad options and a bad HOST: 2; --device naming no device, or with
+#     --transport tcp, on either side: 2
 #   - --help and --version: 0
 #   - the receiver's disk fills up (a 16 MiB tmpfs in a private mount
 #     namespace, 64 MiB sent): the sender fails and says there is no
@@ -108,6 +109,16 @@ expect_fail 2 timeout0 "timeout" send --timeout 0 "$src/file" 127.0.0.1:1
 expect_fail 2 unknown "unrecognized|unknown|invalid|usage" send --no-such-option "$src/file" 127.0.0.1:1
 expect_fail 2 transport "transport" send --transport carrier-pigeon "$src/file" 127.0.0.1:1
 expect_fail 2 io "--io" send --io magic "$src/file" 127.0.0.1:1
+
+note "--device and --gid-index: a device that does not exist, and with tcp (both sides)"
+expect_fail 2 sendnodev "no RDMA device named 'no-such-dev0'" \
+	send --device no-such-dev0 "$src/file" 127.0.0.1:1
+expect_fail 2 recvnodev "no RDMA device named 'no-such-dev0'" \
+	recv --once --port "$(free_port)" --dir "$dst" --device no-such-dev0
+expect_fail 2 sendtcpdev "apply to the rdma transport, not tcp" \
+	send --transport tcp --device rxe0 "$src/file" 127.0.0.1:1
+expect_fail 2 recvtcpdev "apply to the rdma transport, not tcp" \
+	recv --once --port "$(free_port)" --dir "$dst" --transport tcp --gid-index 1
 expect_fail 2 nohost "PATH and a HOST|usage" send "$src/file"
 expect_fail 2 recvunknown "unrecognized|unknown|invalid|usage" recv --no-such-option
 expect_fail 2 ringmem "ring-mem" recv --ring-mem 1K --dir "$dst"
