@@ -12,6 +12,7 @@
 # ("1 2"), DIAG_VARIANTS (default "ib base sync"), DIAG_PXFER (default
 # build/release/pxfer). Variants:
 #   ib       ib_write_bw, messages of pxfer's chunk size, -q = -j
+#   ib1m     ib_write_bw with 1 MiB messages
 #   base     pxfer as built
 #   sync     pxfer --io sync on both sides
 #   cNrM     sender --chunk-size N MiB, receiver --ring-mem M MiB
@@ -44,7 +45,8 @@ for r in $(seq "$REPS"); do for j in $JOBS; do for v in $VARS; do
 	rm -rf "${W:?}"/d/*
 	s=$((4194304 / j))
 	[ "$j" -le 4 ] || s=1048576
-	if [ "$v" = ib ]; then
+	[ "$v" = ib1m ] && s=1048576
+	if [ "$v" = ib ] || [ "$v" = ib1m ]; then
 		n=$((SIZE * 1048576 / s / j))
 		[ $n -ge 5 ] || n=5     # ib_write_bw's least
 		ib_write_bw -d "$PXFER_RXE_SERVER_DEV" -x "$PXFER_RXE_SERVER_GID" -F -s $s -n $n \
@@ -56,7 +58,7 @@ for r in $(seq "$REPS"); do for j in $JOBS; do for v in $VARS; do
 		snap $W/s1
 		wait
 		bw=$(awk -v s=$s '$1 == s && NF >= 5 { print $4 }' $W/ib.cli)
-		echo "rep $r -j$j ib ${bw:-FAILED} MiB/s, $(cost $W/s0 $W/s1)"
+		echo "rep $r -j$j $v ${bw:-FAILED} MiB/s, $(cost $W/s0 $W/s1)"
 		continue
 	fi
 	env=() rx=() sx=()
