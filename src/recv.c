@@ -1145,7 +1145,14 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c)
 	m->u.data_welcome.worker = w->b.idx;
 	m->u.data_welcome.blob_len = blob_len;
 	memcpy(m->u.data_welcome.blob, blob, blob_len);
-	return pxfer_conn_send_msg(c, m, PXFER_HANDSHAKE_MS);
+	ret = pxfer_conn_send_msg(c, m, PXFER_HANDSHAKE_MS);
+	/* the worker owns the connection now (its ring is registered with
+	 * it): losing it fails the session, like losing it later would */
+	if (ret)
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "lost data connection %u from %s while setting it up: %s",
+				  w->b.idx, c->peer, strerror(-ret));
+	return 0;
 }
 
 static int accept_workers(struct recv_session *s)

@@ -51,7 +51,7 @@ for sc in $scenarios; do
 	log_lines=$(wc -l <"$RECV_LOG")
 	note "scenario $sc: $("$HS" -l | awk -v s="$sc" '$1 == s { $1 = ""; print substr($0, 2) }')"
 
-	timeout -k 5 60 "$HS" -o "$outside" 127.0.0.1 "$RECV_PORT" "$sc" \
+	PXFER_HS_RECV_PID=$RECV_PID timeout -k 5 60 "$HS" -o "$outside" 127.0.0.1 "$RECV_PORT" "$sc" \
 		>"$out" 2>&1
 	rc=$?
 	sed 's/^/    | /' "$out"

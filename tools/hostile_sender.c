@@ -8,7 +8,9 @@
  *	hostile_sender [-o OUTSIDE] HOST PORT SCENARIO
  *	hostile_sender -l			list the scenarios
  *
- * The secret comes from $PXFER_SECRET. OUTSIDE is an absolute directory
+ * The secret comes from $PXFER_SECRET; $PXFER_HS_RECV_PID, when set, is
+ * the receiver's pid, which data-reset stops while it resets a connection
+ * (so that the reset arrives first). OUTSIDE is an absolute directory
  * the scenarios aim at (default /tmp/pxfer-outside); it is never touched
  * here. Every message the receiver sends is printed ("<- ..."), then:
  *
@@ -23,6 +25,7 @@
  * was needed); 2 on bad usage.
  */
 #include <errno.h>
+#include <signal.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -342,7 +345,20 @@ enum data_how {
 	DATA_GOOD,
 	DATA_BAD_MAC,
 	DATA_BAD_WORKER,
+	DATA_RESET,		/* reset the connection after DATA_HELLO */
 };
+
+/*
+ * Stop or resume the receiver, when the test gave its pid: a reset that
+ * must arrive before the receiver answers is sent while it is stopped.
+ */
+static void hold_receiver(int sig)
+{
+	const char *pid = getenv("PXFER_HS_RECV_PID");
+
+	if (pid && *pid)
+		kill((pid_t)atoi(pid), sig);
+}
 
 /* a data connection: 0 on DATA_WELCOME, 1 if refused or closed, -1 */
 static int data_open(struct hs *h, struct pxfer_conn **c, enum data_how how)
@@ -360,6 +376,18 @@ static int data_open(struct hs *h, struct pxfer_conn **c, enum data_how how)
 	pxfer_auth_data_mac(h->key, nonce, dh->session, dh->worker, dh->mac);
 	if (how == DATA_BAD_MAC)
 		dh->mac[31] ^= 0x80;
+	if (how == DATA_RESET) {
+		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+		hold_receiver(SIGSTOP);
+		ret = send_msg(*c, &h->m);
+		setsockopt(pxfer_tcp_ops.conn_fd(*c), SOL_SOCKET, SO_LINGER,
+			   &lg, sizeof(lg));
+		conn_close(c);		/* RST */
+		usleep(200000);
+		hold_receiver(SIGCONT);
+		return ret < 0 ? -1 : 1;
+	}
 	ret = send_msg(*c, &h->m);
 	if (ret)
 		return ret > 0 ? 1 : -1;
@@ -710,6 +738,37 @@ static enum outcome sc_data_hello_bad_mac(struct hs *h)
 static enum outcome sc_data_hello_bad_worker(struct hs *h)
 {
 	return data_scenario(h, DATA_BAD_WORKER);
+}
+
+/*
+ * A proper DATA_HELLO, then a reset before the DATA_WELCOME can go out:
+ * the worker had taken the connection, so the session ends (the receiver
+ * once freed it twice and crashed).
+ */
+static enum outcome sc_data_reset(struct hs *h)
+{
+	struct pxfer_conn *c = NULL;
+	int ret;
+
+	if (hello(h, NULL, 0)) {
+		conn_close(&h->ctl);
+		return O_FAILED;
+	}
+	ret = data_open(h, &c, DATA_RESET);
+	say("the data connection was reset after its DATA_HELLO");
+	if (ret < 0) {
+		conn_close(&h->ctl);
+		return O_FAILED;
+	}
+	ret = pxfer_conn_recv_msg(h->ctl, &h->m, 3 * TIMEOUT_MS);
+	if (ret == -EPIPE || ret == -ECONNRESET)
+		printf("<- (the receiver closed the control connection)\n");
+	else if (!ret)
+		show("<-", &h->m);
+	conn_close(&h->ctl);
+	if (ret == -EPIPE || ret == -ECONNRESET || (!ret && h->m.type == PXFER_MSG_ABORT))
+		return O_ABORTED;
+	return ret ? O_FAILED : O_ACCEPTED;
 }
 
 /* ---- scenarios: paths ------------------------------------------------- */
@@ -1269,6 +1328,7 @@ static const struct scenario scenarios[] = {
 	{ "data-hello-first", sc_data_hello_first, "DATA_HELLO instead of HELLO" },
 	{ "data-hello-bad-mac", sc_data_hello_bad_mac, "DATA_HELLO with a bad MAC" },
 	{ "data-hello-bad-worker", sc_data_hello_bad_worker, "DATA_HELLO for a worker the session does not have" },
+	{ "data-reset", sc_data_reset, "a data connection reset after its DATA_HELLO, before the DATA_WELCOME" },
 	{ "dest-dotdot", sc_dest_dotdot, "destination '../outside'" },
 	{ "dest-abs", sc_dest_abs, "absolute destination OUTSIDE" },
 	{ "dest-symlink", sc_dest_symlink, "destination through a link made in an earlier session" },
