@@ -374,6 +374,9 @@ static void on_recv(struct rdma_conn *c, const struct ibv_wc *wc, uint8_t *buf)
 
 	if (wc->byte_len < RDMA_MSG_HDR || c->rx_count == RDMA_RX_Q) {
 		atomic_store(&c->wc_error, IBV_WC_LOC_LEN_ERR);
+		/* the shared queue outlives the connection: keep its count */
+		if (WR_KIND(wc->wr_id) == WR_SRQ_RECV)
+			srq_refill(c->ctx, WR_INDEX(wc->wr_id));
 		return;
 	}
 	credits = ((uint16_t)buf[0] << 8) | buf[1];
@@ -988,6 +991,10 @@ static void conn_free(struct rdma_conn *c)
 			rdma_destroy_qp(c->id);
 		rdma_destroy_id(c->id);
 	}
+	/* messages never read: their buffers go back to the shared queue */
+	for (; c->rx_count; c->rx_count--, c->rx_head = (c->rx_head + 1) % RDMA_RX_Q)
+		if (WR_KIND(c->rx[c->rx_head].wr_id) == WR_SRQ_RECV)
+			srq_refill(ctx, WR_INDEX(c->rx[c->rx_head].wr_id));
 	if (c->srq_share)
 		srq_want_add(ctx, -(int)c->srq_share);
 	if (c->cq_share)

@@ -39,6 +39,11 @@
 #      side; a device that does not exist, a GID index that does not, and
 #      --device with --transport tcp each exit 2 with a message naming
 #      the problem, nothing written
+#   k  a peer without the secret (tools/hostile_rdma) connects as a data
+#      connection and sends empty messages, each using up one of the
+#      receiver's shared receives, until 200 were taken (the queue holds
+#      128 between sessions): the receiver must put them back, so that a
+#      sender then gets through (-j 2, intact)
 #
 # Usage (inside the VM): test/rxe/rdma_suite.sh [-v] [CASE...]
 #   CASE   letters of the cases to run (default: all)
@@ -58,13 +63,13 @@ while [ $# -gt 0 ]; do
 	case $1 in
 	-v) VERBOSE=1 ;;
 	-h|--help) sed -n '/^# rdma_suite:/,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	[a-j]) cases+=("$1") ;;
-	*) echo "rdma_suite: unknown argument '$1' (cases are a-j)" >&2; exit 2 ;;
+	[a-k]) cases+=("$1") ;;
+	*) echo "rdma_suite: unknown argument '$1' (cases are a-k)" >&2; exit 2 ;;
 	esac
 	shift
 done
 # d last: it takes the link down, which can upset the rxe driver
-[ ${#cases[@]} -gt 0 ] || cases=(a b c e f g h i j d)
+[ ${#cases[@]} -gt 0 ] || cases=(a b c e f g h i j k d)
 # how long the sender and the receiver may take to notice the link loss:
 # the sender's QPs give up after 7 retries of ~268 ms; a receiver that
 # only waits learns it from its idle timeout (60 s without a word)
@@ -837,6 +842,46 @@ case_j()
 		kill_leftovers
 		rm -rf "$dst"
 	done
+}
+
+# ---- k: a peer without the secret uses up the shared receives --------------------------
+
+case_k()
+{
+	local dst=$W/k log=$LOGS/k.check.log rc=0 hr=$build/tools/hostile_rdma i taken=0
+
+	mkdir -p "$dst"
+	: >"$log"
+	if [ ! -x "$hr" ]; then
+		fail "k: $hr is not built (make SAN=1)"
+		return
+	fi
+	if start_recv k "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		# each message that arrives uses up a receive of the shared
+		# queue, which holds 128 between sessions; the receiver closes
+		# such a connection after a few, so come back until 200 were
+		# taken (a receiver that loses them takes none after 128)
+		for i in $(seq 40); do
+			timeout -k 5 60 "$hr" -b "$CLI_ADDR" -n 300 "$SRV_ADDR" "$RECV_PORT" \
+				>>"$log" 2>&1 || { echo "hostile_rdma run $i failed" >>"$log"; rc=1; break; }
+			taken=$(awk '$1 == "sent" && $4 == 300 { s += $2 } END { print s + 0 }' "$log")
+			[ "${taken:-0}" -lt 200 ] || break
+		done
+		echo "$i connections, $taken messages taken" >>"$log"
+		[ "${taken:-0}" -ge 128 ] || rc=1
+		run_send k 120 -v -j 2 --transport rdma --bind "$CLI_ADDR" \
+			"$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		recv_done 30
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+		same_file "$DATA/medium" "$dst/medium" "$log" || rc=1
+	else
+		rc=1
+	fi
+	check $rc "k: after $taken empty messages taken from a peer without the secret over $i connections, a sender gets through intact" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
 }
 
 # ---- main ---------------------------------------------------------------------------------

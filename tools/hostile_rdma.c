@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hostile_rdma - an rdma_cm peer that needs no secret: it connects to a
+ * 'pxfer recv --transport rdma' the way pxfer's connections do (the same
+ * connect data, as a control or a data connection), sends COUNT messages
+ * of LEN bytes that are not pxfer messages, and goes away without a
+ * handshake. Every message uses up one of the receiver's posted receives;
+ * a receiver that does not put them back runs out and refuses the next
+ * sender's data connections (receiver not ready).
+ *
+ *	hostile_rdma [-b SRC] [-k ctrl|data] [-n COUNT] [-l LEN] ADDR PORT
+ *
+ * Defaults: a data connection, 300 messages of 0 bytes. The sends do not
+ * retry on "receiver not ready": the first one the receiver has no
+ * receive for ends the run, which is reported, not an error. Prints
+ * "sent N of COUNT". Exit status 0, 1 when it could not connect or send,
+ * 2 on bad usage.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#define MAGIC		0x70786672u	/* "pxfr": src/rdma.c RDMA_PRIV_MAGIC */
+#define DEPTH		256
+#define LEN_MAX		4096
+#define WR_SEND		1
+#define WR_RECV		2
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "hostile_rdma: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+static void resolve(const char *host, const char *port, struct sockaddr_storage *ss)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res;
+	int ret = getaddrinfo(host, port, &hints, &res);
+
+	if (ret) {
+		fprintf(stderr, "hostile_rdma: %s: %s\n", host, gai_strerror(ret));
+		exit(1);
+	}
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+}
+
+static void expect(struct rdma_event_channel *ech, enum rdma_cm_event_type type)
+{
+	struct rdma_cm_event *ev;
+
+	if (rdma_get_cm_event(ech, &ev))
+		die("rdma_get_cm_event", errno);
+	if (ev->event != type) {
+		fprintf(stderr, "hostile_rdma: %s instead of %s (status %d)\n",
+			rdma_event_str(ev->event), rdma_event_str(type), ev->status);
+		exit(1);
+	}
+	rdma_ack_cm_event(ev);
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_storage dst = { 0 }, src = { 0 };
+	uint8_t priv[5] = { MAGIC >> 24, (MAGIC >> 16) & 0xff,
+			    (MAGIC >> 8) & 0xff, MAGIC & 0xff, 1 };
+	struct rdma_conn_param p = { .private_data = priv,
+				     .private_data_len = sizeof(priv),
+				     .retry_count = 1, .rnr_retry_count = 0 };
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC };
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr, *rmr;
+	static uint8_t buf[LEN_MAX], rbuf[LEN_MAX];
+	int count = 300, len = 0, sent = 0, out = 0, opt, refused = 0;
+	uint8_t ack_timeout = 14;
+
+	while ((opt = getopt(argc, argv, "b:k:n:l:")) != -1) {
+		switch (opt) {
+		case 'b': resolve(optarg, NULL, &src); break;
+		case 'k': priv[4] = !strcmp(optarg, "ctrl") ? 0 : 1; break;
+		case 'n': count = atoi(optarg); break;
+		case 'l': len = atoi(optarg); break;
+		default: goto usage;
+		}
+	}
+	if (argc - optind != 2 || count < 0 || len < 0 || len > LEN_MAX)
+		goto usage;
+	resolve(argv[optind], argv[optind + 1], &dst);
+	memset(buf, 0xa5, sizeof(buf));
+
+	ech = rdma_create_event_channel();
+	if (!ech || rdma_create_id(ech, &id, NULL, RDMA_PS_TCP))
+		die("rdma_cm", errno);
+	if (rdma_resolve_addr(id, src.ss_family ? (struct sockaddr *)&src : NULL,
+			      (struct sockaddr *)&dst, 2000))
+		die("rdma_resolve_addr", errno);
+	expect(ech, RDMA_CM_EVENT_ADDR_RESOLVED);
+	if (rdma_resolve_route(id, 2000))
+		die("rdma_resolve_route", errno);
+	expect(ech, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	pd = ibv_alloc_pd(id->verbs);
+	cq = pd ? ibv_create_cq(id->verbs, 2 * DEPTH, NULL, NULL, 0) : NULL;
+	mr = cq ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	rmr = mr ? ibv_reg_mr(pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!rmr)
+		die("cannot set up the PD, CQ or MR", errno);
+	qa.send_cq = qa.recv_cq = cq;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = DEPTH;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(id, pd, &qa))
+		die("rdma_create_qp", errno);
+	/* room for what the receiver says (its CHALLENGE), never read */
+	for (int i = 0; i < DEPTH; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)rbuf, .length = sizeof(rbuf),
+				       .lkey = rmr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = WR_RECV, .sg_list = &sge,
+					  .num_sge = 1 }, *bad;
+
+		if (ibv_post_recv(id->qp, &wr, &bad))
+			die("ibv_post_recv", errno);
+	}
+	/* a receiver that closed on us is noticed in ~0.1 s, not seconds */
+	rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+			&ack_timeout, sizeof(ack_timeout));
+	if (rdma_connect(id, &p))
+		die("rdma_connect", errno);
+	expect(ech, RDMA_CM_EVENT_ESTABLISHED);
+
+	while (sent < count && !refused) {
+		struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len,
+				       .lkey = mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = WR_SEND, .sg_list = &sge,
+					  .num_sge = len ? 1 : 0,
+					  .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_wc wc[DEPTH];
+		int n;
+
+		if (out < DEPTH && sent + out < count) {
+			if (ibv_post_send(id->qp, &wr, &bad))
+				die("ibv_post_send", errno);
+			out++;
+			continue;
+		}
+		n = ibv_poll_cq(cq, DEPTH, wc);
+		if (n < 0)
+			die("ibv_poll_cq", EIO);
+		for (int i = 0; i < n; i++) {
+			if (wc[i].wr_id != WR_SEND)
+				continue;
+			out--;
+			if (wc[i].status == IBV_WC_SUCCESS)
+				sent++;
+			else if (!refused++)
+				printf("the receiver stopped taking messages: %s\n",
+				       ibv_wc_status_str(wc[i].status));
+		}
+	}
+	printf("sent %d of %d\n", sent, count);
+	rdma_disconnect(id);
+	rdma_destroy_qp(id);
+	ibv_dereg_mr(rmr);
+	ibv_dereg_mr(mr);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ech);
+	return 0;
+usage:
+	fprintf(stderr, "usage: hostile_rdma [-b SRC] [-k ctrl|data] [-n COUNT] [-l LEN] ADDR PORT\n");
+	return 2;
+}
