@@ -417,7 +417,12 @@ static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
 		slotq_push(c, idx);
 		atomic_fetch_sub(&c->wr_out, 2);
 	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-		slotq_push(c, ntohl(wc->imm_data) & 0xffff);
+		/* only a receiver's ring is written to; anywhere else the
+		 * queue holds our own finished sends */
+		if (c->srq_share)
+			slotq_push(c, ntohl(wc->imm_data) & 0xffff);
+		else
+			atomic_store(&c->wc_error, IBV_WC_REM_OP_ERR);
 	} else if (kind == WR_CTRL_RECV) {
 		on_recv(c, wc, c->bufs + idx * RDMA_CTRL_BUF);
 	} else if (is_srq) {
