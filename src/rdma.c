@@ -481,23 +481,6 @@ static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
 	return NULL;
 }
 
-static void drain_cm(struct rdma_ctx *ctx)
-{
-	struct rdma_cm_event *ev;
-
-	while (!rdma_get_cm_event(ctx->ech, &ev)) {
-		struct rdma_cm_id *doomed;
-
-		pthread_mutex_lock(&ctx->lock);
-		doomed = handle_cm_event(ctx, ev);
-		pthread_mutex_unlock(&ctx->lock);
-		/* destroying an id waits for its events to be acknowledged */
-		rdma_ack_cm_event(ev);
-		if (doomed)
-			rdma_destroy_id(doomed);
-	}
-}
-
 static int poll_cq(struct rdma_ctx *ctx)
 {
 	struct ibv_wc wc[32];
@@ -511,6 +494,30 @@ static int poll_cq(struct rdma_ctx *ctx)
 		total += n;
 	}
 	return total;
+}
+
+static void drain_cm(struct rdma_ctx *ctx)
+{
+	struct rdma_cm_event *ev;
+
+	while (!rdma_get_cm_event(ctx->ech, &ev)) {
+		struct rdma_cm_id *doomed;
+
+		/*
+		 * What the peer sent before it disconnected completed before
+		 * its disconnect arrived: take it in first, or a last message
+		 * (the ACK) would be found after the connection is closed.
+		 */
+		if (atomic_load(&ctx->ready))
+			poll_cq(ctx);
+		pthread_mutex_lock(&ctx->lock);
+		doomed = handle_cm_event(ctx, ev);
+		pthread_mutex_unlock(&ctx->lock);
+		/* destroying an id waits for its events to be acknowledged */
+		rdma_ack_cm_event(ev);
+		if (doomed)
+			rdma_destroy_id(doomed);
+	}
 }
 
 static void *progress_main(void *arg)
