@@ -1408,11 +1408,16 @@ static void rt_listener_close(struct pxfer_listener *pl)
 
 	pthread_mutex_lock(&ctx->lock);
 	the_listener = NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	/*
+	 * Not under ctx->lock: destroying an id waits until its events are
+	 * acknowledged, and the progress thread takes that lock before it
+	 * acknowledges one. Without the_listener it adds no pending ids.
+	 */
 	for (unsigned int i = 0; i < l->npending; i++) {
 		rdma_reject(l->pending[i], NULL, 0);
 		rdma_destroy_id(l->pending[i]);
 	}
-	pthread_mutex_unlock(&ctx->lock);
 	rdma_destroy_id(l->id);
 	close(l->efd);
 	free(l);
