@@ -1493,6 +1493,7 @@ static int post_msg(struct rdma_conn *c, unsigned int i, uint32_t len)
 	atomic_fetch_add(&c->ctx->inflight, 1);
 	if (ibv_post_send(c->id->qp, &wr, &bad)) {
 		atomic_fetch_sub(&c->ctx->inflight, 1);
+		atomic_fetch_sub(&c->wr_out, 1);
 		c->send_free |= 1ull << i;
 		c->peer_credits++;
 		return -errno;
