@@ -1951,6 +1951,8 @@ const struct pxfer_transport_ops pxfer_rdma_ops = {
 	.wire_id = 1,
 	.ring_hdr = RDMA_HDR_ROOM,
 	.pins_memory = 1,
+	/* each slot holds a receive of the shared queue */
+	.ring_slots_max = RDMA_SRQ_MAX - RDMA_SRQ_BASE,
 	.listen = rt_listen,
 	.listener_fd = rt_listener_fd,
 	.accept = rt_accept_op,

@@ -1198,11 +1198,16 @@ static int accept_workers(struct recv_session *s)
 	return 0;
 }
 
-static unsigned int pick_slots(const struct pxfer_recv_opts *o,
+static unsigned int pick_slots(const struct recv_session *s,
 			       unsigned int workers, uint32_t chunk)
 {
-	uint64_t n = o->ring_mem / ((uint64_t)workers * chunk);
+	uint64_t n = s->o->ring_mem / ((uint64_t)workers * chunk);
+	unsigned int max = s->t->ring_slots_max;
 
+	/* small chunks in a large --ring-mem: no more than the transport
+	 * can take (rdma: what its shared receive queue holds) */
+	if (max && n > max / workers)
+		n = max / workers;
 	if (n < 2)
 		n = 2;
 	if (n > PXFER_SLOTS_MAX)
@@ -1257,7 +1262,7 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 		chunk = PXFER_CHUNK_MIN;
 	wel->chunk_size = chunk;
 	wel->workers = h->workers;
-	wel->slots = pick_slots(o, h->workers, chunk);
+	wel->slots = pick_slots(s, h->workers, chunk);
 	/* every file in flight holds two descriptors: the file, its directory */
 	wel->max_files = MAX_FILES;
 	if (nofile < 2 * MAX_FILES + 256)

@@ -40,6 +40,7 @@ struct pxfer_transport_ops {
 	uint16_t wire_id;	/* CHALLENGE.transport */
 	size_t ring_hdr;	/* header room each ring slot needs (page multiple) */
 	int pins_memory;	/* rings are pinned: RLIMIT_MEMLOCK applies */
+	unsigned int ring_slots_max;	/* slots of all of a session's rings, 0: any */
 
 	int (*listen)(const char *bind, const char *port,
 		      struct pxfer_listener **out);

@@ -33,7 +33,9 @@
 #   i  both sides start with the smallest completion queue their shared
 #      receive queue allows (PXFER_RDMA_CQ_MIN=1) and deep rings (-j 2,
 #      64 KiB chunks, 256 slots each): the sender says it grew the queue,
-#      and 30 MiB arrive intact
+#      and 30 MiB arrive intact; -j 4 in 16 KiB chunks, where the default
+#      --ring-mem would make more slots than the shared receive queue
+#      holds: the receiver offers 224 each, and the file arrives intact
 #   j  --device and --gid-index instead of --bind on both sides: the
 #      transfer is intact and -v names that device and GID index on each
 #      side; a device that does not exist, a GID index that does not, and
@@ -776,6 +778,28 @@ case_i()
 	RECV_WRAP=()
 	SEND_WRAP=()
 	check $rc "i: a completion queue started small grows for deep rings ($(grep -ohE 'completion queue grown to [0-9]+ entries' "$SEND_LOG" "$RECV_LOG" 2>/dev/null | sort -u | paste -sd ',' -)); 30 MiB in 64 KiB chunks intact ($SEND_SECS s)" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+
+	# 16 KiB chunks for 4 workers in the default 32 MiB would be 512
+	# slots each, 2048 receives, more than the shared queue holds (1024,
+	# 128 of them for messages): the receiver offers what fits, 224 each
+	log=$LOGS/i-slots.check.log
+	rc=0
+	: >"$log"
+	mkdir -p "$dst"
+	if start_recv i-slots "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		rdma_send i-slots 240 -v -j 4 --chunk-size 16K "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		recv_done 30
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+		grep_log "16 KiB chunks, 224 slots each" "$SEND_LOG" "$log" || rc=1
+		same_file "$DATA/medium" "$dst/medium" "$log" || rc=1
+	else
+		rc=1
+	fi
+	check $rc "i: -j 4 in 16 KiB chunks: the receiver offers the slots its shared receive queue holds (224 each), intact ($SEND_SECS s)" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
