@@ -1102,21 +1102,66 @@ static void worker_release(struct recv_session *s, struct rworker *w)
 	free(w->finq);
 }
 
-/* One data connection: prove it belongs to this session, set up its worker. */
-static int accept_data(struct recv_session *s, struct pxfer_conn *c)
+#define PENDING_MAX 16
+#define PENDING_SECS 15
+
+struct pending {
+	struct pxfer_conn *c;
+	struct pxfer_ctrl ctrl;
+	uint8_t nonce[PXFER_NONCE_LEN];
+	double deadline;
+};
+
+static void pending_drop(struct pending *p, unsigned int *n, unsigned int i)
 {
-	struct pxfer_msg *m = &s->msg;
-	uint8_t nonce[PXFER_NONCE_LEN], mac[PXFER_MAC_LEN];
+	pxfer_ctrl_release(&p[i].ctrl);
+	p[i].c->ops->close(p[i].c);
+	p[i] = p[--*n];
+}
+
+static int send_challenge(struct recv_session *s, struct pxfer_conn *c,
+			  uint8_t *nonce);
+
+static void pending_add(struct recv_session *s, struct pending *p,
+			unsigned int *n, struct pxfer_conn *c)
+{
+	struct pending *e;
+
+	if (*n == PENDING_MAX)
+		pending_drop(p, n, 0);	/* the oldest makes room */
+	e = &p[*n];
+	e->c = c;
+	e->deadline = pxfer_now() + PENDING_SECS;
+	if (send_challenge(s, c, e->nonce) || pxfer_ctrl_init(&e->ctrl, c)) {
+		c->ops->close(c);
+		return;
+	}
+	(*n)++;
+}
+
+/* the next message of pending connection @e: 1, 0 while incomplete, -1 */
+static int pending_next(struct pending *e, struct pxfer_msg *m)
+{
+	int ret = pxfer_ctrl_fill(&e->ctrl), r = pxfer_ctrl_next(&e->ctrl, m);
+
+	if (r == 0)
+		return ret < 0 ? -1 : 0;
+	return r < 0 ? -1 : 1;
+}
+
+/*
+ * One data connection, whose first message (to the CHALLENGE with @nonce)
+ * is @m: prove it belongs to this session, set up its worker.
+ */
+static int accept_data(struct recv_session *s, struct pxfer_conn *c,
+		       const uint8_t *nonce, struct pxfer_msg *m)
+{
+	uint8_t mac[PXFER_MAC_LEN];
 	struct rworker *w;
 	uint16_t blob_len = 0;
 	uint8_t blob[PXFER_BLOB_MAX];
 	int ret;
 
-	ret = send_challenge(s, c, nonce);
-	if (!ret)
-		ret = pxfer_conn_recv_msg(c, m, PXFER_HANDSHAKE_MS);
-	if (ret)
-		return ret;
 	if (m->type == PXFER_MSG_HELLO) {
 		send_refuse(c, EBUSY, "the receiver is busy with another session; try again later");
 		return -EBUSY;
@@ -1155,36 +1200,77 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c)
 	return 0;
 }
 
+/*
+ * The sender's data connections, each proving itself with a DATA_HELLO.
+ * Connections are read as their bytes come (not one after the other), so
+ * that one which says nothing, which anybody can open, holds up no other.
+ */
 static int accept_workers(struct recv_session *s)
 {
 	double end = pxfer_now() + PXFER_HANDSHAKE_MS / 1000.0;
-	unsigned int have = 0;
-	struct pxfer_conn *c;
+	struct pending pend[PENDING_MAX];
+	struct pollfd p[PENDING_MAX + 1];
+	unsigned int have = 0, npend = 0, i;
 	int ret;
 
-	while (have < s->nworkers) {
-		struct pollfd p = { .fd = s->t->listener_fd(s->l), .events = POLLIN };
-		int left = (int)((end - pxfer_now()) * 1000);
+	while (have < s->nworkers && !pxfer_failed(&s->fail)) {
+		double now = pxfer_now();
+		unsigned int n = 1;
 
-		if (left <= 0 || poll(&p, 1, left) <= 0)
-			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
-					  "the sender %s opened %u of %u data connections in time",
-					  s->cconn->peer, have, s->nworkers);
-		ret = s->t->accept(s->l, &c);
-		if (ret)
-			continue;
-		ret = accept_data(s, c);
-		if (pxfer_failed(&s->fail))
-			return -1;
-		if (ret) {
-			verbose("refused a connection from %s: %s", c->peer,
-				strerror(-ret));
-			s->t->close(c);
-			continue;
+		if (now >= end) {
+			pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				   "the sender %s opened %u of %u data connections in time",
+				   s->cconn->peer, have, s->nworkers);
+			break;
 		}
-		have++;
+		p[0].fd = s->t->listener_fd(s->l);
+		p[0].events = POLLIN;
+		for (i = 0; i < npend; i++, n++) {
+			p[n].fd = pend[i].c->ops->conn_fd(pend[i].c);
+			p[n].events = pend[i].c->ops->poll_events(pend[i].c, 0);
+		}
+		if (poll(p, n, (int)((end - now) * 1000) + 1) < 0 && errno != EINTR) {
+			pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "poll: %s", strerror(errno));
+			break;
+		}
+		if (p[0].revents & POLLIN) {
+			struct pxfer_conn *c;
+
+			if (!s->t->accept(s->l, &c))
+				pending_add(s, pend, &npend, c);
+		}
+		for (i = 0; i < npend && have < s->nworkers;) {
+			struct pxfer_conn *c = pend[i].c;
+			uint8_t nonce[PXFER_NONCE_LEN];
+			int r = pending_next(&pend[i], &s->msg);
+
+			if (r <= 0) {
+				if (r < 0)
+					pending_drop(pend, &npend, i);
+				else
+					i++;
+				continue;
+			}
+			memcpy(nonce, pend[i].nonce, sizeof(nonce));
+			pxfer_ctrl_release(&pend[i].ctrl);
+			pend[i] = pend[--npend];
+			ret = accept_data(s, c, nonce, &s->msg);
+			if (pxfer_failed(&s->fail))
+				break;	/* its worker holds @c */
+			if (ret) {
+				verbose("refused a connection from %s: %s", c->peer,
+					strerror(-ret));
+				s->t->close(c);
+				continue;
+			}
+			have++;
+		}
 	}
-	for (unsigned int i = 0; i < s->nworkers; i++) {
+	while (npend)
+		pending_drop(pend, &npend, 0);
+	if (pxfer_failed(&s->fail))
+		return -1;
+	for (i = 0; i < s->nworkers; i++) {
 		ret = pthread_create(&s->w[i].b.thread, NULL, rw_main, &s->w[i]);
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
@@ -1417,40 +1503,6 @@ static int run_session(struct recv_session *s, const struct pxfer_hello *h,
  * are served together, each with a deadline, so that a connection that
  * stays silent cannot hold up a real sender.
  */
-#define PENDING_MAX 16
-#define PENDING_SECS 15
-
-struct pending {
-	struct pxfer_conn *c;
-	struct pxfer_ctrl ctrl;
-	uint8_t nonce[PXFER_NONCE_LEN];
-	double deadline;
-};
-
-static void pending_drop(struct pending *p, unsigned int *n, unsigned int i)
-{
-	pxfer_ctrl_release(&p[i].ctrl);
-	p[i].c->ops->close(p[i].c);
-	p[i] = p[--*n];
-}
-
-static void pending_add(struct recv_session *s, struct pending *p,
-			unsigned int *n, struct pxfer_conn *c)
-{
-	struct pending *e;
-
-	if (*n == PENDING_MAX)
-		pending_drop(p, n, 0);	/* the oldest makes room */
-	e = &p[*n];
-	e->c = c;
-	e->deadline = pxfer_now() + PENDING_SECS;
-	if (send_challenge(s, c, e->nonce) || pxfer_ctrl_init(&e->ctrl, c)) {
-		c->ops->close(c);
-		return;
-	}
-	(*n)++;
-}
-
 /*
  * Read what pending connection @e sent. Returns 1 with @h filled when it is
  * an authentic HELLO, 0 while it is incomplete, -1 when the connection is
@@ -1461,11 +1513,10 @@ static int pending_read(struct recv_session *s, struct pending *e,
 {
 	struct pxfer_msg *m = &s->msg;
 	uint8_t mac[PXFER_MAC_LEN];
-	int ret = pxfer_ctrl_fill(&e->ctrl), r;
+	int r = pending_next(e, m);
 
-	r = pxfer_ctrl_next(&e->ctrl, m);
 	if (r == 0)
-		return ret < 0 ? -1 : 0;
+		return 0;
 	if (r < 0 || m->type != PXFER_MSG_HELLO) {
 		verbose("dropped a connection from %s: it did not open with a HELLO",
 			e->c->peer);

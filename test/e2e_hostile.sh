@@ -10,7 +10,9 @@
 #   - no file under DIR has a final name the receiver did not complete
 #   - no temporary (.pxfer-*.part) file is left once the session is over
 #   - the receiver refused (the connection, session or file) or ended the
-#     session, and said why
+#     session, and said why (silent-before-data must instead complete: a
+#     connection that says nothing may not keep the sender's data
+#     connection out)
 #   - it is still alive and listening
 # At the end a normal transfer to the same receiver must succeed, also
 # while connections that never say anything (no secret needed to open
@@ -65,6 +67,8 @@ for sc in $scenarios; do
 	# or has already acknowledged the FIN and drops it unread; either way
 	# the checks below prove nothing was written.
 	case $sc:$outcome in
+	silent-before-data:completed) ;;
+	silent-before-data:*) fail "$sc: a silent connection kept the sender's data connection out ($outcome)";;
 	setid-mode:completed | file-over-link:completed | *:refused | *:aborted) ;;
 	chunk-after-done:accepted) ;;
 	*) fail "$sc: the receiver's answer was '$outcome'";;

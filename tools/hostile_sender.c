@@ -25,6 +25,7 @@
  * was needed); 2 on bad usage.
  */
 #include <errno.h>
+#include <netdb.h>
 #include <signal.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -741,6 +742,47 @@ static enum outcome sc_data_hello_bad_worker(struct hs *h)
 }
 
 /*
+ * Between the HELLO and the data connection, a connection that says
+ * nothing (anybody can open one): the receiver must still take the proper
+ * data connection at once (it once read its connections one at a time,
+ * waiting 15 s on the silent one, and the session failed).
+ */
+static enum outcome sc_silent_before_data(struct hs *h)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	enum outcome o;
+	int fd = -1;
+
+	if (hello(h, NULL, 0)) {
+		conn_close(&h->ctl);
+		return O_FAILED;
+	}
+	if (!getaddrinfo(h->host, h->port, &hints, &ai)) {
+		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen)) {
+			close(fd);
+			fd = -1;
+		}
+		freeaddrinfo(ai);
+	}
+	if (fd < 0) {
+		fprintf(stderr, "hostile_sender: cannot open the silent connection\n");
+		conn_close(&h->ctl);
+		return O_FAILED;
+	}
+	say("a silent connection is open; now the data connection");
+	if (data_open(h, &h->data, DATA_GOOD)) {
+		close(fd);
+		session_close(h);
+		return O_REFUSED;
+	}
+	o = finish(h, O_COMPLETED);
+	close(fd);
+	session_close(h);
+	return o;
+}
+
+/*
  * A proper DATA_HELLO, then a reset before the DATA_WELCOME can go out:
  * the worker had taken the connection, so the session ends (the receiver
  * once freed it twice and crashed).
@@ -1328,6 +1370,7 @@ static const struct scenario scenarios[] = {
 	{ "data-hello-first", sc_data_hello_first, "DATA_HELLO instead of HELLO" },
 	{ "data-hello-bad-mac", sc_data_hello_bad_mac, "DATA_HELLO with a bad MAC" },
 	{ "data-hello-bad-worker", sc_data_hello_bad_worker, "DATA_HELLO for a worker the session does not have" },
+	{ "silent-before-data", sc_silent_before_data, "a silent connection between the HELLO and the data connection" },
 	{ "data-reset", sc_data_reset, "a data connection reset after its DATA_HELLO, before the DATA_WELCOME" },
 	{ "dest-dotdot", sc_dest_dotdot, "destination '../outside'" },
 	{ "dest-abs", sc_dest_abs, "absolute destination OUTSIDE" },
