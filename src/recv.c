@@ -1209,7 +1209,7 @@ static int accept_workers(struct recv_session *s)
 {
 	double end = pxfer_now() + PXFER_HANDSHAKE_MS / 1000.0;
 	struct pending pend[PENDING_MAX];
-	struct pollfd p[PENDING_MAX + 1];
+	struct pollfd p[PENDING_MAX + 2];
 	unsigned int have = 0, npend = 0, i;
 	int ret;
 
@@ -1229,8 +1229,16 @@ static int accept_workers(struct recv_session *s)
 			p[n].fd = pend[i].c->ops->conn_fd(pend[i].c);
 			p[n].events = pend[i].c->ops->poll_events(pend[i].c, 0);
 		}
-		if (poll(p, n, (int)((end - now) * 1000) + 1) < 0 && errno != EINTR) {
+		p[n].fd = s->sigfd;
+		p[n].events = POLLIN;
+		if (poll(p, n + 1, (int)((end - now) * 1000) + 1) < 0 && errno != EINTR) {
 			pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "poll: %s", strerror(errno));
+			break;
+		}
+		if (pxfer_signal_pending()) {
+			pxfer_fail(&s->fail, PXFER_EXIT_INTR,
+				   "interrupted while the sender %s opened its data connections",
+				   s->cconn->peer);
 			break;
 		}
 		if (p[0].revents & POLLIN) {
