@@ -13,6 +13,9 @@
 # build/release/pxfer). Variants:
 #   ib       ib_write_bw, messages of pxfer's chunk size, -q = -j
 #   ib1m     ib_write_bw with 1 MiB messages
+#   floor    tools/rdma_floor (pread, RDMA WRITE with immediate, pwrite,
+#            slots returned by SEND) in chunks of pxfer's size, sender
+#            busy-polling; floore: its sender sleeping on the channel
 #   base     pxfer as built
 #   sync     pxfer --io sync on both sides
 #   cNrM     sender --chunk-size N MiB, receiver --ring-mem M MiB
@@ -59,6 +62,22 @@ for r in $(seq "$REPS"); do for j in $JOBS; do for v in $VARS; do
 		wait
 		bw=$(awk -v s=$s '$1 == s && NF >= 5 { print $4 }' $W/ib.cli)
 		echo "rep $r -j$j $v ${bw:-FAILED} MiB/s, $(cost $W/s0 $W/s1)"
+		continue
+	fi
+	if [ "$v" = floor ] || [ "$v" = floore ]; then
+		F=$(dirname "$P")/tools/rdma_floor e=()
+		[ "$v" = floore ] && e=(-e)
+		"$F" recv -s $((s >> 20)) "$PXFER_RXE_SERVER_ADDR" $port $W/d/f "$j" >$W/floor.srv 2>&1 &
+		sleep 1
+		snap $W/s0
+		"$F" send -s $((s >> 20)) -b "$PXFER_RXE_CLIENT_ADDR" "${e[@]}" \
+			"$PXFER_RXE_SERVER_ADDR" $port $W/f "$j" >$W/floor.out 2>&1
+		rc=$?
+		snap $W/s1
+		wait
+		ok=copy-ok
+		cmp -s $W/f $W/d/f || ok=COPY-DIFFERS
+		echo "rep $r -j$j $v $(awk -v mib="$SIZE" '$1 == "bytes" { printf "%.2f MiB/s (data phase %.2f)", mib / $4, mib / $6 }' $W/floor.out) (exit $rc, $ok), $(cost $W/s0 $W/s1)"
 		continue
 	fi
 	env=() rx=() sx=()
