@@ -25,6 +25,8 @@ void pxfer_filetab_release(struct pxfer_filetab *t)
 {
 	if (!t->f)
 		return;
+	for (unsigned int i = 0; i < t->n; i++)
+		pxfer_filetab_forget(t, &t->f[i]);
 	pthread_mutex_destroy(&t->lock);
 	free(t->f);
 	free(t->doneq);
@@ -86,6 +88,85 @@ static void complete(struct pxfer_filetab *t, uint64_t id)
 	pxfer_filetab_push_done(t, id);
 }
 
+void pxfer_filetab_forget(struct pxfer_filetab *t, struct pxfer_rfile *f)
+{
+	t->nranges -= f->nrng;
+	if (f->rng != f->rng_in)
+		free(f->rng);
+	f->rng = NULL;
+	f->nrng = f->rng_cap = 0;
+}
+
+/* the first range of @f that ends after @lo */
+static unsigned int range_find(const struct pxfer_rfile *f, uint64_t lo)
+{
+	unsigned int a = 0, b = f->nrng;
+
+	while (a < b) {
+		unsigned int m = a + (b - a) / 2;
+
+		if (f->rng[m].hi <= lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+/* 1 if [lo, hi) meets a range of @f */
+static int range_overlaps(const struct pxfer_rfile *f, uint64_t lo, uint64_t hi)
+{
+	unsigned int i = range_find(f, lo);
+
+	return i < f->nrng && f->rng[i].lo < hi;
+}
+
+/* add [lo, hi), which overlaps nothing, merging with its neighbours */
+static int range_add(struct pxfer_filetab *t, struct pxfer_rfile *f,
+		     uint64_t lo, uint64_t hi)
+{
+	unsigned int i = range_find(f, lo);
+	int prev = i > 0 && f->rng[i - 1].hi == lo;
+	int next = i < f->nrng && f->rng[i].lo == hi;
+
+	if (prev && next) {
+		f->rng[i - 1].hi = f->rng[i].hi;
+		memmove(&f->rng[i], &f->rng[i + 1],
+			(f->nrng - i - 1) * sizeof(*f->rng));
+		f->nrng--;
+		t->nranges--;
+	} else if (prev) {
+		f->rng[i - 1].hi = hi;
+	} else if (next) {
+		f->rng[i].lo = lo;
+	} else {
+		if (t->nranges >= PXFER_RANGES_MAX)
+			return -EPROTO;		/* scattered beyond reason */
+		if (!f->rng_cap) {
+			/* most files: one range, or two meeting up */
+			f->rng = f->rng_in;
+			f->rng_cap = 2;
+		} else if (f->nrng == f->rng_cap) {
+			unsigned int cap = 4 * f->rng_cap;
+			struct pxfer_range *r = malloc(cap * sizeof(*r));
+
+			if (!r)
+				return -ENOMEM;
+			memcpy(r, f->rng, f->nrng * sizeof(*r));
+			if (f->rng != f->rng_in)
+				free(f->rng);
+			f->rng = r;
+			f->rng_cap = cap;
+		}
+		memmove(&f->rng[i + 1], &f->rng[i],
+			(f->nrng - i) * sizeof(*f->rng));
+		f->rng[i] = (struct pxfer_range){ lo, hi };
+		f->nrng++;
+		t->nranges++;
+	}
+	return 0;
+}
+
 static int seg_ok(struct pxfer_filetab *t, const struct pxfer_seg *s,
 		  uint64_t extra)
 {
@@ -103,7 +184,8 @@ static int seg_ok(struct pxfer_filetab *t, const struct pxfer_seg *s,
 		return 0;
 	if (f->end_known && f->submitted + extra + s->len > f->total)
 		return 0;
-	return 1;
+	/* bytes sent twice would leave others unsent under the same count */
+	return !range_overlaps(f, s->offset, s->offset + s->len);
 }
 
 int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch,
@@ -113,17 +195,30 @@ int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch,
 
 	pthread_mutex_lock(&t->lock);
 	for (unsigned int i = 0; i < ch->nseg && !ret; i++) {
+		const struct pxfer_seg *si = &ch->seg[i];
 		uint64_t extra = 0;
 
-		for (unsigned int j = 0; j < i; j++)
-			if (ch->seg[j].file == ch->seg[i].file)
-				extra += ch->seg[j].len;
-		if (!seg_ok(t, &ch->seg[i], extra))
+		for (unsigned int j = 0; j < i; j++) {
+			const struct pxfer_seg *sj = &ch->seg[j];
+
+			if (sj->file != si->file)
+				continue;
+			extra += sj->len;
+			if (si->offset < sj->offset + sj->len &&
+			    sj->offset < si->offset + si->len)
+				ret = -EPROTO;	/* twice in one chunk */
+		}
+		if (!seg_ok(t, si, extra))
 			ret = -EPROTO;
 	}
 	for (unsigned int i = 0; i < ch->nseg && !ret; i++) {
 		struct pxfer_rfile *f = &t->f[ch->seg[i].file];
 
+		if (ch->seg[i].len)
+			ret = range_add(t, f, ch->seg[i].offset,
+					ch->seg[i].offset + ch->seg[i].len);
+		if (ret)
+			break;
 		f->submitted += ch->seg[i].len;
 		fds[i] = f->fd;
 	}

@@ -37,7 +37,16 @@ struct pxfer_rfile {
 	uint32_t mode;
 	int mode_set;		/* already applied (an unnamed file) */
 	struct timespec times[2];
+	/* the byte ranges reserved so far, sorted, disjoint, not adjacent:
+	 * a chunk that overlaps one is refused */
+	struct pxfer_range {
+		uint64_t lo, hi;	/* [lo, hi) */
+	} *rng, rng_in[2];	/* rng_in until more are needed */
+	unsigned int nrng, rng_cap;
 };
+
+/* ranges kept for all files of a table at once, at most */
+#define PXFER_RANGES_MAX	(1u << 20)
 
 struct pxfer_filetab {
 	pthread_mutex_t lock;
@@ -57,6 +66,7 @@ struct pxfer_filetab {
 	 */
 	int (*finish)(void *arg, struct pxfer_rfile *f);
 	void *finish_arg;
+	unsigned int nranges;	/* pxfer_rfile.nrng of all files */
 };
 
 int pxfer_filetab_init(struct pxfer_filetab *t, unsigned int n, int wake_fd);
@@ -64,11 +74,15 @@ void pxfer_filetab_release(struct pxfer_filetab *t);
 
 /*
  * pxfer_filetab_reserve - check every segment of @ch against its file
- * (open, not ended beyond, inside its size) and reserve them all, or none.
- * Fills @fds with each segment's descriptor. 0 or -EPROTO.
+ * (open, not ended beyond, inside its size, overlapping no byte reserved
+ * before) and reserve them all, or none. Fills @fds with each segment's
+ * descriptor. 0, -EPROTO, or -ENOMEM.
  */
 int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch,
 			  int *fds);
+
+/* pxfer_filetab_forget - free @f's ranges; call with the lock held */
+void pxfer_filetab_forget(struct pxfer_filetab *t, struct pxfer_rfile *f);
 
 /* pxfer_filetab_written - @len bytes of @id written (or failed with @err) */
 void pxfer_filetab_written(struct pxfer_filetab *t, uint64_t id, uint32_t len,

@@ -663,6 +663,7 @@ static void rfile_drop(struct recv_session *s, uint64_t id, int unlink_tmp)
 	free(rf->path);
 	free(rf->tmp);
 	pthread_mutex_lock(&s->tab.lock);
+	pxfer_filetab_forget(&s->tab, rf);
 	memset(rf, 0, sizeof(*rf));
 	s->tab.used--;
 	pthread_mutex_unlock(&s->tab.lock);

@@ -10,6 +10,10 @@
  *    beyond the total announced by FILE_END, and two segments of one file
  *    in one chunk that together exceed its size; a refused chunk reserves
  *    nothing, not even its good segments;
+ *  - reserve refuses bytes already reserved (in an earlier chunk or the
+ *    same one), which would let a count that fits leave part of the file
+ *    unsent; the ranges merge, scattered ones included, and are freed
+ *    with their file or the table;
  *  - written counts bytes and keeps the first error;
  *  - a file is queued as done exactly once, when FILE_END is known and all
  *    its bytes are written, whichever comes last; the wake fd fires, once
@@ -62,6 +66,7 @@ static void open_file(struct pxfer_filetab *t, uint64_t id, uint64_t size,
 static void drop_file(struct pxfer_filetab *t, uint64_t id)
 {
 	pthread_mutex_lock(&t->lock);
+	pxfer_filetab_forget(t, &t->f[id]);
 	memset(&t->f[id], 0, sizeof(t->f[id]));
 	t->used--;
 	pthread_mutex_unlock(&t->lock);
@@ -249,6 +254,82 @@ static void test_reserve(void)
 	T_EXPECT(!pops(&t, 6, NULL), "f6 not done before its writes");
 	pxfer_filetab_release(&t);
 	pxfer_filetab_release(&t);	/* harmless twice */
+	woken();
+}
+
+/* ---- overlapping bytes --------------------------------------------------- */
+
+static unsigned int nranges(struct pxfer_filetab *t, uint64_t id)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&t->lock);
+	n = t->f[id].nrng;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+static void test_overlap(void)
+{
+	struct pxfer_filetab t;
+	int fds[PXFER_SEG_MAX];
+
+	T_EXPECT(pxfer_filetab_init(&t, 8, efd) == 0, "init");
+	open_file(&t, 1, 100, 101);
+
+	/* the same bytes twice: the count would fit, the file would not */
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 50), fds) == 0, "0..50");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 50), fds) == -EPROTO,
+		 "0..50 again");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 49, 2), fds) == -EPROTO,
+		 "49..51 (one byte again)");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 25, 50), fds) == -EPROTO,
+		 "25..75");
+	T_EXPECT(SUBMITTED(&t, 1) == 50, "submitted %llu",
+		 (unsigned long long)SUBMITTED(&t, 1));
+	T_EXPECT(pxfer_filetab_end(&t, 1, 100, 0) == 0, "FILE_END 100");
+	pxfer_filetab_written(&t, 1, 50, 0);
+	T_EXPECT(!pops(&t, 1, NULL), "50 of 100 bytes: not complete");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 50, 50), fds) == 0, "50..100");
+	T_EXPECT(nranges(&t, 1) == 1, "merged into one range: %u",
+		 nranges(&t, 1));
+	pxfer_filetab_written(&t, 1, 50, 0);
+	T_EXPECT(pops(&t, 1, NULL) == 1, "complete once all of it arrived");
+	woken();
+
+	/* twice in one chunk, and all or nothing */
+	open_file(&t, 2, 100, 102);
+	T_EXPECT(pxfer_filetab_reserve(&t, two(2, 0, 10, 2, 5, 10), fds) ==
+		 -EPROTO, "5..15 after 0..10 in one chunk");
+	T_EXPECT(SUBMITTED(&t, 2) == 0 && nranges(&t, 2) == 0,
+		 "nothing reserved: %llu, %u ranges",
+		 (unsigned long long)SUBMITTED(&t, 2), nranges(&t, 2));
+	T_EXPECT(pxfer_filetab_reserve(&t, two(2, 10, 10, 2, 0, 10), fds) == 0,
+		 "10..20 then 0..10 in one chunk");
+	T_EXPECT(nranges(&t, 2) == 1, "adjacent, merged: %u", nranges(&t, 2));
+
+	/* out of order and scattered: every other piece, then the gaps */
+	open_file(&t, 3, 1000, 103);
+	for (unsigned int i = 0; i < 50; i += 2)
+		T_EXPECT(pxfer_filetab_reserve(&t, one(3, 20 * i, 20), fds) == 0,
+			 "piece %u", i);
+	T_EXPECT(nranges(&t, 3) == 25, "25 ranges: %u", nranges(&t, 3));
+	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 30, 20), fds) == -EPROTO,
+		 "across a piece and a gap");
+	for (unsigned int i = 49; i < 50; i -= 2)
+		T_EXPECT(pxfer_filetab_reserve(&t, one(3, 20 * i, 20), fds) == 0,
+			 "gap %u", i);
+	T_EXPECT(nranges(&t, 3) == 1 && SUBMITTED(&t, 3) == 1000,
+		 "one range of 1000 bytes: %u, %llu", nranges(&t, 3),
+		 (unsigned long long)SUBMITTED(&t, 3));
+	T_EXPECT(t.nranges == 3, "three files, a range each: %u", t.nranges);
+	drop_file(&t, 3);
+	T_EXPECT(t.nranges == 2, "dropped with its range: %u", t.nranges);
+	/* a file that keeps its ranges is freed with the table (ASan) */
+	open_file(&t, 4, 1000, 104);
+	for (unsigned int i = 0; i < 20; i += 2)
+		pxfer_filetab_reserve(&t, one(4, 20 * i, 20), fds);
+	pxfer_filetab_release(&t);
 	woken();
 }
 
@@ -626,6 +707,7 @@ int main(void)
 		return 1;
 	}
 	test_reserve();
+	test_overlap();
 	test_done();
 	test_reuse();
 	test_race();

@@ -1133,6 +1133,20 @@ static enum outcome sc_overlap(struct hs *h)
 	return after_violation(h, ret ?: send_end(h, 0, 120));
 }
 
+/* the same, but the count fits: 50 of the 100 bytes would never be sent */
+static enum outcome sc_overlap_fit(struct hs *h)
+{
+	int ret;
+
+	if (open_victim(h, 100))
+		return O_FAILED;
+	say("bytes 0..50 twice, then FILE_END 100, for a 100-byte file");
+	ret = send_piece(h, 0, 0, 50, FLAW_NONE);
+	if (!ret)
+		ret = send_piece(h, 0, 0, 50, FLAW_NONE);
+	return after_violation(h, ret ?: send_end(h, 0, 100));
+}
+
 static enum outcome sc_slot_ungranted(struct hs *h)
 {
 	struct pxfer_seg seg = { .file = 0, .offset = 0, .len = 100 };
@@ -1394,6 +1408,7 @@ static const struct scenario scenarios[] = {
 	{ "beyond-size", sc_beyond_size, "a chunk past the end of its file" },
 	{ "segments-overflow", sc_segments_overflow, "two segments of one chunk that together pass the end" },
 	{ "overlap", sc_overlap, "the same bytes twice" },
+	{ "overlap-fit", sc_overlap_fit, "bytes 0..50 twice and FILE_END 100 for a 100-byte file: a count that fits" },
 	{ "slot-ungranted", sc_slot_ungranted, "a chunk into a slot never granted" },
 	{ "slot-reuse", sc_slot_reuse, "two chunks into one slot on one grant" },
 	{ "bad-checksum", sc_bad_checksum, "a chunk whose checksum does not match" },
