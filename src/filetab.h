@@ -76,7 +76,9 @@ void pxfer_filetab_release(struct pxfer_filetab *t);
  * pxfer_filetab_reserve - check every segment of @ch against its file
  * (open, not ended beyond, inside its size, overlapping no byte reserved
  * before) and reserve them all, or none. Fills @fds with each segment's
- * descriptor. 0, -EPROTO, or -ENOMEM.
+ * descriptor. 0 or -EPROTO; -ENOMEM, or -EPROTO for a table holding
+ * PXFER_RANGES_MAX ranges already, may leave the chunk's first segments
+ * reserved (the session cannot go on after either).
  */
 int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch,
 			  int *fds);

@@ -281,7 +281,7 @@ static int rw_receive(struct rworker *w)
 		}
 		if (ret == -EPROTO)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
-					  "protocol error on data connection %u from %s: a chunk that was not granted or does not fit its file",
+					  "protocol error on data connection %u from %s: a chunk that was not granted, does not fit its file or repeats bytes already sent",
 					  w->b.idx, w->b.conn->peer);
 		if (ret < 0)
 			return pxfer_fail(&s->fail, PXFER_EXIT_NET,
