@@ -10,11 +10,13 @@
  *
  *	hostile_rdma [-b SRC] [-k ctrl|data] [-n COUNT] [-l LEN] ADDR PORT
  *
- * Defaults: a data connection, 300 messages of 0 bytes. The sends do not
- * retry on "receiver not ready": the first one the receiver has no
- * receive for ends the run, which is reported, not an error. Prints
- * "sent N of COUNT". Exit status 0, 1 when it could not connect or send,
- * 2 on bad usage.
+ * Defaults: a data connection, 300 messages of 0 bytes, posted in bursts
+ * of up to 256 so that many land before the receiver can react. The sends
+ * do not retry on "receiver not ready", and give up on a receiver that
+ * stopped acknowledging within a fraction of a second: the first failed
+ * send ends the run, which is reported, not an error. Prints "sent N of
+ * COUNT". Exit status 0, 1 when it could not connect or send, 2 on bad
+ * usage.
  */
 #include <errno.h>
 #include <netdb.h>
