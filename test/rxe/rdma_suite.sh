@@ -893,8 +893,7 @@ case_k()
 		done
 		echo "$i connections, $taken messages taken" >>"$log"
 		[ "${taken:-0}" -ge 128 ] || rc=1
-		run_send k 120 -v -j 2 --transport rdma --bind "$CLI_ADDR" \
-			"$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		rdma_send k 120 -v -j 2 "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
 		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
