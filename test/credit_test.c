@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "credit.h"
-#include "proto.h"
+#include "core/credit.h"
+#include "core/proto.h"
 #include "test.h"
 
 /* ---- helpers --------------------------------------------------------- */

@@ -30,8 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ctrl.h"
-#include "proto.h"
+#include "engine/ctrl.h"
+#include "core/proto.h"
 #include "test.h"
 
 #define FRAME_MAX	(PXFER_HDR_LEN + PXFER_MSG_MAX)

@@ -40,7 +40,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "filetab.h"
+#include "recv/filetab.h"
 #include "test.h"
 
 static int efd;

@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "hash.h"
+#include "core/hash.h"
 #include "test.h"
 
 #define BIG ((1u << 20) + 7)

@@ -40,8 +40,8 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
-#include "io.h"
-#include "ring.h"
+#include "io/io.h"
+#include "core/ring.h"
 #include "test.h"
 
 #define KiB		1024ull

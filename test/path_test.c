@@ -23,8 +23,8 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 
-#include "path.h"
-#include "proto.h"
+#include "recv/path.h"
+#include "core/proto.h"
 #include "test.h"
 
 static char tmp[] = "/tmp/pxfer-path-XXXXXX";

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto.h"
+#include "core/proto.h"
 #include "test.h"
 
 #define FUZZ_ITERATIONS	200000

@@ -17,7 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "ring.h"
+#include "core/ring.h"
 #include "test.h"
 
 static size_t page;

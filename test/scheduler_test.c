@@ -28,7 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "scheduler.h"
+#include "send/scheduler.h"
 #include "test.h"
 
 #define KiB	1024u

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "walk.h"
+#include "send/walk.h"
 #include "test.h"
 
 #define UTF8_NAME	"with space \xc3\xa9\xe2\x82\xac.txt"

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "hash.h"
+#include "core/hash.h"
 
 static double now(void)
 {

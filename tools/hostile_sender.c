@@ -37,9 +37,9 @@
 #include <xxhash.h>
 
 #include "pxfer/pxfer.h"
-#include "auth.h"
-#include "proto.h"
-#include "transport.h"
+#include "core/auth.h"
+#include "core/proto.h"
+#include "transport/transport.h"
 
 #define TIMEOUT_MS	5000
 #define CHUNK_REQ	65536u	/* chunk size asked for */

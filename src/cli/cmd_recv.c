@@ -6,7 +6,7 @@
 
 #include "pxfer/pxfer.h"
 #include "cli.h"
-#include "log.h"
+#include "core/log.h"
 
 static void recv_usage(FILE *f)
 {

@@ -9,8 +9,8 @@
 
 #include "pxfer/pxfer.h"
 #include "cli.h"
-#include "log.h"
-#include "session.h"
+#include "core/log.h"
+#include "engine/session.h"
 
 static void send_usage(FILE *f)
 {

@@ -7,7 +7,7 @@
 
 #include "pxfer/pxfer.h"
 #include "cli.h"
-#include "log.h"
+#include "core/log.h"
 
 struct cmd {
 	const char *name;

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/log.h"
+
+int pxfer_verbose;
+static void (*progress_clear)(void);
+static struct timespec log_t0;
+
+void pxfer_log_start(void)
+{
+	clock_gettime(CLOCK_MONOTONIC, &log_t0);
+}
+
+void pxfer_log_set_progress_clear(void (*clear)(void))
+{
+	progress_clear = clear;
+}
+
+static void vreport(const char *prefix, const char *fmt, va_list ap)
+{
+	char buf[1024];
+	int n, m;
+	int saved = errno;
+
+	n = snprintf(buf, sizeof(buf), "%s", prefix);
+	m = vsnprintf(buf + n, sizeof(buf) - n - 1, fmt, ap);
+	if (m < 0)
+		m = 0;
+	n += m;
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	buf[n++] = '\n';
+	if (progress_clear)
+		progress_clear();
+	if (write(STDERR_FILENO, buf, n) < 0) {
+		/* nowhere left to report it */
+	}
+	errno = saved;
+}
+
+int error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("error: ", fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+void warning(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void info(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("", fmt, ap);
+	va_end(ap);
+}
+
+void verbose(const char *fmt, ...)
+{
+	char prefix[40] = "pxfer: ";
+	va_list ap;
+
+	if (!pxfer_verbose)
+		return;
+	if (pxfer_verbose > 1) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		snprintf(prefix, sizeof(prefix), "pxfer: [%.3f] ",
+			 (double)(t.tv_sec - log_t0.tv_sec) +
+				 (t.tv_nsec - log_t0.tv_nsec) / 1e9);
+	}
+	va_start(ap, fmt);
+	vreport(prefix, fmt, ap);
+	va_end(ap);
+}
+
+void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vreport("fatal: ", fmt, ap);
+	va_end(ap);
+	exit(2);
+}

@@ -1,0 +1,751 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The pxfer wire codec. Every byte that crosses the network is produced and
+ * parsed here, so this file is where a hostile peer meets our memory: every
+ * read goes through a bounded cursor, every length is checked against its
+ * limit before it is used to copy anything, and the encoder applies the
+ * same checks as the decoder so that a valid struct always round-trips and
+ * an invalid one is never sent.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/proto.h"
+
+#define TRANSPORT_MAX	1		/* 0 tcp, 1 rdma */
+#define MAX_FILES_MAX	65536u
+#define NSEC_PER_SEC	1000000000u
+#define MODE_MAX	07777u
+
+/* Encoded sizes of the bodies; STR(max) is a string of at most max bytes. */
+#define STR(max)		(2 + (max))
+#define CHALLENGE_LEN		(4 + 2 + 2 + PXFER_NONCE_LEN)
+#define HELLO_MAX		(4 + 2 + 2 + 4 + 4 + PXFER_NONCE_LEN + \
+				 PXFER_MAC_LEN + STR(PXFER_PATH_MAX))
+#define WELCOME_LEN		(PXFER_MAC_LEN + 8 + 4 + 2 + 2 + 4)
+#define DATA_HELLO_LEN		(8 + 2 + PXFER_MAC_LEN)
+#define DATA_WELCOME_MAX	(2 + 2 + PXFER_BLOB_MAX)
+#define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
+#define FILE_MAX		(8 + 1 + 4 + 8 + 8 + 4 + \
+				 2 * STR(PXFER_PATH_MAX))
+#define STATUS_MAX		(8 + 4 + STR(PXFER_TEXT_MAX))
+#define FILE_END_LEN		(8 + 8 + 4)
+#define CREDIT_LEN_MAX		(2 + 2 + 2 * PXFER_CREDIT_MAX)
+#define FIN_LEN			(8 + 8 + 4)
+#define CHUNK_FRAME_MAX		(PXFER_CHUNK_DESC_MAX + PXFER_CHUNK_MAX)
+
+/* Readers size control buffers by PXFER_MSG_MAX: every body must fit. */
+_Static_assert(HELLO_MAX <= PXFER_MSG_MAX, "HELLO exceeds PXFER_MSG_MAX");
+_Static_assert(FILE_MAX <= PXFER_MSG_MAX, "FILE exceeds PXFER_MSG_MAX");
+_Static_assert(CREDIT_LEN_MAX <= PXFER_MSG_MAX, "CREDIT exceeds PXFER_MSG_MAX");
+_Static_assert(CHUNK_FRAME_MAX <= UINT32_MAX, "CHUNK frame exceeds u32");
+_Static_assert(PXFER_CHUNK_DESC_MAX == 24 + PXFER_SEG_MAX * 20,
+	       "PXFER_CHUNK_DESC_MAX out of step with the layout");
+
+/*
+ * The largest body each type can have. The header decoder uses it so that a
+ * reader never allocates or waits for more than a valid message can need.
+ */
+static const uint32_t body_max[PXFER_MSG_TYPE_MAX + 1] = {
+	[PXFER_MSG_CHALLENGE]		= CHALLENGE_LEN,
+	[PXFER_MSG_HELLO]		= HELLO_MAX,
+	[PXFER_MSG_WELCOME]		= WELCOME_LEN,
+	[PXFER_MSG_DATA_HELLO]		= DATA_HELLO_LEN,
+	[PXFER_MSG_DATA_WELCOME]	= DATA_WELCOME_MAX,
+	[PXFER_MSG_REFUSE]		= ERROR_MAX,
+	[PXFER_MSG_FILE]		= FILE_MAX,
+	[PXFER_MSG_FILE_OK]		= STATUS_MAX,
+	[PXFER_MSG_FILE_ERR]		= STATUS_MAX,
+	[PXFER_MSG_FILE_END]		= FILE_END_LEN,
+	[PXFER_MSG_FILE_DONE]		= STATUS_MAX,
+	[PXFER_MSG_CREDIT]		= CREDIT_LEN_MAX,
+	[PXFER_MSG_FIN]			= FIN_LEN,
+	[PXFER_MSG_ACK]			= FIN_LEN,
+	[PXFER_MSG_PING]		= 0,
+	[PXFER_MSG_ABORT]		= ERROR_MAX,
+	[PXFER_MSG_CHUNK]		= CHUNK_FRAME_MAX,
+};
+
+static const char *const msg_names[PXFER_MSG_TYPE_MAX + 1] = {
+	[PXFER_MSG_CHALLENGE]		= "CHALLENGE",
+	[PXFER_MSG_HELLO]		= "HELLO",
+	[PXFER_MSG_WELCOME]		= "WELCOME",
+	[PXFER_MSG_DATA_HELLO]		= "DATA_HELLO",
+	[PXFER_MSG_DATA_WELCOME]	= "DATA_WELCOME",
+	[PXFER_MSG_REFUSE]		= "REFUSE",
+	[PXFER_MSG_FILE]		= "FILE",
+	[PXFER_MSG_FILE_OK]		= "FILE_OK",
+	[PXFER_MSG_FILE_ERR]		= "FILE_ERR",
+	[PXFER_MSG_FILE_END]		= "FILE_END",
+	[PXFER_MSG_FILE_DONE]		= "FILE_DONE",
+	[PXFER_MSG_CREDIT]		= "CREDIT",
+	[PXFER_MSG_FIN]			= "FIN",
+	[PXFER_MSG_ACK]			= "ACK",
+	[PXFER_MSG_PING]		= "PING",
+	[PXFER_MSG_ABORT]		= "ABORT",
+	[PXFER_MSG_CHUNK]		= "CHUNK",
+};
+
+/* ------------------------------------------------------------------------ */
+/* Bounded cursors */
+
+/*
+ * A cursor over a buffer. The first access that does not fit sets err and
+ * every later access becomes a no-op, so a codec function can run straight
+ * through its fields and test err once at the end.
+ */
+struct wcur {
+	uint8_t *p;
+	size_t left;
+	int err;
+};
+
+struct rcur {
+	const uint8_t *p;
+	size_t left;
+	int err;
+};
+
+static uint8_t *wtake(struct wcur *w, size_t n)
+{
+	uint8_t *p = w->p;
+
+	if (w->err || w->left < n) {
+		w->err = 1;
+		return NULL;
+	}
+	/* n may be 0 with p == NULL (an empty buffer): no arithmetic on it */
+	if (n) {
+		w->p += n;
+		w->left -= n;
+	}
+	return p;
+}
+
+static const uint8_t *rtake(struct rcur *r, size_t n)
+{
+	const uint8_t *p = r->p;
+
+	if (r->err || r->left < n) {
+		r->err = 1;
+		return NULL;
+	}
+	if (n) {
+		r->p += n;
+		r->left -= n;
+	}
+	return p;
+}
+
+/* Byte shifts, not casts: the buffer has no alignment, the host any order. */
+static void put_be(struct wcur *w, uint64_t v, unsigned int n)
+{
+	uint8_t *p = wtake(w, n);
+
+	if (!p)
+		return;
+	for (unsigned int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+}
+
+static uint64_t get_be(struct rcur *r, unsigned int n)
+{
+	const uint8_t *p = rtake(r, n);
+	uint64_t v = 0;
+	unsigned int i;
+
+	if (!p)
+		return 0;
+	for (i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void put_u8(struct wcur *w, uint8_t v)
+{
+	put_be(w, v, 1);
+}
+
+static void put_u16(struct wcur *w, uint16_t v)
+{
+	put_be(w, v, 2);
+}
+
+static void put_u32(struct wcur *w, uint32_t v)
+{
+	put_be(w, v, 4);
+}
+
+static void put_u64(struct wcur *w, uint64_t v)
+{
+	put_be(w, v, 8);
+}
+
+static uint8_t get_u8(struct rcur *r)
+{
+	return (uint8_t)get_be(r, 1);
+}
+
+static uint16_t get_u16(struct rcur *r)
+{
+	return (uint16_t)get_be(r, 2);
+}
+
+static uint32_t get_u32(struct rcur *r)
+{
+	return (uint32_t)get_be(r, 4);
+}
+
+static uint64_t get_u64(struct rcur *r)
+{
+	return get_be(r, 8);
+}
+
+/*
+ * Two's complement on the wire. The decode avoids converting an out-of-range
+ * u64 to s64, which C leaves to the implementation.
+ */
+static void put_s64(struct wcur *w, int64_t v)
+{
+	put_u64(w, (uint64_t)v);
+}
+
+static int64_t get_s64(struct rcur *r)
+{
+	uint64_t v = get_u64(r);
+
+	if (v <= INT64_MAX)
+		return (int64_t)v;
+	return -(int64_t)~v - 1;
+}
+
+static void put_bytes(struct wcur *w, const void *src, size_t n)
+{
+	uint8_t *p = wtake(w, n);
+
+	if (p && n)
+		memcpy(p, src, n);
+}
+
+static void get_bytes(struct rcur *r, void *dst, size_t n)
+{
+	const uint8_t *p = rtake(r, n);
+
+	if (p && n)
+		memcpy(dst, p, n);
+}
+
+static void put_str(struct wcur *w, const char *s, uint16_t len)
+{
+	put_u16(w, len);
+	put_bytes(w, s, len);
+}
+
+/*
+ * Read a string into @dst, which holds @max + 1 bytes. The length is checked
+ * before the copy: that check is what keeps a peer inside our struct.
+ */
+static void get_str(struct rcur *r, char *dst, uint16_t *lenp, size_t max)
+{
+	uint16_t len = get_u16(r);
+
+	if (len > max)
+		r->err = 1;
+	get_bytes(r, dst, r->err ? 0 : len);
+	if (r->err)
+		len = 0;
+	dst[len] = '\0';
+	*lenp = len;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Field checks, shared by the encoders (-EINVAL) and decoders (-EPROTO) */
+
+/* An embedded NUL would make the C string disagree with its length. */
+static bool str_ok(const char *s, size_t len, size_t max)
+{
+	return len <= max && !memchr(s, '\0', len);
+}
+
+static bool chunk_size_ok(uint32_t size)
+{
+	return size >= PXFER_CHUNK_MIN && size <= PXFER_CHUNK_MAX;
+}
+
+static bool workers_ok(uint16_t workers)
+{
+	return workers >= 1 && workers <= PXFER_WORKERS_MAX;
+}
+
+static bool challenge_ok(const struct pxfer_challenge *c)
+{
+	return c->magic == PXFER_MAGIC &&
+	       c->version == PXFER_PROTO_VERSION &&
+	       c->transport <= TRANSPORT_MAX;
+}
+
+static bool hello_ok(const struct pxfer_hello *h)
+{
+	return h->magic == PXFER_MAGIC &&
+	       h->version == PXFER_PROTO_VERSION &&
+	       workers_ok(h->workers) &&
+	       chunk_size_ok(h->chunk_size) &&
+	       !(h->flags & ~PXFER_HELLO_FLAGS) &&
+	       str_ok(h->dest, h->dest_len, PXFER_PATH_MAX);
+}
+
+static bool welcome_ok(const struct pxfer_welcome *w)
+{
+	return chunk_size_ok(w->chunk_size) &&
+	       workers_ok(w->workers) &&
+	       w->slots >= 1 && w->slots <= PXFER_SLOTS_MAX &&
+	       w->max_files >= 1 && w->max_files <= MAX_FILES_MAX;
+}
+
+static bool file_ok(const struct pxfer_file *f)
+{
+	bool symlink = f->type == PXFER_FT_SYMLINK;
+
+	if (f->type != PXFER_FT_REG && f->type != PXFER_FT_DIR && !symlink)
+		return false;
+	/* only REG has content; anything else with a size is a confused peer */
+	if (f->type != PXFER_FT_REG && f->size)
+		return false;
+	/* a target must exist exactly when there is a link to point with it */
+	if (symlink != (f->target_len > 0))
+		return false;
+	return f->mode <= MODE_MAX &&
+	       f->mtime_nsec < NSEC_PER_SEC &&
+	       f->path_len >= 1 &&
+	       str_ok(f->path, f->path_len, PXFER_PATH_MAX) &&
+	       str_ok(f->target, f->target_len, PXFER_PATH_MAX);
+}
+
+static bool status_ok(uint16_t type, const struct pxfer_file_status *s)
+{
+	if (type == PXFER_MSG_FILE_OK && s->code)
+		return false;
+	if (type == PXFER_MSG_FILE_ERR && !s->code)
+		return false;
+	return str_ok(s->text, s->text_len, PXFER_TEXT_MAX);
+}
+
+static bool credit_ok(const struct pxfer_credit *c)
+{
+	unsigned int i;
+
+	if (c->worker >= PXFER_WORKERS_MAX ||
+	    c->count < 1 || c->count > PXFER_CREDIT_MAX)
+		return false;
+	for (i = 0; i < c->count; i++)
+		if (c->slots[i] >= PXFER_SLOTS_MAX)
+			return false;
+	return true;
+}
+
+static bool msg_ok(const struct pxfer_msg *m)
+{
+	switch (m->type) {
+	case PXFER_MSG_CHALLENGE:
+		return challenge_ok(&m->u.challenge);
+	case PXFER_MSG_HELLO:
+		return hello_ok(&m->u.hello);
+	case PXFER_MSG_WELCOME:
+		return welcome_ok(&m->u.welcome);
+	case PXFER_MSG_DATA_HELLO:
+		return m->u.data_hello.worker < PXFER_WORKERS_MAX;
+	case PXFER_MSG_DATA_WELCOME:
+		return m->u.data_welcome.worker < PXFER_WORKERS_MAX &&
+		       m->u.data_welcome.blob_len <= PXFER_BLOB_MAX;
+	case PXFER_MSG_REFUSE:
+	case PXFER_MSG_ABORT:
+		return str_ok(m->u.error.text, m->u.error.text_len,
+			      PXFER_TEXT_MAX);
+	case PXFER_MSG_FILE:
+		return file_ok(&m->u.file);
+	case PXFER_MSG_FILE_OK:
+	case PXFER_MSG_FILE_ERR:
+	case PXFER_MSG_FILE_DONE:
+		return status_ok(m->type, &m->u.status);
+	case PXFER_MSG_FILE_END:
+		return true;
+	case PXFER_MSG_CREDIT:
+		return credit_ok(&m->u.credit);
+	case PXFER_MSG_FIN:
+		/* a sender that failed says so with ABORT, not with FIN */
+		return m->u.fin.code == 0;
+	case PXFER_MSG_ACK:
+	case PXFER_MSG_PING:
+		return true;
+	default:
+		/* unknown, or CHUNK, which has its own codec */
+		return false;
+	}
+}
+
+static bool chunk_ok(const struct pxfer_chunk *c)
+{
+	uint64_t sum = 0;	/* 64 u32 lengths cannot overflow it */
+	unsigned int i;
+
+	if (c->nseg < 1 || c->nseg > PXFER_SEG_MAX ||
+	    c->len < 1 || c->len > PXFER_CHUNK_MAX)
+		return false;
+	for (i = 0; i < c->nseg; i++) {
+		const struct pxfer_seg *s = &c->seg[i];
+
+		/* an empty segment or one past the end of a 64-bit file */
+		if (!s->len || s->offset > UINT64_MAX - s->len)
+			return false;
+		sum += s->len;
+	}
+	/* the payload is exactly the segments laid end to end */
+	return sum == c->len;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bodies, in the field order documented in proto.h */
+
+static void put_body(struct wcur *w, const struct pxfer_msg *m)
+{
+	const struct pxfer_challenge *c = &m->u.challenge;
+	const struct pxfer_hello *h = &m->u.hello;
+	const struct pxfer_welcome *wl = &m->u.welcome;
+	const struct pxfer_data_hello *dh = &m->u.data_hello;
+	const struct pxfer_data_welcome *dw = &m->u.data_welcome;
+	const struct pxfer_error *e = &m->u.error;
+	const struct pxfer_file *f = &m->u.file;
+	const struct pxfer_file_status *s = &m->u.status;
+	const struct pxfer_file_end *fe = &m->u.end;
+	const struct pxfer_credit *cr = &m->u.credit;
+	const struct pxfer_fin *fin = &m->u.fin;
+	unsigned int i;
+
+	switch (m->type) {
+	case PXFER_MSG_CHALLENGE:
+		put_u32(w, c->magic);
+		put_u16(w, c->version);
+		put_u16(w, c->transport);
+		put_bytes(w, c->nonce, PXFER_NONCE_LEN);
+		break;
+	case PXFER_MSG_HELLO:
+		put_u32(w, h->magic);
+		put_u16(w, h->version);
+		put_u16(w, h->workers);
+		put_u32(w, h->chunk_size);
+		put_u32(w, h->flags);
+		put_bytes(w, h->nonce, PXFER_NONCE_LEN);
+		put_bytes(w, h->mac, PXFER_MAC_LEN);
+		put_str(w, h->dest, h->dest_len);
+		break;
+	case PXFER_MSG_WELCOME:
+		put_bytes(w, wl->mac, PXFER_MAC_LEN);
+		put_u64(w, wl->session);
+		put_u32(w, wl->chunk_size);
+		put_u16(w, wl->workers);
+		put_u16(w, wl->slots);
+		put_u32(w, wl->max_files);
+		break;
+	case PXFER_MSG_DATA_HELLO:
+		put_u64(w, dh->session);
+		put_u16(w, dh->worker);
+		put_bytes(w, dh->mac, PXFER_MAC_LEN);
+		break;
+	case PXFER_MSG_DATA_WELCOME:
+		put_u16(w, dw->worker);
+		put_u16(w, dw->blob_len);
+		put_bytes(w, dw->blob, dw->blob_len);
+		break;
+	case PXFER_MSG_REFUSE:
+	case PXFER_MSG_ABORT:
+		put_u32(w, e->code);
+		put_str(w, e->text, e->text_len);
+		break;
+	case PXFER_MSG_FILE:
+		put_u64(w, f->id);
+		put_u8(w, f->type);
+		put_u32(w, f->mode);
+		put_u64(w, f->size);
+		put_s64(w, f->mtime_sec);
+		put_u32(w, f->mtime_nsec);
+		put_str(w, f->path, f->path_len);
+		put_str(w, f->target, f->target_len);
+		break;
+	case PXFER_MSG_FILE_OK:
+	case PXFER_MSG_FILE_ERR:
+	case PXFER_MSG_FILE_DONE:
+		put_u64(w, s->id);
+		put_u32(w, s->code);
+		put_str(w, s->text, s->text_len);
+		break;
+	case PXFER_MSG_FILE_END:
+		put_u64(w, fe->id);
+		put_u64(w, fe->bytes);
+		put_u32(w, fe->code);
+		break;
+	case PXFER_MSG_CREDIT:
+		put_u16(w, cr->worker);
+		put_u16(w, cr->count);
+		for (i = 0; i < cr->count; i++)
+			put_u16(w, cr->slots[i]);
+		break;
+	case PXFER_MSG_FIN:
+	case PXFER_MSG_ACK:
+		put_u64(w, fin->files);
+		put_u64(w, fin->bytes);
+		put_u32(w, fin->code);
+		break;
+	case PXFER_MSG_PING:
+		break;		/* no body */
+	default:
+		break;
+	}
+}
+
+/*
+ * Counts are checked against the array they index before the loop that
+ * fills it; everything else is checked afterwards by msg_ok().
+ */
+static void get_body(struct rcur *r, struct pxfer_msg *m)
+{
+	struct pxfer_challenge *c = &m->u.challenge;
+	struct pxfer_hello *h = &m->u.hello;
+	struct pxfer_welcome *wl = &m->u.welcome;
+	struct pxfer_data_hello *dh = &m->u.data_hello;
+	struct pxfer_data_welcome *dw = &m->u.data_welcome;
+	struct pxfer_error *e = &m->u.error;
+	struct pxfer_file *f = &m->u.file;
+	struct pxfer_file_status *s = &m->u.status;
+	struct pxfer_file_end *fe = &m->u.end;
+	struct pxfer_credit *cr = &m->u.credit;
+	struct pxfer_fin *fin = &m->u.fin;
+	unsigned int i;
+
+	switch (m->type) {
+	case PXFER_MSG_CHALLENGE:
+		c->magic = get_u32(r);
+		c->version = get_u16(r);
+		c->transport = get_u16(r);
+		get_bytes(r, c->nonce, PXFER_NONCE_LEN);
+		break;
+	case PXFER_MSG_HELLO:
+		h->magic = get_u32(r);
+		h->version = get_u16(r);
+		h->workers = get_u16(r);
+		h->chunk_size = get_u32(r);
+		h->flags = get_u32(r);
+		get_bytes(r, h->nonce, PXFER_NONCE_LEN);
+		get_bytes(r, h->mac, PXFER_MAC_LEN);
+		get_str(r, h->dest, &h->dest_len, PXFER_PATH_MAX);
+		break;
+	case PXFER_MSG_WELCOME:
+		get_bytes(r, wl->mac, PXFER_MAC_LEN);
+		wl->session = get_u64(r);
+		wl->chunk_size = get_u32(r);
+		wl->workers = get_u16(r);
+		wl->slots = get_u16(r);
+		wl->max_files = get_u32(r);
+		break;
+	case PXFER_MSG_DATA_HELLO:
+		dh->session = get_u64(r);
+		dh->worker = get_u16(r);
+		get_bytes(r, dh->mac, PXFER_MAC_LEN);
+		break;
+	case PXFER_MSG_DATA_WELCOME:
+		dw->worker = get_u16(r);
+		dw->blob_len = get_u16(r);
+		if (dw->blob_len > PXFER_BLOB_MAX) {
+			r->err = 1;
+			break;
+		}
+		/* zero the unused tail: no stale bytes in a decoded struct */
+		memset(dw->blob, 0, sizeof(dw->blob));
+		get_bytes(r, dw->blob, dw->blob_len);
+		break;
+	case PXFER_MSG_REFUSE:
+	case PXFER_MSG_ABORT:
+		e->code = get_u32(r);
+		get_str(r, e->text, &e->text_len, PXFER_TEXT_MAX);
+		break;
+	case PXFER_MSG_FILE:
+		f->id = get_u64(r);
+		f->type = get_u8(r);
+		f->mode = get_u32(r);
+		f->size = get_u64(r);
+		f->mtime_sec = get_s64(r);
+		f->mtime_nsec = get_u32(r);
+		get_str(r, f->path, &f->path_len, PXFER_PATH_MAX);
+		get_str(r, f->target, &f->target_len, PXFER_PATH_MAX);
+		break;
+	case PXFER_MSG_FILE_OK:
+	case PXFER_MSG_FILE_ERR:
+	case PXFER_MSG_FILE_DONE:
+		s->id = get_u64(r);
+		s->code = get_u32(r);
+		get_str(r, s->text, &s->text_len, PXFER_TEXT_MAX);
+		break;
+	case PXFER_MSG_FILE_END:
+		fe->id = get_u64(r);
+		fe->bytes = get_u64(r);
+		fe->code = get_u32(r);
+		break;
+	case PXFER_MSG_CREDIT:
+		cr->worker = get_u16(r);
+		cr->count = get_u16(r);
+		if (cr->count > PXFER_CREDIT_MAX) {
+			r->err = 1;
+			break;
+		}
+		for (i = 0; i < cr->count; i++)
+			cr->slots[i] = get_u16(r);
+		break;
+	case PXFER_MSG_FIN:
+	case PXFER_MSG_ACK:
+		fin->files = get_u64(r);
+		fin->bytes = get_u64(r);
+		fin->code = get_u32(r);
+		break;
+	case PXFER_MSG_PING:
+		break;		/* no body; trailing bytes are refused */
+	default:
+		r->err = 1;
+		break;
+	}
+}
+
+/* ------------------------------------------------------------------------ */
+/* Public entry points */
+
+int pxfer_hdr_decode(const void *buf, size_t len, struct pxfer_hdr *h)
+{
+	struct rcur r = { .p = buf, .left = len };
+
+	if (len < PXFER_HDR_LEN)
+		return -EAGAIN;
+	h->type = get_u16(&r);
+	h->flags = get_u16(&r);
+	h->len = get_u32(&r);
+	if (h->type < 1 || h->type > PXFER_MSG_TYPE_MAX)
+		return -EPROTO;
+	/* version 1 defines no flags; a set bit means a peer we do not speak */
+	if (h->flags)
+		return -EPROTO;
+	if (h->len > body_max[h->type])
+		return -EPROTO;
+	return 0;
+}
+
+void pxfer_hdr_encode(void *buf, uint16_t type, uint32_t len)
+{
+	uint8_t *p = buf;
+
+	/* fixed layout, written directly: type, flags (0), body length */
+	p[0] = type >> 8;
+	p[1] = type & 0xff;
+	p[2] = 0;
+	p[3] = 0;
+	p[4] = len >> 24;
+	p[5] = (len >> 16) & 0xff;
+	p[6] = (len >> 8) & 0xff;
+	p[7] = len & 0xff;
+}
+
+ssize_t pxfer_msg_encode(void *buf, size_t cap, const struct pxfer_msg *m)
+{
+	struct wcur w;
+	size_t len;
+
+	/* refuse to put on the wire what the peer's decoder would refuse */
+	if (!msg_ok(m))
+		return -EINVAL;
+	if (cap < PXFER_HDR_LEN)
+		return -EMSGSIZE;
+	w = (struct wcur){
+		.p = (uint8_t *)buf + PXFER_HDR_LEN,
+		.left = cap - PXFER_HDR_LEN,
+	};
+	put_body(&w, m);
+	if (w.err)
+		return -EMSGSIZE;
+	len = cap - PXFER_HDR_LEN - w.left;
+	pxfer_hdr_encode(buf, m->type, (uint32_t)len);
+	return (ssize_t)(PXFER_HDR_LEN + len);
+}
+
+int pxfer_msg_decode(uint16_t type, const void *body, size_t len,
+		     struct pxfer_msg *m)
+{
+	struct rcur r = { .p = body, .left = len };
+
+	m->type = type;
+	get_body(&r, m);
+	/* short, trailing bytes, or a field out of range: all the same to us */
+	if (r.err || r.left || !msg_ok(m))
+		return -EPROTO;
+	return 0;
+}
+
+ssize_t pxfer_chunk_encode(void *buf, size_t cap, const struct pxfer_chunk *c)
+{
+	struct wcur w = { .p = buf, .left = cap };
+	unsigned int i;
+
+	if (!chunk_ok(c))
+		return -EINVAL;
+	if (cap < pxfer_chunk_desc_len(c->nseg))
+		return -EMSGSIZE;
+	put_u16(&w, c->slot);
+	put_u16(&w, c->nseg);
+	put_u32(&w, c->len);
+	put_u64(&w, c->xxh3);
+	put_u64(&w, c->seq);
+	for (i = 0; i < c->nseg; i++) {
+		put_u64(&w, c->seg[i].file);
+		put_u64(&w, c->seg[i].offset);
+		put_u32(&w, c->seg[i].len);
+	}
+	return (ssize_t)pxfer_chunk_desc_len(c->nseg);
+}
+
+ssize_t pxfer_chunk_decode(const void *buf, size_t len, struct pxfer_chunk *c)
+{
+	struct rcur r = { .p = buf, .left = len };
+	size_t need;
+	unsigned int i;
+
+	if (len < pxfer_chunk_desc_len(0))
+		return -EAGAIN;
+	c->slot = get_u16(&r);
+	c->nseg = get_u16(&r);
+	c->len = get_u32(&r);
+	c->xxh3 = get_u64(&r);
+	c->seq = get_u64(&r);
+	/*
+	 * Judge the fixed part before asking for more bytes: a bad nseg must
+	 * not make a stream reader wait for segments that are not coming, and
+	 * it bounds the loop below to c->seg[].
+	 */
+	if (c->nseg < 1 || c->nseg > PXFER_SEG_MAX ||
+	    c->len < 1 || c->len > PXFER_CHUNK_MAX)
+		return -EPROTO;
+	need = pxfer_chunk_desc_len(c->nseg);
+	if (len < need)
+		return -EAGAIN;
+	for (i = 0; i < c->nseg; i++) {
+		c->seg[i].file = get_u64(&r);
+		c->seg[i].offset = get_u64(&r);
+		c->seg[i].len = get_u32(&r);
+	}
+	if (r.err || !chunk_ok(c))
+		return -EPROTO;
+	return (ssize_t)need;
+}
+
+const char *pxfer_msg_name(uint16_t type)
+{
+	if (type < 1 || type > PXFER_MSG_TYPE_MAX)
+		return "UNKNOWN";
+	return msg_names[type];
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control channel of a session, owned by the coordinator thread.
+ * Any thread may queue a message (encoded at once into the out buffer);
+ * only the coordinator flushes and reads, both without blocking, so two
+ * coordinators that write at the same time can never deadlock on full
+ * socket buffers. Queueing from another thread wakes the coordinator
+ * through @wake_fd; the coordinator (the thread that called
+ * pxfer_ctrl_init) flushes at the start of each turn anyway.
+ */
+#ifndef PXFER_CTRL_H
+#define PXFER_CTRL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "transport/transport.h"
+
+struct pxfer_ctrl {
+	struct pxfer_conn *conn;
+	pthread_mutex_t lock;
+	uint8_t *out;
+	size_t out_off, out_len, out_cap;	/* unsent: out[out_off..out_len) */
+	uint8_t *in;
+	size_t in_off, in_len, in_cap;
+	int wake_fd;		/* eventfd, written when out goes non-empty */
+	pthread_t owner;	/* the coordinator: flushes without a wake-up */
+	int eof;
+	double last_tx, last_rx;	/* when bytes last left / arrived */
+};
+
+#define PXFER_PING_SECS	5	/* say something after this much silence */
+#define PXFER_IDLE_SECS	60	/* the peer is gone after this much; long
+				   enough for a slow fsync of a big file */
+
+/*
+ * pxfer_ctrl_keepalive - queue a PING if nothing was sent for
+ * PXFER_PING_SECS. Returns -ETIMEDOUT if nothing arrived for
+ * PXFER_IDLE_SECS (the peer sends PINGs, so it is gone), else 0 or -errno.
+ */
+int pxfer_ctrl_keepalive(struct pxfer_ctrl *c);
+
+int pxfer_ctrl_init(struct pxfer_ctrl *c, struct pxfer_conn *conn);
+void pxfer_ctrl_release(struct pxfer_ctrl *c);
+
+/* pxfer_ctrl_queue - encode @m for sending; thread-safe. 0 or -errno. */
+int pxfer_ctrl_queue(struct pxfer_ctrl *c, const struct pxfer_msg *m);
+
+/* pxfer_ctrl_flush - send what the connection takes now. 0 or -errno. */
+int pxfer_ctrl_flush(struct pxfer_ctrl *c);
+
+/* pxfer_ctrl_pending - bytes still to send */
+size_t pxfer_ctrl_pending(struct pxfer_ctrl *c);
+
+/* pxfer_ctrl_fill - read what has arrived. 0, -EPIPE at EOF, or -errno. */
+int pxfer_ctrl_fill(struct pxfer_ctrl *c);
+
+/*
+ * pxfer_ctrl_next - decode the next whole message from what arrived.
+ * 1 with @m filled, 0 if no whole message is buffered, -EPROTO.
+ */
+int pxfer_ctrl_next(struct pxfer_ctrl *c, struct pxfer_msg *m);
+
+/* pxfer_ctrl_drain_wake - clear the wake event (coordinator) */
+void pxfer_ctrl_drain_wake(struct pxfer_ctrl *c);
+
+/*
+ * pxfer_ctrl_wait - one turn of a coordinator's loop: send what the
+ * connection takes, then wait up to @timeout_ms for the peer, a wake-up or
+ * a signal on @sigfd, and clear the wake event. Returns 0, or -errno when
+ * sending failed (the connection is broken).
+ */
+int pxfer_ctrl_wait(struct pxfer_ctrl *c, int sigfd, int timeout_ms);
+
+#endif

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "engine/progress.h"
+#include "engine/session.h"
+
+static struct pxfer_progress *current;
+
+static void progress_clear(void)
+{
+	static const char clear[] = "\r\033[K";
+
+	if (current && current->drawn) {
+		if (write(STDERR_FILENO, clear, sizeof(clear) - 1) < 0) {
+			/* the terminal went away */
+		}
+		current->drawn = 0;
+	}
+}
+
+void pxfer_progress_init(struct pxfer_progress *p, int enabled)
+{
+	memset(p, 0, sizeof(*p));
+	p->enabled = enabled;
+	p->start = p->last = pxfer_now();
+	if (enabled) {
+		current = p;
+		pxfer_log_set_progress_clear(progress_clear);
+	}
+}
+
+static void fmt_eta(char *buf, size_t len, double secs)
+{
+	unsigned long s = secs < 0 ? 0 : (unsigned long)secs;
+
+	if (s >= 3600)
+		snprintf(buf, len, "%lu:%02lu:%02lu", s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(buf, len, "%lu:%02lu", s / 60, s % 60);
+}
+
+void pxfer_progress_draw(struct pxfer_progress *p, uint64_t bytes,
+			 uint64_t total, uint64_t files, uint64_t files_total,
+			 int more, int final)
+{
+	char line[160], b[32], t[32], r[32], eta[32] = "--:--";
+	double now = pxfer_now(), dt = now - p->last;
+	int n;
+
+	if (!p->enabled || (!final && dt < 0.2))
+		return;
+	if (dt > 0) {
+		double inst = (bytes - p->last_bytes) / dt;
+
+		p->rate = p->rate ? 0.7 * p->rate + 0.3 * inst : inst;
+	}
+	if (final && now > p->start)
+		p->rate = bytes / (now - p->start);
+	p->last = now;
+	p->last_bytes = bytes;
+	if (!more && p->rate > 0 && total >= bytes)
+		fmt_eta(eta, sizeof(eta), (total - bytes) / p->rate);
+	n = snprintf(line, sizeof(line),
+		     "\r\033[K%s / %s%s  %s/s  ETA %s  files %llu/%llu%s",
+		     pxfer_human(b, sizeof(b), bytes),
+		     pxfer_human(t, sizeof(t), total), more ? "+" : "",
+		     pxfer_human(r, sizeof(r), p->rate), eta,
+		     (unsigned long long)files, (unsigned long long)files_total,
+		     more ? "+" : "");
+	if (n > (int)sizeof(line) - 1)
+		n = sizeof(line) - 1;
+	if (write(STDERR_FILENO, line, n) < 0)
+		return;
+	p->drawn = 1;
+}
+
+void pxfer_progress_end(struct pxfer_progress *p)
+{
+	if (p->enabled)
+		progress_clear();
+	if (current == p) {
+		current = NULL;
+		pxfer_log_set_progress_clear(NULL);
+	}
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "engine/session.h"
+#include "engine/worker.h"
+
+static void *prep_main(void *arg)
+{
+	struct pxfer_worker *w = arg;
+
+	if (w->prep_mem) {
+		pxfer_pool_wait(w->prep_pool);
+		w->prep_ret = pxfer_ring_init_at(&w->ring, w->prep_mem, w->cred.n,
+						 w->prep_chunk, w->prep_hdr);
+	} else {
+		w->prep_ret = pxfer_ring_init(&w->ring, w->cred.n, w->prep_chunk,
+					      w->prep_hdr);
+	}
+	w->ring.pinned = w->prep_pinned;
+	/* several chunks in flight, each with a few segments */
+	if (!w->prep_ret)
+		w->prep_ret = pxfer_io_create(w->prep_io, &w->ring,
+					      w->cred.n * 4, &w->io);
+	return NULL;
+}
+
+int pxfer_worker_prepare(struct pxfer_worker *w,
+			 const struct pxfer_transport_ops *t, const char *io,
+			 unsigned int slots, uint32_t chunk, int receiver,
+			 struct pxfer_pool *pool)
+{
+	int ret;
+
+	w->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (w->wake_fd < 0)
+		return -errno;
+	ret = -pthread_mutex_init(&w->lock, NULL);
+	if (ret)
+		return ret;
+	w->lock_init = 1;
+	ret = pxfer_credits_init(&w->cred, slots, receiver);
+	if (ret)
+		return ret;
+	w->prep_io = io;
+	w->prep_chunk = chunk;
+	w->prep_hdr = t->ring_hdr;
+	w->prep_pinned = t->pins_memory;
+	w->prep_pool = pool;
+	w->prep_mem = pxfer_pool_take(pool, pxfer_ring_bytes(slots, chunk,
+							     t->ring_hdr));
+	if (pthread_create(&w->prep_thread, NULL, prep_main, w)) {
+		prep_main(w);		/* no thread: do it now */
+	} else {
+		w->prep_started = 1;
+		pxfer_thread_name(w->prep_thread, "prep", w->idx);
+	}
+	return 0;
+}
+
+/* the ring and the I/O back-end are ready (or failed): their result */
+static int prep_wait(struct pxfer_worker *w)
+{
+	if (w->prep_started)
+		pthread_join(w->prep_thread, NULL);
+	w->prep_started = 0;
+	return w->prep_ret;
+}
+
+int pxfer_worker_attach(struct pxfer_worker *w,
+			const struct pxfer_transport_ops *t, uint8_t *blob,
+			uint16_t *blob_len)
+{
+	int ret = prep_wait(w);
+
+	if (ret)
+		return ret;
+	return t->ring_register(w->conn, &w->ring, blob, blob_len);
+}
+
+void pxfer_worker_kick(struct pxfer_worker *w,
+		       const struct pxfer_transport_ops *t, int failed)
+{
+	if (failed && w->conn)
+		t->shutdown(w->conn);
+	if (w->wake_fd >= 0)
+		pxfer_wake(w->wake_fd);
+}
+
+void pxfer_worker_join(struct pxfer_worker *w)
+{
+	if (w->started)
+		pthread_join(w->thread, NULL);
+	w->started = 0;
+}
+
+void pxfer_worker_release(struct pxfer_worker *w,
+			  const struct pxfer_transport_ops *t)
+{
+	prep_wait(w);
+	/* the I/O back-end and the connection go before the ring they use */
+	if (w->io)
+		pxfer_io_destroy(w->io);
+	w->io = NULL;
+	if (w->conn)
+		t->close(w->conn);
+	w->conn = NULL;
+	pxfer_ring_release(&w->ring);
+	pxfer_credits_release(&w->cred);
+	if (w->lock_init)
+		pthread_mutex_destroy(&w->lock);
+	w->lock_init = 0;
+	if (w->wake_fd >= 0)
+		close(w->wake_fd);
+	w->wake_fd = -1;
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What every worker owns, on either side: its data connection, its ring of
+ * slots and the file I/O back-end over it, and its credits with the lock
+ * that guards them and the eventfd that wakes it. send.c and recv.c embed
+ * this and add what is theirs.
+ */
+#ifndef PXFER_WORKER_H
+#define PXFER_WORKER_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include "core/credit.h"
+#include "io/io.h"
+#include "core/ring.h"
+#include "transport/transport.h"
+
+struct pxfer_worker {
+	unsigned int idx;
+	pthread_t thread;
+	int started;
+	struct pxfer_conn *conn;
+	struct pxfer_ring ring;
+	struct pxfer_io *io;
+	pthread_mutex_t lock;		/* guards cred */
+	int lock_init;
+	struct pxfer_credits cred;
+	int wake_fd;
+	/* the ring and I/O back-end, made by a thread of their own */
+	pthread_t prep_thread;
+	int prep_started;
+	int prep_ret;
+	const char *prep_io;
+	uint32_t prep_chunk;
+	size_t prep_hdr;
+	int prep_pinned;	/* the transport pins the ring (rdma) */
+	void *prep_mem;		/* the ring's memory, from prep_pool */
+	struct pxfer_pool *prep_pool;
+};
+
+/*
+ * pxfer_worker_prepare - set up @w before its connection exists: its wake
+ * eventfd, lock and credits for @slots slots (@receiver: the granting
+ * side) at once; its ring and the I/O back-end @io over it on a thread of
+ * its own, since registering the ring as io_uring fixed buffers touches
+ * every page of it (about 4 ms a MiB under emulation), and that can
+ * overlap the connections being made. The ring is carved from @pool (may
+ * be NULL) when it fits there, so that its pages are already faulted in.
+ * 0 or -errno; on error, and in any case, pxfer_worker_release undoes
+ * what was done.
+ */
+int pxfer_worker_prepare(struct pxfer_worker *w,
+			 const struct pxfer_transport_ops *t, const char *io,
+			 unsigned int slots, uint32_t chunk, int receiver,
+			 struct pxfer_pool *pool);
+
+/*
+ * pxfer_worker_attach - once w->conn is set: wait for the ring, then
+ * register it with the transport (the receiver gets the ring's
+ * description in @blob). 0 or -errno.
+ */
+int pxfer_worker_attach(struct pxfer_worker *w,
+			const struct pxfer_transport_ops *t, uint8_t *blob,
+			uint16_t *blob_len);
+
+/*
+ * pxfer_worker_kick - make a worker notice its session's stop flag: wake
+ * it and, after a failure, shut its connection down so that a send or
+ * receive blocked on a peer that is gone returns.
+ */
+void pxfer_worker_kick(struct pxfer_worker *w,
+		       const struct pxfer_transport_ops *t, int failed);
+
+/* pxfer_worker_join - wait for the worker's thread, if it was started */
+void pxfer_worker_join(struct pxfer_worker *w);
+
+/* pxfer_worker_release - free all of it, and close the connection */
+void pxfer_worker_release(struct pxfer_worker *w,
+			  const struct pxfer_transport_ops *t);
+
+#endif

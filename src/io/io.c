@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/io.h"
+#include "core/log.h"
+
+static atomic_int fallback_warned;
+
+static int io_try(const struct pxfer_io_ops *ops, size_t size,
+		  const struct pxfer_ring *ring, unsigned int depth,
+		  struct pxfer_io **out)
+{
+	struct pxfer_io *io = calloc(1, size);
+	int ret;
+
+	if (!io)
+		return -ENOMEM;
+	io->ops = ops;
+	io->event_fd = -1;
+	ret = ops->init(io, ring, depth);
+	if (ret) {
+		free(io);
+		return ret;
+	}
+	*out = io;
+	return 0;
+}
+
+int pxfer_io_create(const char *kind, const struct pxfer_ring *ring,
+		    unsigned int depth, struct pxfer_io **out)
+{
+	int ret;
+
+	if (!kind)
+		kind = "auto";
+	if (!strcmp(kind, "sync"))
+		return io_try(&pxfer_io_sync_ops, pxfer_io_sync_size(), ring,
+			      depth, out);
+	if (strcmp(kind, "auto") && strcmp(kind, "uring"))
+		return -EINVAL;
+	ret = io_try(&pxfer_io_uring_ops, pxfer_io_uring_size(), ring, depth,
+		     out);
+	if (!ret || ret == -ENOMEM)
+		return ret;
+	if (!strcmp(kind, "uring"))
+		return -ENOSYS;
+	if (!atomic_exchange(&fallback_warned, 1))
+		warning("io_uring is unavailable (%s); using pread/pwrite",
+			strerror(-ret));
+	return io_try(&pxfer_io_sync_ops, pxfer_io_sync_size(), ring, depth,
+		      out);
+}
+
+void pxfer_io_destroy(struct pxfer_io *io)
+{
+	if (!io)
+		return;
+	io->ops->exit(io);
+	free(io);
+}

@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recv/filetab.h"
+#include "engine/session.h"
+
+int pxfer_filetab_init(struct pxfer_filetab *t, unsigned int n, int wake_fd)
+{
+	memset(t, 0, sizeof(*t));
+	t->f = calloc(n, sizeof(*t->f));
+	t->doneq = calloc(n, sizeof(*t->doneq));
+	if (!t->f || !t->doneq) {
+		free(t->f);
+		free(t->doneq);
+		return -ENOMEM;
+	}
+	t->n = n;
+	t->wake_fd = wake_fd;
+	return -pthread_mutex_init(&t->lock, NULL);
+}
+
+void pxfer_filetab_release(struct pxfer_filetab *t)
+{
+	if (!t->f)
+		return;
+	for (unsigned int i = 0; i < t->n; i++)
+		pxfer_filetab_forget(t, &t->f[i]);
+	pthread_mutex_destroy(&t->lock);
+	free(t->f);
+	free(t->doneq);
+	t->f = NULL;
+}
+
+/* call with the lock held: 1 if @id just became complete */
+static int check_done(struct pxfer_filetab *t, uint64_t id)
+{
+	struct pxfer_rfile *f = &t->f[id];
+
+	if (f->end_known == 1 && f->written == f->total &&
+	    f->submitted == f->written) {
+		/* no further bytes can arrive: it completes only once */
+		f->end_known = 2;
+		return 1;
+	}
+	return 0;
+}
+
+/* this thread's batch (pxfer_filetab_batch_begin), if any */
+static __thread struct pxfer_filetab *batch_tab;
+static __thread int batch_wake;
+
+void pxfer_filetab_batch_begin(struct pxfer_filetab *t)
+{
+	batch_tab = t;
+	batch_wake = 0;
+}
+
+int pxfer_filetab_batch_end(struct pxfer_filetab *t)
+{
+	int wake = batch_tab == t && batch_wake;
+
+	batch_tab = NULL;
+	batch_wake = 0;
+	return wake;
+}
+
+void pxfer_filetab_push_done(struct pxfer_filetab *t, uint64_t id)
+{
+	pthread_mutex_lock(&t->lock);
+	t->doneq[(t->dhead + t->dcount) % t->n] = id;
+	/* the coordinator empties the queue each time it wakes */
+	if (t->dcount++ == 0) {
+		if (batch_tab == t)
+			batch_wake = 1;
+		else
+			pxfer_wake(t->wake_fd);
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* call without the lock, for a file check_done found complete */
+static void complete(struct pxfer_filetab *t, uint64_t id)
+{
+	if (t->finish && t->finish(t->finish_arg, &t->f[id]))
+		return;		/* handed on: pushed when finished */
+	pxfer_filetab_push_done(t, id);
+}
+
+void pxfer_filetab_forget(struct pxfer_filetab *t, struct pxfer_rfile *f)
+{
+	t->nranges -= f->nrng;
+	if (f->rng != f->rng_in)
+		free(f->rng);
+	f->rng = NULL;
+	f->nrng = f->rng_cap = 0;
+}
+
+/* the first range of @f that ends after @lo */
+static unsigned int range_find(const struct pxfer_rfile *f, uint64_t lo)
+{
+	unsigned int a = 0, b = f->nrng;
+
+	while (a < b) {
+		unsigned int m = a + (b - a) / 2;
+
+		if (f->rng[m].hi <= lo)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+/* 1 if [lo, hi) meets a range of @f */
+static int range_overlaps(const struct pxfer_rfile *f, uint64_t lo, uint64_t hi)
+{
+	unsigned int i = range_find(f, lo);
+
+	return i < f->nrng && f->rng[i].lo < hi;
+}
+
+/* add [lo, hi), which overlaps nothing, merging with its neighbours */
+static int range_add(struct pxfer_filetab *t, struct pxfer_rfile *f,
+		     uint64_t lo, uint64_t hi)
+{
+	unsigned int i = range_find(f, lo);
+	int prev = i > 0 && f->rng[i - 1].hi == lo;
+	int next = i < f->nrng && f->rng[i].lo == hi;
+
+	if (prev && next) {
+		f->rng[i - 1].hi = f->rng[i].hi;
+		memmove(&f->rng[i], &f->rng[i + 1],
+			(f->nrng - i - 1) * sizeof(*f->rng));
+		f->nrng--;
+		t->nranges--;
+	} else if (prev) {
+		f->rng[i - 1].hi = hi;
+	} else if (next) {
+		f->rng[i].lo = lo;
+	} else {
+		if (t->nranges >= PXFER_RANGES_MAX)
+			return -EPROTO;		/* scattered beyond reason */
+		if (!f->rng_cap) {
+			/* most files: one range, or two meeting up */
+			f->rng = f->rng_in;
+			f->rng_cap = 2;
+		} else if (f->nrng == f->rng_cap) {
+			unsigned int cap = 4 * f->rng_cap;
+			struct pxfer_range *r = malloc(cap * sizeof(*r));
+
+			if (!r)
+				return -ENOMEM;
+			memcpy(r, f->rng, f->nrng * sizeof(*r));
+			if (f->rng != f->rng_in)
+				free(f->rng);
+			f->rng = r;
+			f->rng_cap = cap;
+		}
+		memmove(&f->rng[i + 1], &f->rng[i],
+			(f->nrng - i) * sizeof(*f->rng));
+		f->rng[i] = (struct pxfer_range){ lo, hi };
+		f->nrng++;
+		t->nranges++;
+	}
+	return 0;
+}
+
+static int seg_ok(struct pxfer_filetab *t, const struct pxfer_seg *s,
+		  uint64_t extra)
+{
+	struct pxfer_rfile *f;
+
+	if (s->file >= t->n)
+		return 0;
+	f = &t->f[s->file];
+	if (!f->used || f->end_known == 2)
+		return 0;
+	if (s->offset > f->size || s->len > f->size - s->offset)
+		return 0;
+	/* extra: bytes of earlier segments of this chunk for the same file */
+	if (f->submitted + extra + s->len > f->size)
+		return 0;
+	if (f->end_known && f->submitted + extra + s->len > f->total)
+		return 0;
+	/* bytes sent twice would leave others unsent under the same count */
+	return !range_overlaps(f, s->offset, s->offset + s->len);
+}
+
+int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch,
+			  int *fds)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (unsigned int i = 0; i < ch->nseg && !ret; i++) {
+		const struct pxfer_seg *si = &ch->seg[i];
+		uint64_t extra = 0;
+
+		for (unsigned int j = 0; j < i; j++) {
+			const struct pxfer_seg *sj = &ch->seg[j];
+
+			if (sj->file != si->file)
+				continue;
+			extra += sj->len;
+			if (si->offset < sj->offset + sj->len &&
+			    sj->offset < si->offset + si->len)
+				ret = -EPROTO;	/* twice in one chunk */
+		}
+		if (!seg_ok(t, si, extra))
+			ret = -EPROTO;
+	}
+	for (unsigned int i = 0; i < ch->nseg && !ret; i++) {
+		struct pxfer_rfile *f = &t->f[ch->seg[i].file];
+
+		if (ch->seg[i].len)
+			ret = range_add(t, f, ch->seg[i].offset,
+					ch->seg[i].offset + ch->seg[i].len);
+		if (ret)
+			break;
+		f->submitted += ch->seg[i].len;
+		fds[i] = f->fd;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+void pxfer_filetab_written(struct pxfer_filetab *t, uint64_t id, uint32_t len,
+			   int err)
+{
+	struct pxfer_rfile *f = &t->f[id];
+
+	int done;
+
+	pthread_mutex_lock(&t->lock);
+	f->written += len;
+	if (err && !f->err)
+		f->err = err;
+	done = check_done(t, id);
+	pthread_mutex_unlock(&t->lock);
+	if (done)
+		complete(t, id);
+}
+
+int pxfer_filetab_end(struct pxfer_filetab *t, uint64_t id, uint64_t total,
+		      int code)
+{
+	struct pxfer_rfile *f;
+	int ret = 0, done = 0;
+
+	if (id >= t->n)
+		return -EPROTO;
+	f = &t->f[id];
+	pthread_mutex_lock(&t->lock);
+	if (!f->used || f->end_known || total > f->size ||
+	    total < f->submitted) {
+		ret = -EPROTO;
+	} else {
+		f->end_known = 1;
+		f->total = total;
+		f->end_code = code;
+		done = check_done(t, id);
+	}
+	pthread_mutex_unlock(&t->lock);
+	if (done)
+		complete(t, id);
+	return ret;
+}
+
+int pxfer_filetab_pop_done(struct pxfer_filetab *t, uint64_t *id)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	if (t->dcount) {
+		*id = t->doneq[t->dhead];
+		t->dhead = (t->dhead + 1) % t->n;
+		t->dcount--;
+		ret = 1;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}

@@ -1,0 +1,1972 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The rdma transport: verbs and rdma_cm under the transport ops table.
+ *
+ * One context per process holds what the connections of a side share: the
+ * rdma_cm event channel, the protection domain, one completion queue (with
+ * its channel) and one shared receive queue for the data queue pairs. A
+ * progress thread owns both channels: it turns rdma_cm events into
+ * connection state and dispatches completions to the connection they
+ * belong to (by QP number), waking whoever waits on that connection's
+ * eventfd. It busy-polls while sends are in flight and sleeps on the
+ * completion channel when idle.
+ *
+ * Control connection: RC QP with its own receive queue of RDMA_CTRL_BUFS
+ * buffers; SEND/RECV carry the engine's byte stream, each message led by a
+ * 4-byte header that returns receive credits to the peer, so a SEND never
+ * finds its peer without a posted receive (rnr_retry is 0: an RNR would be
+ * an error, never a silent retry).
+ *
+ * Data connection: RC QP on the shared receive queue. A chunk is an RDMA
+ * WRITE of the payload into the granted slot's payload area followed by a
+ * WRITE_WITH_IMM of the chunk descriptor into the slot's header room; the
+ * immediate value is the slot number. RC ordering means the receiver's
+ * completion for the second write implies the payload is in place. The
+ * engine's credits bound the chunks in flight by the ring size, and every
+ * chunk consumes one shared receive, which the progress thread reposts at
+ * once: the SRQ always holds RDMA_SRQ_BASE + the slots of every registered
+ * ring, more than can ever be outstanding.
+ *
+ * The completion queue is sized by what can be pending on it, never
+ * guessed: every receive the SRQ can hold, the control QP's receives and
+ * sends, a data QP's handshake sends and, on the sender, two work requests
+ * per slot of its ring (flushed work requests complete even when
+ * unsignaled). It starts at RDMA_CQ_MIN entries, which the default rings
+ * never outgrow, and is resized before a QP or a ring could need more.
+ * (Creating it at its worst case cost 15 ms per side on the emulated test
+ * bed, on the critical path of every transfer.)
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "core/log.h"
+#include "engine/session.h"
+#include "transport/transport.h"
+
+#define RDMA_CTRL_BUFS		16	/* control receives (and sends) */
+#define RDMA_CTRL_BUF		8192
+#define RDMA_SMALL_BUF		256	/* handshake messages on data QPs */
+#define RDMA_DATA_SENDS		4
+#define RDMA_SRQ_BASE		128
+#define RDMA_SRQ_MAX		1024
+#define RDMA_CQ_MIN		4096	/* first size; grown as work can need */
+#define RDMA_MSG_HDR		4	/* u16 credits returned, u16 reserved */
+#define RDMA_RX_Q		(RDMA_CTRL_BUFS + 8)
+#define RDMA_HDR_ROOM		4096	/* a page before each payload */
+#define RDMA_PRIV_MAGIC		0x70786672u	/* "pxfr" in connect data */
+#define RDMA_ACK_TIMEOUT	16	/* 4.096 us * 2^16 = 268 ms, x7 retries */
+
+/* what a work request id says: kind in the top byte, index below */
+#define WR_CTRL_RECV	1ull
+#define WR_SRQ_RECV	2ull
+#define WR_SEND		3ull
+#define WR_DATA		4ull
+#define WR_ID(k, i)	(((k) << 56) | (uint64_t)(i))
+#define WR_KIND(id)	((id) >> 56)
+#define WR_INDEX(id)	((id) & 0xffffffffull)
+
+enum conn_kind { KIND_CTRL = 0, KIND_DATA = 1 };
+
+struct rdma_conn;
+
+struct rdma_ctx {
+	struct rdma_event_channel *ech;
+	struct ibv_context *verbs;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	int cq_max;			/* the device's limit */
+	int cq_need;			/* completions that can be pending */
+	struct ibv_srq *srq;
+	uint32_t srq_max;
+	struct ibv_mr *small_mr;
+	uint8_t *small;			/* srq_max receive buffers */
+	pthread_mutex_t srq_lock;	/* the fields below */
+	uint32_t *srq_free;		/* buffer indexes not posted */
+	uint32_t srq_nfree;
+	uint32_t srq_want;		/* receives the SRQ should hold */
+	uint32_t srq_posted;
+	atomic_int ready;		/* device resources exist */
+	pthread_mutex_t lock;		/* conns, pending, refs */
+	struct rdma_conn *conns;	/* list of connections with a QP */
+	pthread_t thread;
+	int thread_started;
+	int stop_fd;			/* eventfd: wakes the progress thread */
+	atomic_int stop;
+	atomic_int inflight;		/* signaled sends not yet completed */
+	int spin;
+	int cq_first;			/* entries the CQ is created with */
+	int refs;
+};
+
+struct rx_entry {
+	uint8_t *buf;
+	uint32_t len, off;
+	uint64_t wr_id;
+};
+
+struct rdma_conn {
+	struct pxfer_conn conn;
+	struct rdma_ctx *ctx;
+	struct rdma_cm_id *id;
+	struct rdma_conn *next;		/* ctx->conns */
+	enum conn_kind kind;
+	int efd;			/* conn_fd */
+	pthread_mutex_t lock;		/* queues below, credits */
+	/* connection state, set by the progress thread */
+	atomic_int cm_event;		/* last rdma_cm event seen */
+	atomic_int cm_status;
+	atomic_int established;
+	atomic_int peer_closed;
+	atomic_int closing;
+	atomic_int wc_error;		/* an ibv_wc_status, 0 if none */
+	atomic_uint wr_out;		/* send WRs posted, not yet retired */
+	atomic_uint wr_max;		/* the most ever outstanding */
+	unsigned int sq_depth;		/* max_send_wr of the QP */
+	uint64_t chunks;
+	/* received messages (control, and handshakes on data QPs) */
+	struct rx_entry rx[RDMA_RX_Q];
+	unsigned int rx_head, rx_count;
+	/* chunk arrivals (receiver) and send completions (sender): slots */
+	uint16_t *slotq;
+	unsigned int sq_head, sq_count, sq_cap;
+	/* message send buffers */
+	struct ibv_mr *buf_mr;
+	uint8_t *bufs;			/* ctrl: recv then send buffers */
+	size_t buf_bytes;
+	unsigned int nsend, send_size;
+	uint64_t send_free;		/* bitmap of free send buffers */
+	int peer_credits;		/* peer receives we may consume */
+	int to_return;			/* our reposted receives to announce */
+	/* rings */
+	struct ibv_mr *ring_mr;
+	const struct pxfer_ring *ring;
+	unsigned int srq_share;		/* SRQ receives added for our ring */
+	int cq_share;			/* CQ entries reserved for this QP */
+	uint64_t raddr;
+	uint32_t rkey, rstride, rhdr;
+	uint16_t rslots;
+	uint16_t rslots_max;		/* the WELCOME's: sizes the send queue */
+};
+
+struct rdma_listener {
+	struct pxfer_listener l;
+	struct rdma_ctx *ctx;
+	struct rdma_cm_id *id;
+	int efd;			/* listener_fd: a connect request waits */
+	struct rdma_cm_id *pending[64];
+	uint8_t pending_kind[64];
+	unsigned int npending;
+};
+
+#define to_rconn(c) ((struct rdma_conn *)(c))
+#define to_rlis(l) ((struct rdma_listener *)(l))
+
+static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rdma_ctx *the_ctx;
+static struct rdma_listener *the_listener;
+
+static void wake(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0) {
+		/* counter saturated: already readable */
+	}
+}
+
+static void drain(int fd)
+{
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* not readable */
+	}
+}
+
+/*
+ * Memory registration fails with ENOMEM (or EPERM, EFAULT) when the pinned
+ * memory would pass RLIMIT_MEMLOCK: say so, with the limit, once.
+ */
+static int reg_failed(size_t bytes, const char *what)
+{
+	int err = errno;
+	struct rlimit rl;
+
+	if ((err == ENOMEM || err == EPERM || err == EFAULT) &&
+	    !getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+		error("cannot register %zu KiB of %s with the RDMA device: the memlock limit is %llu KiB "
+		      "(raise it with 'ulimit -l', or in /etc/security/limits.conf)",
+		      bytes >> 10, what, (unsigned long long)rl.rlim_cur >> 10);
+		return -ENOMEM;
+	}
+	return err ? -err : -ENOMEM;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void format_addr(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else {
+		snprintf(buf, len, "?");
+	}
+}
+
+/* ---- the progress thread ---------------------------------------------- */
+
+static struct rdma_conn *conn_by_qpn(struct rdma_ctx *ctx, uint32_t qpn)
+{
+	for (struct rdma_conn *c = ctx->conns; c; c = c->next)
+		if (c->id && c->id->qp && c->id->qp->qp_num == qpn)
+			return c;
+	return NULL;
+}
+
+static int srq_post(struct rdma_ctx *ctx, uint32_t idx)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(ctx->small + (size_t)idx * RDMA_SMALL_BUF),
+		.length = RDMA_SMALL_BUF,
+		.lkey = ctx->small_mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = WR_ID(WR_SRQ_RECV, idx),
+				  .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_srq_recv(ctx->srq, &wr, &bad) ? -errno : 0;
+}
+
+/*
+ * A shared receive came back (used, or done with by its reader): its buffer
+ * index is free; top the SRQ up to what the registered rings need.
+ */
+static int srq_refill(struct rdma_ctx *ctx, int64_t returned_idx)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ctx->srq_lock);
+	if (returned_idx >= 0) {
+		ctx->srq_free[ctx->srq_nfree++] = returned_idx;
+		ctx->srq_posted--;
+	}
+	while (ctx->srq_posted < ctx->srq_want && ctx->srq_nfree) {
+		uint32_t idx = ctx->srq_free[--ctx->srq_nfree];
+
+		ret = srq_post(ctx, idx);
+		if (ret) {
+			ctx->srq_free[ctx->srq_nfree++] = idx;
+			break;
+		}
+		ctx->srq_posted++;
+	}
+	pthread_mutex_unlock(&ctx->srq_lock);
+	return ret;
+}
+
+static int srq_want_add(struct rdma_ctx *ctx, int delta)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&ctx->srq_lock);
+	if (delta > 0 && ctx->srq_want + delta > ctx->srq_max)
+		ret = -ENOSPC;
+	else
+		ctx->srq_want += delta;
+	pthread_mutex_unlock(&ctx->srq_lock);
+	return ret ? ret : srq_refill(ctx, -1);
+}
+
+static int ctrl_recv_post(struct rdma_conn *c, unsigned int i)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(c->bufs + (size_t)i * RDMA_CTRL_BUF),
+		.length = RDMA_CTRL_BUF,
+		.lkey = c->buf_mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = WR_ID(WR_CTRL_RECV, i),
+				  .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(c->id->qp, &wr, &bad) ? -errno : 0;
+}
+
+static void slotq_push(struct rdma_conn *c, uint16_t slot)
+{
+	if (c->sq_count < c->sq_cap) {
+		c->slotq[(c->sq_head + c->sq_count) % c->sq_cap] = slot;
+		c->sq_count++;
+	} else {
+		/* more than the ring holds: the peer broke the credit rules */
+		atomic_store(&c->wc_error, IBV_WC_REM_OP_ERR);
+	}
+}
+
+/* what a failed work completion most likely means, said to the user */
+static const char *wc_hint(enum ibv_wc_status st)
+{
+	switch (st) {
+	case IBV_WC_RETRY_EXC_ERR:
+		return "; the peer stopped acknowledging: it is gone or unreachable, or the two sides' GIDs do not route to each other (-v shows the GID used)";
+	case IBV_WC_LOC_QP_OP_ERR:
+		return "; the local device could not send the request (with Soft-RoCE: the network interface is down or has no route to the peer)";
+	case IBV_WC_REM_ACCESS_ERR:
+		return "; the peer refused access to its memory";
+	default:
+		return "";
+	}
+}
+
+static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
+{
+	/* flushes follow a disconnect or an earlier error: not news */
+	if (wc->status == IBV_WC_WR_FLUSH_ERR &&
+	    (atomic_load(&c->closing) || atomic_load(&c->peer_closed) ||
+	     atomic_load(&c->wc_error)))
+		return;
+	if (wc->status == IBV_WC_WR_FLUSH_ERR) {
+		atomic_store(&c->peer_closed, 1);
+		return;
+	}
+	if (!atomic_load(&c->wc_error)) {
+		atomic_store(&c->wc_error, wc->status);
+		error("rdma: %s connection to %s failed: %s (work completion status %d)%s",
+		      c->kind == KIND_CTRL ? "control" : "data", c->conn.peer,
+		      ibv_wc_status_str(wc->status), wc->status,
+		      wc_hint(wc->status));
+	}
+}
+
+static void on_recv(struct rdma_conn *c, const struct ibv_wc *wc, uint8_t *buf)
+{
+	struct rx_entry *e;
+	uint16_t credits;
+
+	if (wc->byte_len < RDMA_MSG_HDR || c->rx_count == RDMA_RX_Q) {
+		atomic_store(&c->wc_error, IBV_WC_LOC_LEN_ERR);
+		/* the shared queue outlives the connection: keep its count */
+		if (WR_KIND(wc->wr_id) == WR_SRQ_RECV)
+			srq_refill(c->ctx, WR_INDEX(wc->wr_id));
+		return;
+	}
+	credits = ((uint16_t)buf[0] << 8) | buf[1];
+	c->peer_credits += credits;
+	e = &c->rx[(c->rx_head + c->rx_count) % RDMA_RX_Q];
+	e->buf = buf;
+	e->len = wc->byte_len;
+	e->off = RDMA_MSG_HDR;
+	e->wr_id = wc->wr_id;
+	c->rx_count++;
+}
+
+static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
+{
+	uint64_t kind = WR_KIND(wc->wr_id), idx = WR_INDEX(wc->wr_id);
+	struct rdma_conn *c;
+	int is_srq = kind == WR_SRQ_RECV;
+
+	if (kind == WR_SEND || kind == WR_DATA)
+		atomic_fetch_sub(&ctx->inflight, 1);
+	c = conn_by_qpn(ctx, wc->qp_num);
+	if (is_srq && (!c || wc->status != IBV_WC_SUCCESS ||
+		       wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)) {
+		/* the receive is used up: put it back at once */
+		srq_refill(ctx, idx);
+	}
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (wc->status != IBV_WC_SUCCESS) {
+		on_wc_error(c, wc);
+		if (kind == WR_SEND)
+			c->send_free |= 1ull << idx;
+	} else if (kind == WR_SEND) {
+		c->send_free |= 1ull << idx;
+		atomic_fetch_sub(&c->wr_out, 1);
+	} else if (kind == WR_DATA) {
+		slotq_push(c, idx);
+		atomic_fetch_sub(&c->wr_out, 2);
+	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
+		/* only a receiver's ring is written to; anywhere else the
+		 * queue holds our own finished sends */
+		if (c->srq_share)
+			slotq_push(c, ntohl(wc->imm_data) & 0xffff);
+		else
+			atomic_store(&c->wc_error, IBV_WC_REM_OP_ERR);
+	} else if (kind == WR_CTRL_RECV) {
+		on_recv(c, wc, c->bufs + idx * RDMA_CTRL_BUF);
+	} else if (is_srq) {
+		on_recv(c, wc, ctx->small + idx * RDMA_SMALL_BUF);
+	}
+	pthread_mutex_unlock(&c->lock);
+	wake(c->efd);
+}
+
+/* returns an id to destroy once its event is acknowledged, or NULL */
+static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
+					  struct rdma_cm_event *ev)
+{
+	struct rdma_listener *l = the_listener;
+	struct rdma_conn *c;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		const uint8_t *pd = ev->param.conn.private_data;
+		uint32_t magic = 0;
+		uint8_t kind = 0;
+
+		if (pd && ev->param.conn.private_data_len >= 5) {
+			magic = ((uint32_t)pd[0] << 24) | (pd[1] << 16) |
+				(pd[2] << 8) | pd[3];
+			kind = pd[4];
+		}
+		ev->id->context = NULL;
+		if (!l || magic != RDMA_PRIV_MAGIC || kind > KIND_DATA ||
+		    l->npending == 64) {
+			rdma_reject(ev->id, NULL, 0);
+			return ev->id;
+		}
+		l->pending[l->npending] = ev->id;
+		l->pending_kind[l->npending] = kind;
+		l->npending++;
+		wake(l->efd);
+		return NULL;
+	}
+	c = ev->id->context;
+	if (!c)
+		return NULL;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		atomic_store(&c->established, 1);
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		atomic_store(&c->peer_closed, 1);
+		break;
+	default:
+		break;
+	}
+	atomic_store(&c->cm_status, ev->status);
+	atomic_store(&c->cm_event, ev->event);
+	wake(c->efd);
+	return NULL;
+}
+
+static int poll_cq(struct rdma_ctx *ctx)
+{
+	struct ibv_wc wc[32];
+	int n, total = 0;
+
+	while ((n = ibv_poll_cq(ctx->cq, 32, wc)) > 0) {
+		pthread_mutex_lock(&ctx->lock);
+		for (int i = 0; i < n; i++)
+			handle_wc(ctx, &wc[i]);
+		pthread_mutex_unlock(&ctx->lock);
+		total += n;
+	}
+	return total;
+}
+
+static void drain_cm(struct rdma_ctx *ctx)
+{
+	struct rdma_cm_event *ev;
+
+	while (!rdma_get_cm_event(ctx->ech, &ev)) {
+		struct rdma_cm_id *doomed;
+
+		/*
+		 * What the peer sent before it disconnected completed before
+		 * its disconnect arrived: take it in first, or a last message
+		 * (the ACK) would be found after the connection is closed.
+		 */
+		if (atomic_load(&ctx->ready))
+			poll_cq(ctx);
+		pthread_mutex_lock(&ctx->lock);
+		doomed = handle_cm_event(ctx, ev);
+		pthread_mutex_unlock(&ctx->lock);
+		/* destroying an id waits for its events to be acknowledged */
+		rdma_ack_cm_event(ev);
+		if (doomed)
+			rdma_destroy_id(doomed);
+	}
+}
+
+static void *progress_main(void *arg)
+{
+	struct rdma_ctx *ctx = arg;
+	int idle = 0;
+
+	while (!atomic_load(&ctx->stop)) {
+		int ready = atomic_load(&ctx->ready);
+		struct pollfd p[3] = {
+			{ .fd = ctx->ech->fd, .events = POLLIN },
+			{ .fd = ctx->stop_fd, .events = POLLIN },
+			{ .fd = ready ? ctx->cch->fd : -1, .events = POLLIN },
+		};
+
+		if (ready && poll_cq(ctx) > 0) {
+			idle = 0;
+			continue;
+		}
+		/* busy-poll while sends are in flight, briefly otherwise */
+		if (ready && ++idle < (atomic_load(&ctx->inflight) ? ctx->spin : 64))
+			continue;
+		idle = 0;
+		if (ready) {
+			ibv_req_notify_cq(ctx->cq, 0);
+			if (poll_cq(ctx) > 0)
+				continue;	/* arrived before the arm */
+		}
+		poll(p, 3, 200);
+		if (p[0].revents)
+			drain_cm(ctx);
+		if (p[1].revents)
+			drain(ctx->stop_fd);
+		if (ready && (p[2].revents & POLLIN)) {
+			struct ibv_cq *cq;
+			void *cq_ctx;
+
+			if (!ibv_get_cq_event(ctx->cch, &cq, &cq_ctx))
+				ibv_ack_cq_events(cq, 1);
+		}
+	}
+	return NULL;
+}
+
+/* ---- the shared context ----------------------------------------------- */
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
+}
+
+/* Get the process's context (event channel and progress thread). */
+static int ctx_get(struct rdma_ctx **out)
+{
+	struct rdma_ctx *ctx;
+	const char *spin = getenv("PXFER_RDMA_SPIN");
+	const char *cq_first = getenv("PXFER_RDMA_CQ_MIN");
+	int ret;
+
+	pthread_mutex_lock(&ctx_lock);
+	if (the_ctx) {
+		the_ctx->refs++;
+		*out = the_ctx;
+		pthread_mutex_unlock(&ctx_lock);
+		return 0;
+	}
+	ret = -ENOMEM;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		goto out_unlock;
+	ctx->spin = spin ? atoi(spin) : 2000;
+	/* a smaller first CQ makes the tests grow it (rdma_suite case i) */
+	ctx->cq_first = cq_first ? atoi(cq_first) : RDMA_CQ_MIN;
+	ctx->ech = rdma_create_event_channel();
+	if (!ctx->ech) {
+		ret = errno ? -errno : -ENODEV;
+		goto out_free;
+	}
+	ret = set_nonblock(ctx->ech->fd);
+	if (ret)
+		goto out_channel;
+	ctx->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ctx->stop_fd < 0) {
+		ret = -errno;
+		goto out_channel;
+	}
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_mutex_init(&ctx->srq_lock, NULL);
+	ret = -pthread_create(&ctx->thread, NULL, progress_main, ctx);
+	if (ret)
+		goto out_stopfd;
+	ctx->thread_started = 1;
+	pxfer_thread_name(ctx->thread, "rdma", -1);
+	ctx->refs = 1;
+	the_ctx = ctx;
+	*out = ctx;
+	pthread_mutex_unlock(&ctx_lock);
+	return 0;
+
+out_stopfd:
+	close(ctx->stop_fd);
+	pthread_mutex_destroy(&ctx->srq_lock);
+	pthread_mutex_destroy(&ctx->lock);
+out_channel:
+	rdma_destroy_event_channel(ctx->ech);
+out_free:
+	free(ctx);
+out_unlock:
+	pthread_mutex_unlock(&ctx_lock);
+	return ret;
+}
+
+/* undo ctx_device, in reverse order of creation; safe on a partial one */
+static void ctx_device_free(struct rdma_ctx *ctx)
+{
+	if (ctx->srq)
+		ibv_destroy_srq(ctx->srq);
+	if (ctx->small_mr)
+		ibv_dereg_mr(ctx->small_mr);
+	free(ctx->small);
+	free(ctx->srq_free);
+	if (ctx->cq)
+		ibv_destroy_cq(ctx->cq);
+	if (ctx->cch)
+		ibv_destroy_comp_channel(ctx->cch);
+	if (ctx->pd)
+		ibv_dealloc_pd(ctx->pd);
+	ctx->srq = NULL;
+	ctx->small_mr = NULL;
+	ctx->small = NULL;
+	ctx->srq_free = NULL;
+	ctx->cq = NULL;
+	ctx->cch = NULL;
+	ctx->pd = NULL;
+	ctx->cq_need = 0;
+	ctx->srq_nfree = 0;
+	ctx->srq_posted = 0;
+	ctx->srq_want = 0;
+}
+
+static void ctx_put(struct rdma_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx_lock);
+	if (--ctx->refs) {
+		pthread_mutex_unlock(&ctx_lock);
+		return;
+	}
+	the_ctx = NULL;
+	pthread_mutex_unlock(&ctx_lock);
+	atomic_store(&ctx->stop, 1);
+	wake(ctx->stop_fd);
+	pthread_join(ctx->thread, NULL);
+	ctx_device_free(ctx);
+	rdma_destroy_event_channel(ctx->ech);
+	close(ctx->stop_fd);
+	pthread_mutex_destroy(&ctx->srq_lock);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx);
+}
+
+/*
+ * Reserve @n more entries of the completion queue (negative to give them
+ * back), growing it first when what could be pending would not fit: a full
+ * CQ loses completions and breaks every QP on it.
+ */
+static int cq_reserve(struct rdma_ctx *ctx, int n)
+{
+	int need, ret = 0;
+
+	pthread_mutex_lock(&ctx_lock);
+	need = ctx->cq_need + n;
+	if (n > 0 && need > ctx->cq->cqe) {
+		int size = ctx->cq->cqe * 2 > need ? ctx->cq->cqe * 2 : need;
+
+		if (size > ctx->cq_max)
+			size = ctx->cq_max;
+		if (need > size)
+			ret = -ENOSPC;
+		else if (ibv_resize_cq(ctx->cq, size))
+			ret = errno ? -errno : -EIO;
+		if (ret)
+			error("rdma: cannot grow the completion queue to %d entries (device limit %d): %s",
+			      need, ctx->cq_max, strerror(-ret));
+		else
+			verbose("rdma: completion queue grown to %d entries", ctx->cq->cqe);
+	}
+	if (!ret)
+		ctx->cq_need = need;
+	pthread_mutex_unlock(&ctx_lock);
+	return ret;
+}
+
+/*
+ * The device resources, created with the first connection on @verbs, or by
+ * a listener bound to an address of @verbs (@quiet: a failure there is
+ * retried, and reported, with the first connection); a session uses one
+ * device.
+ */
+static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
+		      int quiet)
+{
+	struct ibv_device_attr attr;
+	struct ibv_srq_init_attr sattr = { 0 };
+	int ret;
+
+	pthread_mutex_lock(&ctx_lock);
+	if (ctx->verbs) {
+		ret = ctx->verbs == verbs ? 0 : -EXDEV;
+		pthread_mutex_unlock(&ctx_lock);
+		return ret;
+	}
+	ret = ibv_query_device(verbs, &attr) ? -errno : 0;
+	if (ret)
+		goto out_unlock;
+	ctx->srq_max = attr.max_srq_wr < RDMA_SRQ_MAX ? attr.max_srq_wr : RDMA_SRQ_MAX;
+	ret = -ENOMEM;
+	ctx->pd = ibv_alloc_pd(verbs);
+	if (!ctx->pd)
+		goto out_undo;
+	ctx->cch = ibv_create_comp_channel(verbs);
+	if (!ctx->cch)
+		goto out_undo;
+	ret = set_nonblock(ctx->cch->fd);
+	if (ret)
+		goto out_undo;
+	ctx->cq_max = attr.max_cqe;
+	ctx->cq = ibv_create_cq(verbs, attr.max_cqe < ctx->cq_first ? attr.max_cqe
+			: ctx->cq_first > (int)ctx->srq_max ? ctx->cq_first
+							     : (int)ctx->srq_max,
+				ctx, ctx->cch, 0);
+	if (!ctx->cq) {
+		ret = -errno;
+		goto out_undo;
+	}
+	/* every receive the SRQ can hold may complete at once */
+	ctx->cq_need = ctx->srq_max;
+	if (ctx->cq_need > ctx->cq->cqe) {
+		ret = -ENOSPC;
+		goto out_undo;
+	}
+	ctx->small = calloc(ctx->srq_max, RDMA_SMALL_BUF);
+	ctx->srq_free = calloc(ctx->srq_max, sizeof(*ctx->srq_free));
+	if (!ctx->small || !ctx->srq_free)
+		goto out_undo;
+	ctx->small_mr = ibv_reg_mr(ctx->pd, ctx->small,
+				   (size_t)ctx->srq_max * RDMA_SMALL_BUF,
+				   IBV_ACCESS_LOCAL_WRITE);
+	if (!ctx->small_mr) {
+		ret = quiet ? (errno ? -errno : -ENOMEM)
+			    : reg_failed((size_t)ctx->srq_max * RDMA_SMALL_BUF,
+					 "receive buffers");
+		goto out_undo;
+	}
+	sattr.attr.max_wr = ctx->srq_max;
+	sattr.attr.max_sge = 1;
+	ctx->srq = ibv_create_srq(ctx->pd, &sattr);
+	if (!ctx->srq) {
+		ret = -errno;
+		goto out_undo;
+	}
+	for (uint32_t i = 0; i < ctx->srq_max; i++)
+		ctx->srq_free[ctx->srq_nfree++] = ctx->srq_max - 1 - i;
+	ctx->srq_want = RDMA_SRQ_BASE;
+	ret = srq_refill(ctx, -1);
+	if (ret)
+		goto out_undo;
+	ctx->verbs = verbs;
+	atomic_store(&ctx->ready, 1);
+	wake(ctx->stop_fd);	/* the progress thread picks up the CQ */
+	pthread_mutex_unlock(&ctx_lock);
+	return 0;
+
+out_undo:
+	ctx_device_free(ctx);
+out_unlock:
+	pthread_mutex_unlock(&ctx_lock);
+	return ret;
+}
+
+/* ---- connections ------------------------------------------------------ */
+
+static struct rdma_conn *conn_alloc(struct rdma_ctx *ctx)
+{
+	struct rdma_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->conn.ops = &pxfer_rdma_ops;
+	c->ctx = ctx;
+	/* 0 is RDMA_CM_EVENT_ADDR_RESOLVED: start from no event at all */
+	atomic_store(&c->cm_event, -1);
+	c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->efd < 0) {
+		free(c);
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	return c;
+}
+
+/* wait until @done(c) or an error; returns 0, -ETIMEDOUT or -errno */
+static int conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
+		     int timeout_ms)
+{
+	int64_t end = now_ms() + timeout_ms;
+
+	while (!done(c)) {
+		struct pollfd p = { .fd = c->efd, .events = POLLIN };
+		int64_t left = end - now_ms();
+		int ev = atomic_load(&c->cm_event);
+
+		switch (ev) {
+		case RDMA_CM_EVENT_ADDR_ERROR:
+		case RDMA_CM_EVENT_ROUTE_ERROR:
+		case RDMA_CM_EVENT_UNREACHABLE:
+			return -EHOSTUNREACH;
+		case RDMA_CM_EVENT_REJECTED:
+			return -ECONNREFUSED;
+		case RDMA_CM_EVENT_CONNECT_ERROR:
+			return -ECONNABORTED;
+		case RDMA_CM_EVENT_DISCONNECTED:
+		case RDMA_CM_EVENT_DEVICE_REMOVAL:
+			return -ECONNRESET;
+		default:
+			break;
+		}
+		if (left <= 0)
+			return -ETIMEDOUT;
+		poll(&p, 1, left > 200 ? 200 : (int)left);
+		drain(c->efd);
+	}
+	return 0;
+}
+
+static int addr_resolved(struct rdma_conn *c)
+{
+	return atomic_load(&c->cm_event) == RDMA_CM_EVENT_ADDR_RESOLVED;
+}
+
+static int route_resolved(struct rdma_conn *c)
+{
+	return atomic_load(&c->cm_event) == RDMA_CM_EVENT_ROUTE_RESOLVED;
+}
+
+static int is_established(struct rdma_conn *c)
+{
+	return atomic_load(&c->established);
+}
+
+static int conn_buffers(struct rdma_conn *c)
+{
+	struct rdma_ctx *ctx = c->ctx;
+
+	if (c->kind == KIND_CTRL) {
+		c->nsend = RDMA_CTRL_BUFS;
+		c->send_size = RDMA_CTRL_BUF;
+		c->buf_bytes = (size_t)2 * RDMA_CTRL_BUFS * RDMA_CTRL_BUF;
+		c->peer_credits = RDMA_CTRL_BUFS;
+	} else {
+		c->nsend = RDMA_DATA_SENDS;
+		c->send_size = RDMA_SMALL_BUF;
+		c->buf_bytes = (size_t)RDMA_DATA_SENDS * RDMA_SMALL_BUF;
+		/* handshakes land in the SRQ's spare receives */
+		c->peer_credits = RDMA_DATA_SENDS;
+	}
+	c->send_free = (1ull << c->nsend) - 1;
+	c->bufs = mmap(NULL, c->buf_bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c->bufs == MAP_FAILED) {
+		c->bufs = NULL;
+		return -ENOMEM;
+	}
+	c->buf_mr = ibv_reg_mr(ctx->pd, c->bufs, c->buf_bytes,
+			       IBV_ACCESS_LOCAL_WRITE);
+	return c->buf_mr ? 0 : reg_failed(c->buf_bytes, "message buffers");
+}
+
+static uint8_t *send_buf(struct rdma_conn *c, unsigned int i)
+{
+	size_t base = c->kind == KIND_CTRL ? (size_t)RDMA_CTRL_BUFS * RDMA_CTRL_BUF : 0;
+
+	return c->bufs + base + (size_t)i * c->send_size;
+}
+
+/* create the QP on the shared CQ and post receives before any peer send */
+static int conn_qp(struct rdma_conn *c, unsigned int send_wr)
+{
+	struct rdma_ctx *ctx = c->ctx;
+	struct ibv_qp_init_attr qa = {
+		.send_cq = ctx->cq,
+		.recv_cq = ctx->cq,
+		.qp_type = IBV_QPT_RC,
+		.cap = {
+			.max_send_wr = send_wr,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+			.max_recv_wr = c->kind == KIND_CTRL ? RDMA_CTRL_BUFS : 0,
+		},
+		.srq = c->kind == KIND_DATA ? ctx->srq : NULL,
+	};
+	int ret;
+
+	ret = conn_buffers(c);
+	if (ret)
+		return ret;
+	/* the receives and sends this QP can have pending (handshake sends
+	 * on a data QP; a sender's ring adds its writes when registered) */
+	ret = cq_reserve(ctx, c->nsend + qa.cap.max_recv_wr);
+	if (ret)
+		return ret;
+	c->cq_share = c->nsend + qa.cap.max_recv_wr;
+	if (rdma_create_qp(c->id, ctx->pd, &qa))
+		return -errno;
+	c->sq_depth = qa.cap.max_send_wr;
+	if (c->kind == KIND_CTRL)
+		for (unsigned int i = 0; i < RDMA_CTRL_BUFS; i++) {
+			ret = ctrl_recv_post(c, i);
+			if (ret)
+				return ret;
+		}
+	pthread_mutex_lock(&ctx->lock);
+	c->next = ctx->conns;
+	ctx->conns = c;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+/*
+ * Both ends use a short ACK timeout, so a SEND or WRITE to a peer that is
+ * gone fails within about two seconds (268 ms x 7 retries) on either side.
+ */
+static void set_ack_timeout(struct rdma_cm_id *id)
+{
+	uint8_t t = RDMA_ACK_TIMEOUT;
+
+	rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t,
+			sizeof(t));
+}
+
+static void conn_param_init(struct rdma_conn_param *p, uint8_t *priv,
+			    enum conn_kind kind)
+{
+	memset(p, 0, sizeof(*p));
+	priv[0] = RDMA_PRIV_MAGIC >> 24;
+	priv[1] = (RDMA_PRIV_MAGIC >> 16) & 0xff;
+	priv[2] = (RDMA_PRIV_MAGIC >> 8) & 0xff;
+	priv[3] = RDMA_PRIV_MAGIC & 0xff;
+	priv[4] = kind;
+	p->private_data = priv;
+	p->private_data_len = 5;
+	p->responder_resources = 1;
+	p->initiator_depth = 1;
+	p->retry_count = 7;
+	/* receives are always posted before a peer may send: never RNR */
+	p->rnr_retry_count = 0;
+}
+
+static void conn_unlink(struct rdma_conn *c)
+{
+	struct rdma_ctx *ctx = c->ctx;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (struct rdma_conn **pp = &ctx->conns; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	}
+	if (c->id)
+		c->id->context = NULL;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static void conn_free(struct rdma_conn *c)
+{
+	struct rdma_ctx *ctx = c->ctx;
+
+	conn_unlink(c);
+	if (c->id) {
+		if (c->id->qp)
+			rdma_destroy_qp(c->id);
+		rdma_destroy_id(c->id);
+	}
+	/* messages never read: their buffers go back to the shared queue */
+	for (; c->rx_count; c->rx_count--, c->rx_head = (c->rx_head + 1) % RDMA_RX_Q)
+		if (WR_KIND(c->rx[c->rx_head].wr_id) == WR_SRQ_RECV)
+			srq_refill(ctx, WR_INDEX(c->rx[c->rx_head].wr_id));
+	if (c->srq_share)
+		srq_want_add(ctx, -(int)c->srq_share);
+	if (c->cq_share)
+		cq_reserve(ctx, -c->cq_share);
+	if (c->ring_mr)
+		ibv_dereg_mr(c->ring_mr);
+	if (c->buf_mr)
+		ibv_dereg_mr(c->buf_mr);
+	if (c->bufs)
+		munmap(c->bufs, c->buf_bytes);
+	free(c->slotq);
+	close(c->efd);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	ctx_put(ctx);
+}
+
+static int sends_done(struct rdma_conn *c)
+{
+	int done;
+
+	pthread_mutex_lock(&c->lock);
+	done = c->send_free == (1ull << c->nsend) - 1 ||
+	       atomic_load(&c->wc_error) || atomic_load(&c->peer_closed);
+	pthread_mutex_unlock(&c->lock);
+	return done;
+}
+
+static void rt_close(struct pxfer_conn *pc)
+{
+	struct rdma_conn *c = to_rconn(pc);
+
+	if (c->chunks)
+		verbose("rdma: data connection to %s: %llu chunks, at most %u work requests outstanding (credit bound %u, send queue depth %u)",
+			c->conn.peer, (unsigned long long)c->chunks,
+			atomic_load(&c->wr_max), 2 * c->ring->nslots, c->sq_depth);
+	/* let a last message (ACK, ABORT) leave before the QP goes away */
+	if (c->id && c->id->qp && atomic_load(&c->established))
+		conn_wait(c, sends_done, 2000);
+	atomic_store(&c->closing, 1);
+	if (c->id && atomic_load(&c->established))
+		rdma_disconnect(c->id);
+	conn_free(c);
+}
+
+static void rt_shutdown(struct pxfer_conn *pc)
+{
+	struct rdma_conn *c = to_rconn(pc);
+
+	atomic_store(&c->closing, 1);
+	if (c->id && atomic_load(&c->established))
+		rdma_disconnect(c->id);
+	wake(c->efd);
+}
+
+/*
+ * Resolve in short attempts until @timeout_ms: the first resolution of a
+ * neighbour can stall in the kernel even after ARP has succeeded (seen on
+ * rxe with 6.1), and a fresh attempt then finds it at once.
+ */
+static int resolve_addr(struct rdma_conn *c, struct sockaddr *src,
+			struct sockaddr *dst, int timeout_ms)
+{
+	int64_t end = now_ms() + timeout_ms;
+	int ret;
+
+	do {
+		int left = (int)(end - now_ms());
+		int attempt = left < 1000 ? (left > 0 ? left : 1) : 1000;
+
+		atomic_store(&c->cm_event, -1);
+		if (rdma_resolve_addr(c->id, src, dst, attempt))
+			return -errno;
+		ret = conn_wait(c, addr_resolved, attempt + 1000);
+		if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
+			return ret;
+		if (ret == -ETIMEDOUT)
+			return ret;	/* no event at all: the id is busy */
+	} while (now_ms() < end);
+	return ret;
+}
+
+static int resolve(const char *host, const char *port, int passive,
+		   struct addrinfo **res)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = passive ? AI_PASSIVE : 0 };
+	int ret = getaddrinfo(host, port, &hints, res);
+
+	if (ret == EAI_NONAME || ret == EAI_NODATA)
+		return -EHOSTUNREACH;
+	return ret ? -EINVAL : 0;
+}
+
+static const char *gid_type_name(enum ibv_gid_type type)
+{
+	return type == IBV_GID_TYPE_ROCE_V2 ? "RoCE v2" :
+	       type == IBV_GID_TYPE_ROCE_V1 ? "RoCE v1" : "IB";
+}
+
+static int find_gid(struct rdma_cm_id *id, const union ibv_gid *gid,
+		    const char **type)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(id->verbs, id->port_num, &pa))
+		return -1;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		struct ibv_gid_entry e;
+
+		if (ibv_query_gid_ex(id->verbs, id->port_num, i, &e, 0) ||
+		    memcmp(e.gid.raw, gid->raw, sizeof(e.gid.raw)))
+			continue;
+		*type = gid_type_name(e.gid_type);
+		return i;
+	}
+	return -1;
+}
+
+/*
+ * Say which device, port and GID a connection uses. The index comes from
+ * the QP's address vector, not from looking the GID up in the table: a
+ * RoCE port lists each address twice, as RoCE v1 and as RoCE v2, and
+ * only the QP knows which of the two rdma_cm chose.
+ */
+static void describe_route(struct rdma_cm_id *id, const char *peer)
+{
+	const union ibv_gid *sgid = &id->route.addr.addr.ibaddr.sgid;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+	struct ibv_gid_entry e;
+	char gid[INET6_ADDRSTRLEN] = "?";
+	const char *type = "unknown type";
+	int index = -1;
+
+	if (!pxfer_verbose || !id->verbs)
+		return;
+	inet_ntop(AF_INET6, sgid->raw, gid, sizeof(gid));
+	if (id->qp && !ibv_query_qp(id->qp, &qa, IBV_QP_AV, &init) &&
+	    qa.ah_attr.is_global) {
+		index = qa.ah_attr.grh.sgid_index;
+		if (!ibv_query_gid_ex(id->verbs, id->port_num, index, &e, 0)) {
+			type = gid_type_name(e.gid_type);
+			inet_ntop(AF_INET6, e.gid.raw, gid, sizeof(gid));
+		}
+	} else {
+		/* no GRH (InfiniBand within a subnet): the port's GID */
+		index = find_gid(id, sgid, &type);
+	}
+	verbose("rdma: to %s through device %s port %u, GID index %d (%s, %s)",
+		peer, ibv_get_device_name(id->verbs->device), id->port_num,
+		index, type, gid);
+}
+
+/*
+ * @slots: 0 for the control connection, else the slots of the receiver's
+ * ring. A data QP's send queue holds two work requests per slot and the
+ * handshake's sends (sizing it for the largest ring instead costs ~4 ms
+ * per QP under emulation, and memory).
+ */
+static int rt_connect_to(const char *host, const char *port,
+			   const char *bind_addr, int timeout_ms,
+			   unsigned int slots, struct rdma_conn **out)
+{
+	enum conn_kind kind = slots ? KIND_DATA : KIND_CTRL;
+	struct addrinfo *dst = NULL, *src = NULL;
+	struct rdma_conn_param param;
+	struct rdma_ctx *ctx;
+	struct rdma_conn *c;
+	uint8_t priv[8];
+	int ret;
+
+	ret = ctx_get(&ctx);
+	if (ret)
+		return ret;
+	c = conn_alloc(ctx);
+	if (!c) {
+		ctx_put(ctx);
+		return -ENOMEM;
+	}
+	c->kind = kind;
+	c->rslots_max = slots;
+	ret = resolve(host, port, 0, &dst);
+	if (!ret && bind_addr)
+		ret = resolve(bind_addr, NULL, 1, &src);
+	if (ret)
+		goto out_free;
+	if (rdma_create_id(ctx->ech, &c->id, c, RDMA_PS_TCP)) {
+		ret = -errno;
+		goto out_free;
+	}
+	ret = resolve_addr(c, src ? src->ai_addr : NULL, dst->ai_addr,
+			   timeout_ms);
+	verbose("rdma: resolving the address of %s: %s", host,
+		ret ? strerror(-ret) : "done");
+	if (ret)
+		goto out_free;
+	if (rdma_resolve_route(c->id, timeout_ms)) {
+		ret = -errno;
+		goto out_free;
+	}
+	/* the address names the device: set it up (the first time) while
+	 * the route resolves */
+	ret = ctx_device(ctx, c->id->verbs, 0);
+	{
+		int r = conn_wait(c, route_resolved, timeout_ms);
+
+		verbose("rdma: resolving the route to %s: %s", host,
+			r ? strerror(-r) : "done");
+		if (r)
+			ret = r;
+	}
+	if (!ret)
+		ret = conn_qp(c, slots ? 2 * slots + RDMA_DATA_SENDS
+				       : RDMA_CTRL_BUFS + 2);
+	if (ret)
+		goto out_free;
+	set_ack_timeout(c->id);
+	conn_param_init(&param, priv, kind);
+	if (rdma_connect(c->id, &param)) {
+		ret = -errno;
+		goto out_free;
+	}
+	ret = conn_wait(c, is_established, timeout_ms);
+	verbose("rdma: connecting to %s: %s", host, ret ? strerror(-ret) : "done");
+	if (ret)
+		goto out_free;
+	format_addr(rdma_get_peer_addr(c->id), c->conn.peer, sizeof(c->conn.peer));
+	if (kind == KIND_CTRL)
+		describe_route(c->id, c->conn.peer);
+	freeaddrinfo(dst);
+	if (src)
+		freeaddrinfo(src);
+	*out = c;
+	return 0;
+
+out_free:
+	if (dst)
+		freeaddrinfo(dst);
+	if (src)
+		freeaddrinfo(src);
+	conn_free(c);
+	return ret;
+}
+
+/* each rdma_cm connection says in its private data whether it is data */
+static int rt_connect_op(const char *host, const char *port,
+			   const char *bind_addr, int timeout_ms,
+			   unsigned int slots, struct pxfer_conn **out)
+{
+	struct rdma_conn *c = NULL;
+	int ret;
+
+	if (slots > PXFER_SLOTS_MAX)
+		return -EINVAL;
+	ret = rt_connect_to(host, port, bind_addr, timeout_ms, slots, &c);
+	if (ret)
+		return ret;
+	*out = &c->conn;
+	return 0;
+}
+
+/* ---- listening -------------------------------------------------------- */
+
+static int rt_listen(const char *bind_addr, const char *port,
+		       struct pxfer_listener **out)
+{
+	struct rdma_listener *l;
+	struct addrinfo *ai;
+	int ret;
+
+	ret = resolve(bind_addr ? bind_addr : "0.0.0.0", port, 1, &ai);
+	if (ret)
+		return ret;
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		freeaddrinfo(ai);
+		return -ENOMEM;
+	}
+	l->l.ops = &pxfer_rdma_ops;
+	l->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	ret = l->efd < 0 ? -errno : ctx_get(&l->ctx);
+	if (ret)
+		goto out_free;
+	if (rdma_create_id(l->ctx->ech, &l->id, NULL, RDMA_PS_TCP)) {
+		ret = -errno;
+		goto out_ctx;
+	}
+	if (rdma_bind_addr(l->id, ai->ai_addr) || rdma_listen(l->id, 64)) {
+		ret = -errno;
+		goto out_id;
+	}
+	format_addr(rdma_get_local_addr(l->id), l->l.addr, sizeof(l->l.addr));
+	/*
+	 * Bound to an address of one device: set that device up now, so the
+	 * first connection of a session does not wait for it (about 15 ms on
+	 * the emulated test bed). A failure here is not final: the first
+	 * accepted connection tries again and reports it.
+	 */
+	if (l->id->verbs)
+		ctx_device(l->ctx, l->id->verbs, 1);
+	pthread_mutex_lock(&l->ctx->lock);
+	the_listener = l;
+	pthread_mutex_unlock(&l->ctx->lock);
+	freeaddrinfo(ai);
+	*out = &l->l;
+	return 0;
+
+out_id:
+	rdma_destroy_id(l->id);
+out_ctx:
+	ctx_put(l->ctx);
+out_free:
+	if (l->efd >= 0)
+		close(l->efd);
+	free(l);
+	freeaddrinfo(ai);
+	return ret;
+}
+
+static int rt_listener_fd(struct pxfer_listener *pl)
+{
+	return to_rlis(pl)->efd;
+}
+
+static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
+{
+	struct rdma_listener *l = to_rlis(pl);
+	struct rdma_ctx *ctx = l->ctx;
+	struct rdma_conn_param param;
+	struct rdma_cm_id *id;
+	struct rdma_conn *c;
+	uint8_t priv[8], kind;
+	int ret;
+
+	drain(l->efd);
+	pthread_mutex_lock(&ctx->lock);
+	if (!l->npending) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EAGAIN;
+	}
+	id = l->pending[0];
+	kind = l->pending_kind[0];
+	memmove(l->pending, l->pending + 1, --l->npending * sizeof(*l->pending));
+	memmove(l->pending_kind, l->pending_kind + 1, l->npending);
+	if (l->npending)
+		wake(l->efd);
+	pthread_mutex_unlock(&ctx->lock);
+
+	pthread_mutex_lock(&ctx_lock);
+	ctx->refs++;
+	pthread_mutex_unlock(&ctx_lock);
+	c = conn_alloc(ctx);
+	if (!c) {
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		ctx_put(ctx);
+		return -ENOMEM;
+	}
+	c->kind = kind;
+	c->id = id;
+	ret = ctx_device(ctx, id->verbs, 0);
+	if (!ret)
+		ret = conn_qp(c, kind == KIND_CTRL ? RDMA_CTRL_BUFS + 2 : 16);
+	if (ret) {
+		rdma_reject(id, NULL, 0);
+		goto out_free;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	id->context = c;
+	pthread_mutex_unlock(&ctx->lock);
+	set_ack_timeout(id);
+	conn_param_init(&param, priv, kind);
+	if (rdma_accept(id, &param)) {
+		ret = -errno;
+		goto out_free;
+	}
+	ret = conn_wait(c, is_established, 15000);
+	verbose("rdma: accepting a %s connection: %s",
+		kind == KIND_CTRL ? "control" : "data", ret ? strerror(-ret) : "done");
+	if (ret)
+		goto out_free;
+	format_addr(rdma_get_peer_addr(id), c->conn.peer, sizeof(c->conn.peer));
+	if (kind == KIND_CTRL)
+		describe_route(id, c->conn.peer);
+	*out = &c->conn;
+	return 0;
+
+out_free:
+	conn_free(c);
+	return ret;
+}
+
+static void rt_listener_close(struct pxfer_listener *pl)
+{
+	struct rdma_listener *l = to_rlis(pl);
+	struct rdma_ctx *ctx = l->ctx;
+
+	pthread_mutex_lock(&ctx->lock);
+	the_listener = NULL;
+	pthread_mutex_unlock(&ctx->lock);
+	/*
+	 * Not under ctx->lock: destroying an id waits until its events are
+	 * acknowledged, and the progress thread takes that lock before it
+	 * acknowledges one. Without the_listener it adds no pending ids.
+	 */
+	for (unsigned int i = 0; i < l->npending; i++) {
+		rdma_reject(l->pending[i], NULL, 0);
+		rdma_destroy_id(l->pending[i]);
+	}
+	rdma_destroy_id(l->id);
+	close(l->efd);
+	free(l);
+	ctx_put(ctx);
+}
+
+/* ---- messages --------------------------------------------------------- */
+
+static int rt_conn_fd(struct pxfer_conn *pc)
+{
+	return to_rconn(pc)->efd;
+}
+
+static short rt_poll_events(struct pxfer_conn *c, int want_send)
+{
+	/* completions and credits are announced on the eventfd */
+	return POLLIN;
+}
+
+static int conn_error(struct rdma_conn *c)
+{
+	int st = atomic_load(&c->wc_error);
+
+	switch (st) {
+	case 0:
+		return 0;
+	case IBV_WC_RETRY_EXC_ERR:
+		return -ETIMEDOUT;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return -ENOBUFS;
+	case IBV_WC_REM_ACCESS_ERR:
+	case IBV_WC_LOC_PROT_ERR:
+		return -EACCES;
+	case IBV_WC_REM_OP_ERR:
+	case IBV_WC_REM_INV_REQ_ERR:
+		return -EPROTO;
+	case IBV_WC_LOC_LEN_ERR:
+		return -EMSGSIZE;
+	default:
+		return -EIO;
+	}
+}
+
+/* count posted send WRs; the high-water mark shows the queue was bounded */
+static void note_posted(struct rdma_conn *c, unsigned int n)
+{
+	unsigned int out = atomic_fetch_add(&c->wr_out, n) + n;
+	unsigned int max = atomic_load(&c->wr_max);
+
+	while (out > max && !atomic_compare_exchange_weak(&c->wr_max, &max, out))
+		;
+}
+
+/* post one message from send buffer @i: the caller holds c->lock */
+static int post_msg(struct rdma_conn *c, unsigned int i, uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)send_buf(c, i),
+		.length = len,
+		.lkey = c->buf_mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = WR_ID(WR_SEND, i),
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	c->send_free &= ~(1ull << i);
+	c->peer_credits--;
+	note_posted(c, 1);
+	atomic_fetch_add(&c->ctx->inflight, 1);
+	if (ibv_post_send(c->id->qp, &wr, &bad)) {
+		atomic_fetch_sub(&c->ctx->inflight, 1);
+		atomic_fetch_sub(&c->wr_out, 1);
+		c->send_free |= 1ull << i;
+		c->peer_credits++;
+		return -errno;
+	}
+	return 0;
+}
+
+static ssize_t send_locked(struct rdma_conn *c, const void *buf, size_t len,
+			   int reserve)
+{
+	unsigned int i;
+	uint8_t *p;
+	size_t n;
+	int ret;
+
+	if (!c->send_free || c->peer_credits <= reserve)
+		return -EAGAIN;
+	i = __builtin_ctzll(c->send_free);
+	p = send_buf(c, i);
+	n = len < c->send_size - RDMA_MSG_HDR ? len : c->send_size - RDMA_MSG_HDR;
+	p[0] = (c->to_return >> 8) & 0xff;
+	p[1] = c->to_return & 0xff;
+	p[2] = p[3] = 0;
+	if (n)
+		memcpy(p + RDMA_MSG_HDR, buf, n);
+	ret = post_msg(c, i, n + RDMA_MSG_HDR);
+	if (ret)
+		return ret;
+	c->to_return = 0;
+	return n;
+}
+
+static ssize_t rt_send(struct pxfer_conn *pc, const void *buf, size_t len)
+{
+	struct rdma_conn *c = to_rconn(pc);
+	ssize_t n;
+	int err = conn_error(c);
+
+	if (err)
+		return err;
+	if (atomic_load(&c->peer_closed))
+		return -EPIPE;
+	pthread_mutex_lock(&c->lock);
+	/* the last credit is kept for a credit-only message */
+	n = send_locked(c, buf, len, c->kind == KIND_CTRL ? 1 : 0);
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+/* give receives back to the peer once half of them are free again */
+static void return_credits(struct rdma_conn *c)
+{
+	if (c->kind == KIND_CTRL && c->to_return >= RDMA_CTRL_BUFS / 2)
+		send_locked(c, NULL, 0, 0);
+}
+
+static ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
+{
+	struct rdma_conn *c = to_rconn(pc);
+	struct rdma_ctx *ctx = c->ctx;
+	size_t got = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&c->lock);
+	while (c->rx_count && got < cap) {
+		struct rx_entry *e = &c->rx[c->rx_head];
+		size_t n = e->len - e->off;
+
+		if (n > cap - got)
+			n = cap - got;
+		memcpy((uint8_t *)buf + got, e->buf + e->off, n);
+		got += n;
+		e->off += n;
+		if (e->off < e->len)
+			break;
+		/* consumed: the buffer goes back to its queue */
+		c->rx_head = (c->rx_head + 1) % RDMA_RX_Q;
+		c->rx_count--;
+		if (WR_KIND(e->wr_id) == WR_CTRL_RECV) {
+			ret = ctrl_recv_post(c, WR_INDEX(e->wr_id));
+			c->to_return++;
+		} else {
+			ret = srq_refill(ctx, WR_INDEX(e->wr_id));
+		}
+		if (ret)
+			break;
+	}
+	return_credits(c);
+	pthread_mutex_unlock(&c->lock);
+	if (got)
+		return got;
+	if (ret)
+		return ret;
+	ret = conn_error(c);
+	if (ret)
+		return ret;
+	if (atomic_load(&c->peer_closed))
+		return 0;
+	drain(c->efd);
+	/* a completion may have landed between the check and the drain */
+	pthread_mutex_lock(&c->lock);
+	if (c->rx_count)
+		wake(c->efd);
+	pthread_mutex_unlock(&c->lock);
+	return -EAGAIN;
+}
+
+/* ---- rings and chunks ------------------------------------------------- */
+
+static void put_be(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = n - 1; i >= 0; i--, v >>= 8)
+		p[i] = v & 0xff;
+}
+
+static uint64_t get_be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/*
+ * Ring description in DATA_WELCOME (22 bytes): u64 address, u32 rkey,
+ * u32 stride, u32 header room, u16 slots.
+ */
+#define RING_BLOB_LEN 22
+
+static int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
+			      uint8_t *blob, uint16_t *blob_len)
+{
+	struct rdma_conn *c = to_rconn(pc);
+	struct rdma_ctx *ctx = c->ctx;
+	int access = IBV_ACCESS_LOCAL_WRITE, ret;
+
+	if (blob)
+		access |= IBV_ACCESS_REMOTE_WRITE;
+	c->slotq = calloc(r->nslots, sizeof(*c->slotq));
+	if (!c->slotq)
+		return -ENOMEM;
+	c->sq_cap = r->nslots;
+	c->ring = r;
+	c->ring_mr = ibv_reg_mr(ctx->pd, r->base, r->bytes, access);
+	if (!c->ring_mr)
+		return reg_failed(r->bytes, "ring memory");
+	if (!blob) {
+		/* the sender: a chunk is two work requests, both of which
+		 * complete if the QP is flushed */
+		ret = cq_reserve(ctx, 2 * (int)r->nslots);
+		if (!ret)
+			c->cq_share += 2 * (int)r->nslots;
+		return ret;
+	}
+	/* every slot that can be granted has a receive waiting for it */
+	ret = srq_want_add(ctx, r->nslots);
+	if (ret)
+		return ret;
+	c->srq_share = r->nslots;
+	put_be(blob, (uintptr_t)r->base, 8);
+	put_be(blob + 8, c->ring_mr->rkey, 4);
+	put_be(blob + 12, r->stride, 4);
+	put_be(blob + 16, r->hdr_size, 4);
+	put_be(blob + 20, r->nslots, 2);
+	*blob_len = RING_BLOB_LEN;
+	return 0;
+}
+
+static int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
+			    uint16_t blob_len)
+{
+	struct rdma_conn *c = to_rconn(pc);
+
+	if (blob_len != RING_BLOB_LEN)
+		return -EPROTO;
+	c->raddr = get_be(blob, 8);
+	c->rkey = get_be(blob + 8, 4);
+	c->rstride = get_be(blob + 12, 4);
+	c->rhdr = get_be(blob + 16, 4);
+	c->rslots = get_be(blob + 20, 2);
+	/* the send queue was sized by the slots the WELCOME announced */
+	if (!c->rslots || c->rslots > c->rslots_max ||
+	    c->rhdr < PXFER_CHUNK_DESC_MAX || c->rstride <= c->rhdr)
+		return -EPROTO;
+	return 0;
+}
+
+static int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
+			   const void *payload)
+{
+	struct rdma_conn *c = to_rconn(pc);
+	const struct pxfer_ring *r = c->ring;
+	uint8_t *hdr = pxfer_ring_hdr(r, ch->slot);
+	uint64_t rslot = c->raddr + (uint64_t)ch->slot * c->rstride;
+	struct ibv_sge sge[2];
+	struct ibv_send_wr wr[2], *bad;
+	ssize_t dlen;
+	int ret = conn_error(c);
+
+	if (ret)
+		return ret;
+	if (atomic_load(&c->peer_closed))
+		return -ECONNRESET;
+	if (ch->slot >= c->rslots || ch->len > c->rstride - c->rhdr)
+		return -EINVAL;
+	dlen = pxfer_chunk_encode(hdr, r->hdr_size, ch);
+	if (dlen < 0)
+		return dlen;
+	sge[0] = (struct ibv_sge){ .addr = (uintptr_t)payload,
+				   .length = ch->len,
+				   .lkey = c->ring_mr->lkey };
+	sge[1] = (struct ibv_sge){ .addr = (uintptr_t)hdr, .length = dlen,
+				   .lkey = c->ring_mr->lkey };
+	memset(wr, 0, sizeof(wr));
+	/* the payload first, unsignaled: the second write's completion
+	 * retires both send queue entries */
+	wr[0].sg_list = &sge[0];
+	wr[0].num_sge = 1;
+	wr[0].opcode = IBV_WR_RDMA_WRITE;
+	wr[0].wr.rdma.remote_addr = rslot + c->rhdr;
+	wr[0].wr.rdma.rkey = c->rkey;
+	wr[0].next = &wr[1];
+	wr[1].wr_id = WR_ID(WR_DATA, ch->slot);
+	wr[1].sg_list = &sge[1];
+	wr[1].num_sge = 1;
+	wr[1].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+	wr[1].send_flags = IBV_SEND_SIGNALED;
+	wr[1].imm_data = htonl(ch->slot);
+	wr[1].wr.rdma.remote_addr = rslot;
+	wr[1].wr.rdma.rkey = c->rkey;
+	atomic_fetch_add(&c->ctx->inflight, 1);
+	note_posted(c, 2);
+	if (ibv_post_send(c->id->qp, wr, &bad)) {
+		ret = -errno;
+		atomic_fetch_sub(&c->ctx->inflight, 1);
+		atomic_fetch_sub(&c->wr_out, 2);
+		return ret;
+	}
+	c->chunks++;
+	return 0;
+}
+
+static int pop_slots(struct rdma_conn *c, uint16_t *slots, unsigned int max)
+{
+	unsigned int n = 0;
+
+	pthread_mutex_lock(&c->lock);
+	while (n < max && c->sq_count) {
+		slots[n++] = c->slotq[c->sq_head];
+		c->sq_head = (c->sq_head + 1) % c->sq_cap;
+		c->sq_count--;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+static int rt_reap_sent(struct pxfer_conn *pc, uint16_t *slots,
+			  unsigned int max)
+{
+	struct rdma_conn *c = to_rconn(pc);
+	int n = pop_slots(c, slots, max);
+
+	if (n)
+		return n;
+	drain(c->efd);
+	n = pop_slots(c, slots, max);
+	if (n)
+		return n;
+	n = conn_error(c);
+	if (n)
+		return n;
+	return atomic_load(&c->peer_closed) && !atomic_load(&c->closing) ?
+	       -ECONNRESET : 0;
+}
+
+static int rt_recv_chunk(struct pxfer_conn *pc, const struct pxfer_ring *r,
+			   struct pxfer_chunk *ch, pxfer_chunk_check_fn check,
+			   void *arg)
+{
+	struct rdma_conn *c = to_rconn(pc);
+	uint16_t slot;
+	ssize_t n;
+	int ret;
+
+	if (!pop_slots(c, &slot, 1)) {
+		ret = conn_error(c);
+		if (ret)
+			return ret;
+		if (atomic_load(&c->peer_closed))
+			return -EPIPE;
+		drain(c->efd);
+		if (!pop_slots(c, &slot, 1))
+			return 0;
+	}
+	if (slot >= r->nslots)
+		return -EPROTO;
+	n = pxfer_chunk_decode(pxfer_ring_hdr(r, slot), r->hdr_size, ch);
+	if (n < 0)
+		return -EPROTO;
+	if (ch->slot != slot || ch->len > r->slot_size)
+		return -EPROTO;
+	ret = check(arg, ch);
+	return ret ? ret : 1;
+}
+
+/* ---- probing ---------------------------------------------------------- */
+
+int pxfer_rdma_available(void)
+{
+	int n = 0;
+	struct ibv_device **list = ibv_get_device_list(&n);
+
+	if (list)
+		ibv_free_device_list(list);
+	return n > 0;
+}
+
+static int is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return 0;
+}
+
+int pxfer_rdma_probe(const char *host, const char *bind_addr, char *why,
+		     size_t len)
+{
+	struct rdma_event_channel *ech;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	struct addrinfo *dst = NULL, *src = NULL;
+	struct ibv_port_attr pa;
+	int ok = 0;
+
+	if (!pxfer_rdma_available()) {
+		snprintf(why, len, "no RDMA device on this host");
+		return 0;
+	}
+	if (resolve(host, "0", 0, &dst) ||
+	    (bind_addr && resolve(bind_addr, NULL, 1, &src))) {
+		snprintf(why, len, "cannot resolve '%s'", host);
+		goto out;
+	}
+	/* rdma_cm resolves loopback to some local device, but connecting
+	 * through it fails: this host's own addresses go over tcp */
+	if (is_loopback(dst->ai_addr)) {
+		snprintf(why, len, "%s is a loopback address", host);
+		goto out;
+	}
+	ech = rdma_create_event_channel();
+	if (!ech || rdma_create_id(ech, &id, NULL, RDMA_PS_TCP)) {
+		snprintf(why, len, "rdma_cm is unavailable");
+		if (ech)
+			rdma_destroy_event_channel(ech);
+		goto out;
+	}
+	if (!rdma_resolve_addr(id, src ? src->ai_addr : NULL, dst->ai_addr, 2000) &&
+	    !rdma_get_cm_event(ech, &ev)) {
+		ok = ev->event == RDMA_CM_EVENT_ADDR_RESOLVED && id->verbs;
+		rdma_ack_cm_event(ev);
+	}
+	if (ok && !rdma_resolve_route(id, 2000) && !rdma_get_cm_event(ech, &ev)) {
+		ok = ev->event == RDMA_CM_EVENT_ROUTE_RESOLVED;
+		rdma_ack_cm_event(ev);
+	} else {
+		ok = 0;
+	}
+	if (ok && (ibv_query_port(id->verbs, id->port_num, &pa) ||
+		   pa.state != IBV_PORT_ACTIVE))
+		ok = 0;
+	if (ok)
+		snprintf(why, len, "RDMA device %s port %u routes to %s",
+			 ibv_get_device_name(id->verbs->device), id->port_num, host);
+	else
+		snprintf(why, len, "no active RDMA device routes to %s", host);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ech);
+out:
+	if (dst)
+		freeaddrinfo(dst);
+	if (src)
+		freeaddrinfo(src);
+	return ok;
+}
+
+/* an IPv4-mapped GID (::ffff:a.b.c.d) into "a.b.c.d" */
+static int gid_ipv4(const union ibv_gid *g, char *buf, size_t len)
+{
+	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	if (memcmp(g->raw, prefix, sizeof(prefix)))
+		return -EAFNOSUPPORT;
+	return inet_ntop(AF_INET, g->raw + 12, buf, len) ? 0 : -EINVAL;
+}
+
+int pxfer_rdma_source(const char *device, int gid_index, char *buf,
+		      size_t len, char *why, size_t wlen)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx = NULL;
+	struct ibv_port_attr pa;
+	struct ibv_gid_entry e;
+	int n = 0, ret = -ENODEV;
+
+	list = ibv_get_device_list(&n);
+	for (int i = 0; list && i < n && !ctx; i++)
+		if (!device || !strcmp(ibv_get_device_name(list[i]), device))
+			ctx = ibv_open_device(list[i]);
+	if (!ctx) {
+		snprintf(why, wlen, "no RDMA device named '%s' (see 'rdma link')",
+			 device ? device : "(any)");
+		goto out;
+	}
+	ret = ibv_query_port(ctx, 1, &pa) ? -errno : 0;
+	if (ret) {
+		snprintf(why, wlen, "cannot query port 1 of %s", device);
+		goto out_close;
+	}
+	ret = -ENOENT;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		if (gid_index >= 0 && i != gid_index)
+			continue;
+		if (ibv_query_gid_ex(ctx, 1, i, &e, 0))
+			continue;
+		/* by default the first RoCE v2 IPv4-mapped GID */
+		if (gid_index < 0 && e.gid_type != IBV_GID_TYPE_ROCE_V2)
+			continue;
+		if (!gid_ipv4(&e.gid, buf, len)) {
+			snprintf(why, wlen, "device %s GID index %d is %s (%s)",
+				 ibv_get_device_name(ctx->device), i, buf,
+				 gid_type_name(e.gid_type));
+			ret = 0;
+			break;
+		}
+	}
+	if (ret && gid_index >= 0)
+		snprintf(why, wlen, "GID index %d of %s does not exist or holds no IPv4 address",
+			 gid_index, ibv_get_device_name(ctx->device));
+	else if (ret)
+		snprintf(why, wlen, "%s has no RoCE v2 GID with an IPv4 address (is its netdev configured?)",
+			 ibv_get_device_name(ctx->device));
+out_close:
+	ibv_close_device(ctx);
+out:
+	if (list)
+		ibv_free_device_list(list);
+	return ret;
+}
+
+const struct pxfer_transport_ops pxfer_rdma_ops = {
+	.name = "rdma",
+	.wire_id = 1,
+	.ring_hdr = RDMA_HDR_ROOM,
+	.pins_memory = 1,
+	/* each slot holds a receive of the shared queue */
+	.ring_slots_max = RDMA_SRQ_MAX - RDMA_SRQ_BASE,
+	.listen = rt_listen,
+	.listener_fd = rt_listener_fd,
+	.accept = rt_accept_op,
+	.listener_close = rt_listener_close,
+	.connect = rt_connect_op,
+	.conn_fd = rt_conn_fd,
+	.poll_events = rt_poll_events,
+	.send = rt_send,
+	.recv = rt_recv,
+	.ring_register = rt_ring_register,
+	.ring_remote = rt_ring_remote,
+	.send_chunk = rt_send_chunk,
+	.reap_sent = rt_reap_sent,
+	.recv_chunk = rt_recv_chunk,
+	.shutdown = rt_shutdown,
+	.close = rt_close,
+};

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Transports plug in under this ops table, in the manner of rdma-core's
+ * providers: each embeds struct pxfer_conn / pxfer_listener in its own
+ * object and fills a static const ops table. The engine (session,
+ * scheduler, credits, protocol, file I/O) knows nothing else about them.
+ *
+ * Every connection carries framed messages (proto.h). The control
+ * connection moves bytes with send/recv (non-blocking, the engine frames
+ * them); a data connection moves chunks with send_chunk/recv_chunk into
+ * and out of ring slots.
+ */
+#ifndef PXFER_TRANSPORT_H
+#define PXFER_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "core/proto.h"
+#include "core/ring.h"
+
+struct pxfer_transport_ops;
+
+struct pxfer_conn {
+	const struct pxfer_transport_ops *ops;
+	char peer[80];		/* printable address of the other side */
+};
+
+struct pxfer_listener {
+	const struct pxfer_transport_ops *ops;
+	char addr[80];		/* printable bound address */
+};
+
+/* Called by recv_chunk once the descriptor is known, before the payload
+ * lands in the slot: returns 0 to accept or a negative errno to refuse. */
+typedef int (*pxfer_chunk_check_fn)(void *arg, const struct pxfer_chunk *ch);
+
+struct pxfer_transport_ops {
+	const char *name;
+	uint16_t wire_id;	/* CHALLENGE.transport */
+	size_t ring_hdr;	/* header room each ring slot needs (page multiple) */
+	int pins_memory;	/* rings are pinned: RLIMIT_MEMLOCK applies */
+	unsigned int ring_slots_max;	/* slots of all of a session's rings, 0: any */
+
+	int (*listen)(const char *bind, const char *port,
+		      struct pxfer_listener **out);
+	int (*listener_fd)(struct pxfer_listener *l);
+	int (*accept)(struct pxfer_listener *l, struct pxfer_conn **out);
+	void (*listener_close)(struct pxfer_listener *l);
+
+	/* @slots: 0 for the control connection; for a data connection, the
+	 * slots of the receiver's ring (WELCOME), the most chunks it can
+	 * grant at once, which bounds the work the connection has in flight */
+	int (*connect)(const char *host, const char *port, const char *bind,
+		       int timeout_ms, unsigned int slots,
+		       struct pxfer_conn **out);
+
+	/* pollable descriptor: readable when recv, recv_chunk or reap_sent
+	 * has work, or when the connection changed state */
+	int (*conn_fd)(struct pxfer_conn *c);
+	/* poll events to wait for on conn_fd; @want_send: data is queued */
+	short (*poll_events)(struct pxfer_conn *c, int want_send);
+	/* non-blocking: bytes taken, or -EAGAIN */
+	ssize_t (*send)(struct pxfer_conn *c, const void *buf, size_t len);
+	/* non-blocking: bytes read, 0 when the peer closed, or -EAGAIN */
+	ssize_t (*recv)(struct pxfer_conn *c, void *buf, size_t cap);
+
+	/* make @r reachable by the peer; the receiver describes it in @blob */
+	int (*ring_register)(struct pxfer_conn *c, struct pxfer_ring *r,
+			     uint8_t *blob, uint16_t *blob_len);
+	/* sender: the receiver's ring, as described in DATA_WELCOME */
+	int (*ring_remote)(struct pxfer_conn *c, const uint8_t *blob,
+			   uint16_t blob_len);
+
+	/* sender: put the chunk in flight into remote slot ch->slot */
+	int (*send_chunk)(struct pxfer_conn *c, const struct pxfer_chunk *ch,
+			  const void *payload);
+	/*
+	 * sender, optional: like send_chunk for a chunk of one segment, but
+	 * the transport takes the payload from @fd at ch->seg[0].offset
+	 * itself; the slot's own memory @scratch may serve as a bounce
+	 * buffer. -ENODATA if the file ended first.
+	 */
+	int (*send_chunk_fd)(struct pxfer_conn *c, const struct pxfer_chunk *ch,
+			     int fd, void *scratch);
+	/* sender: slots whose sends completed, so they may be reused;
+	 * a negative errno if the connection failed */
+	int (*reap_sent)(struct pxfer_conn *c, uint16_t *slots,
+			 unsigned int max);
+	/* receiver: 1 with a chunk in its slot of @r, 0 if none is ready,
+	 * -EPIPE if the peer closed between chunks, or -errno */
+	int (*recv_chunk)(struct pxfer_conn *c, const struct pxfer_ring *r,
+			  struct pxfer_chunk *ch, pxfer_chunk_check_fn check,
+			  void *arg);
+
+	/* wake anything blocked on the connection; close is still owed */
+	void (*shutdown)(struct pxfer_conn *c);
+	void (*close)(struct pxfer_conn *c);
+};
+
+extern const struct pxfer_transport_ops pxfer_tcp_ops;
+extern const struct pxfer_transport_ops pxfer_rdma_ops;
+
+/*
+ * pxfer_rdma_probe - 1 if an active RDMA device routes to @host (so
+ * --transport auto picks rdma), 0 if not; describes the choice in @why.
+ */
+int pxfer_rdma_probe(const char *host, const char *bind, char *why, size_t len);
+/*
+ * pxfer_rdma_source - the IPv4 address (into @buf) that makes rdma_cm use
+ * @device (NULL: any) and its GID @gid_index (-1: the first RoCE v2
+ * IPv4-mapped GID): binding to it is how --device and --gid-index take
+ * effect. 0, or -errno with the reason in @why.
+ */
+int pxfer_rdma_source(const char *device, int gid_index, char *buf,
+		      size_t len, char *why, size_t wlen);
+/* pxfer_rdma_available - 1 if this host has an RDMA device at all */
+int pxfer_rdma_available(void);
+
+/* pxfer_transport_find - the ops for "tcp" (or "rdma"), or NULL */
+const struct pxfer_transport_ops *pxfer_transport_find(const char *name);
+
+/*
+ * pxfer_conn_send_all / pxfer_conn_recv_exact - blocking helpers over the
+ * non-blocking send/recv, for handshakes: wait at most @timeout_ms in all.
+ * Return 0, -ETIMEDOUT, -EPIPE (peer closed) or -errno.
+ */
+int pxfer_conn_send_all(struct pxfer_conn *c, const void *buf, size_t len,
+			int timeout_ms);
+int pxfer_conn_recv_exact(struct pxfer_conn *c, void *buf, size_t len,
+			  int timeout_ms);
+
+/* pxfer_conn_send_msg / pxfer_conn_recv_msg - one whole message, blocking */
+int pxfer_conn_send_msg(struct pxfer_conn *c, const struct pxfer_msg *m,
+			int timeout_ms);
+int pxfer_conn_recv_msg(struct pxfer_conn *c, struct pxfer_msg *m,
+			int timeout_ms);
+
+#endif
