@@ -33,15 +33,17 @@ LIB_DIRS := src/core src/io src/transport src/transport/tcp src/transport/rdma \
 	    src/engine src/send src/recv
 LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
-TEST_SRC := $(wildcard test/*.c)
+TEST_SRC := $(wildcard test/unit/*.c)
+HELPER_SRC := $(wildcard test/helper/*.c)
 TOOL_SRC := $(wildcard tools/*.c)
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
-TEST_BIN := $(TEST_SRC:test/%.c=$(BUILD)/test/%)
+TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
+HELPER_BIN := $(HELPER_SRC:%.c=$(BUILD)/%)
 TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
 
-all: $(BUILD)/pxfer $(TEST_BIN) $(TOOL_BIN)
+all: $(BUILD)/pxfer $(TEST_BIN) $(HELPER_BIN) $(TOOL_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -91,5 +93,5 @@ clean:
 # keep test and tool objects between builds
 .SECONDARY:
 
--include tools/rxe-vm/rxe.mk
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(TOOL_BIN:=.d)
+-include test/vm/rxe.mk
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(HELPER_BIN:=.d) $(TOOL_BIN:=.d)

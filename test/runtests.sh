@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Runs every test program (test/*.c, built into $PXFER_BUILD/test/) and every
-# test script (test/*.sh), each under a timeout. Exit status 0 pass, 77 skip,
-# anything else fail. Prints one line per test and a summary.
+# Runs the test suite, each test under a timeout: the unit test programs
+# (test/unit/*.c, built into $PXFER_BUILD/test/unit/), the loopback
+# end-to-end tests (test/e2e/*.sh) and the RDMA tests in the Soft-RoCE VM
+# (test/rdma/smoke.sh, test/rdma/suite.sh). Exit status of a test: 0 pass,
+# 77 skip, anything else fail. Prints one line per test and a summary.
+#
+# Usage: test/runtests.sh [PATTERN...]   (run the tests whose name matches)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 export PXFER_BUILD=${PXFER_BUILD:-$top/build/san}
@@ -13,18 +17,24 @@ logdir=$top/build/test-logs
 mkdir -p "$logdir"
 
 tests=()
-for t in "$PXFER_BUILD"/test/*; do
+for t in "$PXFER_BUILD"/test/unit/*; do
 	[ -x "$t" ] && [ -f "$t" ] && tests+=("$t")
 done
-for t in "$top"/test/*.sh; do
-	[ "$(basename "$t")" = runtests.sh ] && continue
+for t in "$top"/test/e2e/*.sh "$top"/test/rdma/smoke.sh "$top"/test/rdma/suite.sh; do
 	tests+=("$t")
 done
+# a test's name: its folder and file, "unit/proto_test", "e2e/tree.sh"
+name_of()
+{
+	local d
+	d=$(basename "$(dirname "$1")")
+	echo "$d/$(basename "$1")"
+}
 if [ $# -gt 0 ]; then
 	sel=()
 	for t in "${tests[@]}"; do
 		for p in "$@"; do
-			case "$(basename "$t")" in *$p*) sel+=("$t"); break;; esac
+			case "$(name_of "$t")" in *$p*) sel+=("$t"); break;; esac
 		done
 	done
 	tests=("${sel[@]}")
@@ -32,8 +42,8 @@ fi
 
 pass=0 fail=0 skip=0 failed=()
 for t in "${tests[@]}"; do
-	name=$(basename "$t")
-	log=$logdir/$name.log
+	name=$(name_of "$t")
+	log=$logdir/${name//\//_}.log
 	start=$(date +%s)
 	timeout -k 10 "$timeout_s" "$t" >"$log" 2>&1
 	rc=$?

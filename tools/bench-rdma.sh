@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # RDMA benchmark: pxfer --transport rdma against ib_write_bw (perftest) on
-# the Soft-RoCE test bed, in one boot of the QEMU VM (tools/rxe-vm/run).
+# the Soft-RoCE test bed, in one boot of the QEMU VM (test/vm/run).
 #
 #   tools/bench-rdma.sh [--quick] [--reps N] [--jobs LIST] [--size MIB]
 #                       [--budget SEC] [--diag [LIST]] [--timeout SEC]
@@ -143,7 +143,7 @@ cpu_sample; b0=$CPU_BUSY
 start=$SECONDS
 tfile=$(mktemp) || exit 1
 /usr/bin/time -f '%e %U %S' -o "$tfile" \
-	"$top/tools/rxe-vm/run" --timeout "$timeout" --mem "$mem" "${smp[@]}" -- \
+	"$top/test/vm/run" --timeout "$timeout" --mem "$mem" "${smp[@]}" -- \
 	bash "$GUEST" --pxfer "$PXFER" --logdir "$LOGDIR" "${args[@]}" &
 vm=$!
 monitor $vm >"$LOGDIR/host-cpu.log" &

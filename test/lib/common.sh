@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 # shellcheck shell=bash
 #
-# Helpers for the end-to-end tests (test/e2e_*.sh). Source it first:
+# Helpers for the end-to-end tests (test/e2e/*.sh). Source it first:
 #
-#	. "$(dirname "$0")/lib/common.sh"
+#	. "$(dirname "$0")/../lib/common.sh"
 #
 # It gives each test a private temporary directory ($T, removed at exit),
 # picks free TCP ports, starts receivers in the background (and kills
@@ -17,7 +17,7 @@ set -u
 top=${PXFER_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 build=${PXFER_BUILD:-$top/build/san}
 PXFER=$build/pxfer
-TOOLS=$build/tools
+HELPERS=$build/test/helper
 export LC_ALL=C
 # the secret both sides use unless a test says otherwise
 export PXFER_SECRET=e2e-shared-secret-0123456789
@@ -144,7 +144,7 @@ free_port()
 }
 
 # Receivers. RECV_WRAP, if set (an array), is put before the command, for
-# example RECV_WRAP=("$TOOLS/no_io_uring"). It must exec pxfer, so that
+# example RECV_WRAP=("$HELPERS/no_io_uring"). It must exec pxfer, so that
 # RECV_PID is the receiver itself.
 RECV_WRAP=()
 RECV_PID=

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # Guest side of tools/bench-rdma.sh: runs inside the Soft-RoCE test VM
-# (tools/rxe-vm/run) and compares pxfer --transport rdma with ib_write_bw
+# (test/vm/run) and compares pxfer --transport rdma with ib_write_bw
 # between the VM's two rxe devices. Run tools/bench-rdma.sh, not this.
 #
 #   rdma-guest.sh [--quick] [--reps N] [--jobs LIST] [--size MIB]

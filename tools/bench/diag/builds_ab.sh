@@ -7,7 +7,7 @@
 # queue depth the sender's -v report names.
 #
 #   git worktree add build/prev HEAD~1 && make -C build/prev
-#   tools/rxe-vm/run 'bash tools/bench/diag/builds_ab.sh build/prev/build/release/pxfer build/release/pxfer'
+#   test/vm/run 'bash tools/bench/diag/builds_ab.sh build/prev/build/release/pxfer build/release/pxfer'
 set -u
 [ $# -eq 2 ] || { echo "usage: builds_ab.sh PXFER_A PXFER_B" >&2; exit 2; }
 [ -n "${PXFER_RXE_VM:-}" ] || { echo "builds_ab.sh: runs inside the test VM" >&2; exit 2; }

@@ -6,7 +6,7 @@
 # busy CPU milliseconds per MiB and context switches per MiB, all from
 # /proc/stat around the run (the whole guest, both processes).
 #
-#   tools/rxe-vm/run 'bash tools/bench/diag/softirq_cost.sh'
+#   test/vm/run 'bash tools/bench/diag/softirq_cost.sh'
 #
 # Environment: DIAG_SIZE (MiB, default 128), DIAG_REPS (5), DIAG_JOBS
 # ("1 2"), DIAG_VARIANTS (default "ib base sync"), DIAG_PXFER (default

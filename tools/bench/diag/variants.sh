@@ -4,7 +4,7 @@
 # the test VM (see README.md in this directory). One line per run: MiB/s of
 # the whole transfer, and the rxe error counters that moved.
 #
-#   tools/rxe-vm/run 'DIAG_VARIANTS="ib base none" bash tools/bench/diag/variants.sh'
+#   test/vm/run 'DIAG_VARIANTS="ib base none" bash tools/bench/diag/variants.sh'
 #
 # Environment: DIAG_SIZE (MiB, default 128), DIAG_REPS (3), DIAG_JOBS
 # ("1 2"), DIAG_VARIANTS (default "ib base nohash noread nowrite none"),

@@ -1,19 +1,19 @@
 # Soft-RoCE test VM: make fragment.
 #
-# Included by the top-level Makefile (-include tools/rxe-vm/rxe.mk) and
-# usable on its own:  make -f tools/rxe-vm/rxe.mk rxe-progs
+# Included by the top-level Makefile (-include test/vm/rxe.mk) and
+# usable on its own:  make -f test/vm/rxe.mk rxe-progs
 #
 #   rxe-progs   build the verbs programs run inside the VM (build/rxe/)
 #   rxe-vm      build (or refresh, when missing) the VM image in build/rxe-vm/
 #   rxe-shell   interactive shell in the VM
-#   rxe-smoke   run test/rxe_smoke.sh
+#   rxe-smoke   run test/rdma/smoke.sh
 #
 # See docs/testing.md.
 
 # Do not become the default goal of an including Makefile.
 RXE_SAVED_GOAL := $(.DEFAULT_GOAL)
 
-RXE_ROOT := $(patsubst %/tools/rxe-vm/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
+RXE_ROOT := $(patsubst %/test/vm/,%,$(dir $(abspath $(lastword $(MAKEFILE_LIST)))))
 RXE_OUT := $(RXE_ROOT)/build/rxe
 
 CC ?= cc
@@ -37,16 +37,16 @@ rxe-progs: $(RXE_PROGS)
 $(RXE_OUT)/.flags: rxe-force
 	$(shell mkdir -p $(@D))$(if $(call rxe_same,$(RXE_BUILD_CMD),$(file <$@)),,$(file >$@,$(RXE_BUILD_CMD)))
 
-$(RXE_OUT)/verbs_selftest: $(RXE_ROOT)/test/rxe/verbs_selftest.c $(RXE_OUT)/.flags
+$(RXE_OUT)/verbs_selftest: $(RXE_ROOT)/test/rdma/verbs_selftest.c $(RXE_OUT)/.flags
 	$(CC) $(CFLAGS) $(CPPFLAGS) -o $@ $< $(LDFLAGS) $(RXE_LIBS)
 
 rxe-vm:
-	$(RXE_ROOT)/tools/rxe-vm/build.sh
+	$(RXE_ROOT)/test/vm/build.sh
 
 rxe-shell: rxe-progs
-	$(RXE_ROOT)/tools/rxe-vm/run --shell
+	$(RXE_ROOT)/test/vm/run --shell
 
 rxe-smoke: rxe-progs
-	$(RXE_ROOT)/test/rxe_smoke.sh
+	$(RXE_ROOT)/test/rdma/smoke.sh
 
 .DEFAULT_GOAL := $(RXE_SAVED_GOAL)

@@ -3,20 +3,20 @@
 #
 # rdma_e2e: pxfer end to end over RDMA (Soft-RoCE), with faults.
 #
-# Boots the rxe test VM once (tools/rxe-vm/run) and runs
-# test/rxe/rdma_suite.sh inside it against $PXFER_BUILD (default
+# Boots the rxe test VM once (test/vm/run) and runs
+# test/rdma/cases.sh inside it against $PXFER_BUILD (default
 # build/san): transfers over --transport rdma with -j 1/2/4, transport
 # auto, a receiver killed, the link taken down, netem loss and
 # corruption, memlock limits for an unprivileged receiver and sender, a
 # throttled receiver (no RNR, credit-bounded work requests) and a wrong
 # secret. See docs/testing.md, "RDMA tests".
 #
-# Usage: test/rdma_e2e.sh [-v] [CASE...]
+# Usage: test/rdma/suite.sh [-v] [CASE...]
 #   -v      also print the logs of passed checks
 #   CASE    run only these cases of the suite (letters a-k)
 #
 # Exit status: 0 all checks passed; 1 a check failed, the VM failed to
-# boot or set up (125 from tools/rxe-vm/run) or timed out (124); 77 only
+# boot or set up (125 from test/vm/run) or timed out (124); 77 only
 # when the VM cannot be provided on this machine at all (no qemu, the
 # kernel package cannot be obtained), and never with PXFER_REQUIRE_RXE=1
 # or CI set. PXFER_SKIP_VM=1 ("make check") skips the test (77).
@@ -27,7 +27,7 @@
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/.." && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
 export PXFER_BUILD=${PXFER_BUILD:-$ROOT/build/san}
 # the VM's own timeout must fire before the test runner's (which prints
 # nothing about the guest); test/runtests.sh allows PXFER_TEST_TIMEOUT
@@ -69,12 +69,12 @@ fi
 
 # The test bed: host packages and the VM image. Failing here means the VM
 # cannot exist on this machine: a skip, unless it is required.
-if ! "$ROOT/tools/rxe-vm/install-deps.sh"; then
-	skip "cannot install the VM packages (tools/rxe-vm/install-deps.sh failed)"
+if ! "$ROOT/test/vm/install-deps.sh"; then
+	skip "cannot install the VM packages (test/vm/install-deps.sh failed)"
 fi
 command -v qemu-system-x86_64 >/dev/null 2>&1 || skip "qemu-system-x86_64 unavailable"
-if ! "$ROOT/tools/rxe-vm/build.sh"; then
-	skip "cannot build the VM image (tools/rxe-vm/build.sh failed: no kernel package?)"
+if ! "$ROOT/test/vm/build.sh"; then
+	skip "cannot build the VM image (test/vm/build.sh failed: no kernel package?)"
 fi
 
 # The guest sees the host root read-only but has its own /tmp: share a
@@ -88,9 +88,9 @@ esac
 rm -rf "$logs"
 mkdir -p "$logs"
 start=$SECONDS
-"$ROOT/tools/rxe-vm/run" --timeout "$timeout_s" --mem 2048 "${share[@]}" \
+"$ROOT/test/vm/run" --timeout "$timeout_s" --mem 2048 "${share[@]}" \
 	--env PXFER_RDMA_LOGS="$logs" -- \
-	bash "$HERE/rxe/rdma_suite.sh" "${args[@]}"
+	bash "$HERE/cases.sh" "${args[@]}"
 rc=$?
 echo "rdma_e2e: VM run took $((SECONDS - start)) s; logs in $logs"
 case $rc in

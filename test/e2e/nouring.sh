@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# e2e_nouring: pxfer without io_uring (tools/no_io_uring makes its system
+# e2e_nouring: pxfer without io_uring (test/helper/no_io_uring makes its system
 # calls fail with ENOSYS, as on a kernel without it).
 #   - both sides under no_io_uring, --io auto: each warns once that
 #     "io_uring is unavailable" (however many workers) and the data arrive
 #     identical
 #   - --io sync, with and without io_uring: no warning, identical data
 #   - --io uring under no_io_uring fails, on either side, and says why
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 
-NOURING=$TOOLS/no_io_uring
+NOURING=$HELPERS/no_io_uring
 [ -x "$NOURING" ] || skip "$NOURING is not built"
 "$NOURING" true 2>"$T/nouring.err" ||
 	skip "cannot install a seccomp filter here: $(cat "$T/nouring.err")"

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # rdma_suite: pxfer end to end over real verbs, inside ONE boot of the
-# Soft-RoCE test VM (test/rdma_e2e.sh runs it through tools/rxe-vm/run).
+# Soft-RoCE test VM (test/rdma/suite.sh runs it through test/vm/run).
 # The receiver listens on the server side (rxe0, 10.77.0.1), the sender
 # binds the client side (rxe1, 10.77.0.2).
 #
@@ -41,13 +41,13 @@
 #      side; a device that does not exist, a GID index that does not, and
 #      --device with --transport tcp each exit 2 with a message naming
 #      the problem, nothing written
-#   k  a peer without the secret (tools/hostile_rdma) connects as a data
+#   k  a peer without the secret (test/helper/hostile_rdma) connects as a data
 #      connection and sends empty messages, each using up one of the
 #      receiver's shared receives, until 200 were taken (the queue holds
 #      128 between sessions): the receiver must put them back, so that a
 #      sender then gets through (-j 2, intact)
 #
-# Usage (inside the VM): test/rxe/rdma_suite.sh [-v] [CASE...]
+# Usage (inside the VM): test/rdma/cases.sh [-v] [CASE...]
 #   CASE   letters of the cases to run (default: all)
 #   -v     print the logs of passed checks too
 # PXFER_BUILD selects the binaries (default build/san); with
@@ -79,7 +79,7 @@ D_SEND_BOUND=${D_SEND_BOUND:-60}
 D_RECV_BOUND=${D_RECV_BOUND:-90}
 
 if [ -z "${PXFER_RXE_VM:-}" ]; then
-	echo "rdma_suite: runs inside the test VM: tools/rxe-vm/run -- $0 $*" >&2
+	echo "rdma_suite: runs inside the test VM: test/vm/run -- $0 $*" >&2
 	exit 2
 fi
 if [ ! -x "$PXFER" ]; then
@@ -872,7 +872,7 @@ case_j()
 
 case_k()
 {
-	local dst=$W/k log=$LOGS/k.check.log rc=0 hr=$build/tools/hostile_rdma i taken=0
+	local dst=$W/k log=$LOGS/k.check.log rc=0 hr=$build/test/helper/hostile_rdma i taken=0
 
 	mkdir -p "$dst"
 	: >"$log"

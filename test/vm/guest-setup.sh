@@ -1,6 +1,6 @@
 #!/bin/bash
 # Stage 2 of the Soft-RoCE test VM: runs as PID 1 with the host's root file
-# system (read-only 9p) as /, after tools/rxe-vm/init has loaded the modules.
+# system (read-only 9p) as /, after test/vm/init has loaded the modules.
 #
 # Builds the veth pair, the two rxe devices and the policy routing that
 # forces RoCEv2 traffic over the veth (layout in lib.sh), then runs the
@@ -52,8 +52,8 @@ echo rxe-vm > /proc/sys/kernel/hostname
 # Cores from crashing test programs land in the scratch space.
 echo '/tmp/core.%e.%p' > /proc/sys/kernel/core_pattern
 
-[ -x "$IP" ] || setup_fail "$IP (iproute2) missing on the host; run tools/rxe-vm/install-deps.sh"
-[ -x "$RDMA" ] || setup_fail "$RDMA (iproute2) missing on the host; run tools/rxe-vm/install-deps.sh"
+[ -x "$IP" ] || setup_fail "$IP (iproute2) missing on the host; run test/vm/install-deps.sh"
+[ -x "$RDMA" ] || setup_fail "$RDMA (iproute2) missing on the host; run test/vm/install-deps.sh"
 
 # ---- network ------------------------------------------------------------------
 mark "network"

@@ -3,7 +3,7 @@
 # initramfs holding busybox and the modules for 9p, veth, rdma_rxe,
 # rdma_ucm and sch_netem.
 #
-# Usage: tools/rxe-vm/build.sh [--force] [--update]
+# Usage: test/vm/build.sh [--force] [--update]
 #   --force   rebuild vmlinux and the initramfs from the cached .debs
 #   --update  also download the current linux-image-amd64 again
 #
@@ -19,7 +19,7 @@
 #   image.stamp     hash of the inputs; the image is rebuilt when it changes
 #
 # Nothing is installed on the host except the packages listed in
-# tools/rxe-vm/install-deps.sh.
+# test/vm/install-deps.sh.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -88,10 +88,10 @@ fi
 
 for tool in apt-get dpkg-deb depmod modprobe cpio xz zstd gzip; do
 	command -v "$tool" >/dev/null 2>&1 ||
-		die "'$tool' not found; run tools/rxe-vm/install-deps.sh"
+		die "'$tool' not found; run test/vm/install-deps.sh"
 done
 [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 ||
-	die "/bin/busybox is missing or not static; run tools/rxe-vm/install-deps.sh (busybox-static)"
+	die "/bin/busybox is missing or not static; run test/vm/install-deps.sh (busybox-static)"
 
 # ---- kernel package -------------------------------------------------------
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Install the host packages the Soft-RoCE test VM needs (Debian 12).
 #
-# Usage: tools/rxe-vm/install-deps.sh [--debug]
+# Usage: test/vm/install-deps.sh [--debug]
 #   --debug  also install gdb, strace and tcpdump (the VM runs the host's
 #            programs, so they are then available inside it as well)
 #
@@ -10,7 +10,7 @@
 # installation candidate in the current package lists.
 #
 # The guest kernel itself (linux-image-amd64) is NOT installed here: it is
-# downloaded and unpacked under build/rxe-vm/ by tools/rxe-vm/build.sh.
+# downloaded and unpacked under build/rxe-vm/ by test/vm/build.sh.
 set -euo pipefail
 
 PKGS=(

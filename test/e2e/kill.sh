@@ -14,7 +14,7 @@
 #     temporary files; the sender fails and passes on the receiver's reason
 #   - a tree where some files completed before the receiver was killed:
 #     the completed ones are intact
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 
 src=$T/src
 mkdir -p "$src" || fail "mkdir"

@@ -3,8 +3,8 @@
 # (variables set here are read by the suite that sources this file)
 # shellcheck disable=SC2034
 #
-# Helpers for the RDMA suite (test/rxe/rdma_suite.sh), which runs inside the
-# Soft-RoCE test VM (tools/rxe-vm/run). Source it first:
+# Helpers for the RDMA suite (test/rdma/cases.sh), which runs inside the
+# Soft-RoCE test VM (test/vm/run). Source it first:
 #
 #	. "$(dirname "$0")/lib.sh"
 #

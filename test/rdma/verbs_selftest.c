@@ -1315,7 +1315,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!opt.server_addr || (run_client && !opt.client_addr)) {
-		fprintf(stderr, "verbs_selftest: error: no %s address: pass -%c or set %s (tools/rxe-vm/run sets it)\n",
+		fprintf(stderr, "verbs_selftest: error: no %s address: pass -%c or set %s (test/vm/run sets it)\n",
 			!opt.server_addr ? "server" : "client",
 			!opt.server_addr ? 'a' : 'b',
 			!opt.server_addr ? "PXFER_RXE_SERVER_ADDR" : "PXFER_RXE_CLIENT_ADDR");

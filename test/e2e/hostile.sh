@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# e2e_hostile: a crafted sender (tools/hostile_sender) proves the secret and
+# e2e_hostile: a crafted sender (test/helper/hostile_sender) proves the secret and
 # then misbehaves in every way it knows: paths out of the directory, links
 # leading out of it, chunks that do not fit, lies in FILE_END, broken
 # frames. The receiver serves DIR, which sits next to an "outside"
@@ -17,9 +17,9 @@
 # At the end a normal transfer to the same receiver must succeed, also
 # while connections that never say anything (no secret needed to open
 # them) are open.
-. "$(dirname "$0")/lib/common.sh"
+. "$(dirname "$0")/../lib/common.sh"
 
-HS=$TOOLS/hostile_sender
+HS=$HELPERS/hostile_sender
 [ -x "$HS" ] || skip "$HS is not built"
 
 parent=$T/parent

@@ -3,7 +3,7 @@
 # RDMA tools and the project's own verbs program between the two rxe
 # devices, and check that their packets really crossed the veth pair.
 #
-# Usage: test/rxe_smoke.sh [-v]
+# Usage: test/rdma/smoke.sh [-v]
 #   -v  show the output of every check, not only of failed ones
 #
 # Exit status: 0 all checks passed, 1 a check failed or the VM failed,
@@ -15,11 +15,11 @@
 # there is one) only when it is missing or older than its source, so a
 # sanitizer build from "make SAN=1 rxe-progs" is used as it is.
 #
-# The part after "--in-vm" runs inside the VM (tools/rxe-vm/run).
+# The part after "--in-vm" runs inside the VM (test/vm/run).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$HERE/.." && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
 SELFTEST=$ROOT/build/rxe/verbs_selftest
 
 # ============================================================================
@@ -276,20 +276,20 @@ start=$SECONDS
 
 # Host packages and the VM image.  Failing here means the test bed cannot
 # exist on this machine (no apt access, no qemu): that is a skip.
-if ! "$ROOT/tools/rxe-vm/install-deps.sh"; then
-	skip "cannot install the VM packages (tools/rxe-vm/install-deps.sh failed)"
+if ! "$ROOT/test/vm/install-deps.sh"; then
+	skip "cannot install the VM packages (test/vm/install-deps.sh failed)"
 fi
 command -v qemu-system-x86_64 >/dev/null 2>&1 || skip "qemu-system-x86_64 unavailable"
-if ! "$ROOT/tools/rxe-vm/build.sh"; then
-	skip "cannot build the VM image (tools/rxe-vm/build.sh failed: no kernel package?)"
+if ! "$ROOT/test/vm/build.sh"; then
+	skip "cannot build the VM image (test/vm/build.sh failed: no kernel package?)"
 fi
 
 # The project's verbs program, built on the host.
-if [ ! -x "$SELFTEST" ] || [ "$HERE/rxe/verbs_selftest.c" -nt "$SELFTEST" ]; then
+if [ ! -x "$SELFTEST" ] || [ "$HERE/verbs_selftest.c" -nt "$SELFTEST" ]; then
 	if [ -f "$ROOT/Makefile" ]; then
 		mk=(make -s -C "$ROOT" rxe-progs)
 	else
-		mk=(make -s -C "$ROOT" -f "$ROOT/tools/rxe-vm/rxe.mk" rxe-progs)
+		mk=(make -s -C "$ROOT" -f "$ROOT/test/vm/rxe.mk" rxe-progs)
 	fi
 	if ! "${mk[@]}"; then
 		echo "rxe_smoke: FAIL: building $SELFTEST failed (${mk[*]})" >&2
@@ -298,7 +298,7 @@ if [ ! -x "$SELFTEST" ] || [ "$HERE/rxe/verbs_selftest.c" -nt "$SELFTEST" ]; the
 fi
 
 set +e
-"$ROOT/tools/rxe-vm/run" --timeout 170 -- bash "$HERE/rxe_smoke.sh" --in-vm "$verbose"
+"$ROOT/test/vm/run" --timeout 170 -- bash "$HERE/smoke.sh" --in-vm "$verbose"
 rc=$?
 set -e
 
