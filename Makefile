@@ -1,7 +1,7 @@
 # pxfer - plain GNU make.
 #   make                 build build/release/pxfer
 #   make test            build with AddressSanitizer + UBSan and run the suite
-#   make bench           release build, then the benchmarks (tools/bench.sh)
+#   make bench           release build, then the benchmarks (bench/bench.sh)
 #   make install PREFIX=/usr/local DESTDIR=
 #   make demo            the README's loopback demo
 
@@ -35,15 +35,15 @@ LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard test/unit/*.c)
 HELPER_SRC := $(wildcard test/helper/*.c)
-TOOL_SRC := $(wildcard tools/*.c)
+BENCH_SRC := $(wildcard bench/*.c)
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 HELPER_BIN := $(HELPER_SRC:%.c=$(BUILD)/%)
-TOOL_BIN := $(TOOL_SRC:tools/%.c=$(BUILD)/tools/%)
+BENCH_BIN := $(BENCH_SRC:%.c=$(BUILD)/%)
 
-all: $(BUILD)/pxfer $(TEST_BIN) $(HELPER_BIN) $(TOOL_BIN)
+all: $(BUILD)/pxfer $(TEST_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -59,7 +59,7 @@ $(BUILD)/pxfer: $(CLI_OBJ) $(BUILD)/libpxfer.a
 $(BUILD)/test/%: $(BUILD)/test/%.o $(BUILD)/libpxfer.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/tools/%: $(BUILD)/tools/%.o $(BUILD)/libpxfer.a
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/libpxfer.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # The test suite runs against the sanitizer build.
@@ -75,8 +75,8 @@ check:
 
 # TCP peers over loopback, then RDMA against ib_write_bw in the test VM.
 bench: all
-	PXFER_BUILD=$(CURDIR)/build/release tools/bench.sh
-	PXFER_BUILD=$(CURDIR)/build/release tools/bench-rdma.sh
+	PXFER_BUILD=$(CURDIR)/build/release bench/bench.sh
+	PXFER_BUILD=$(CURDIR)/build/release bench/rdma.sh
 
 demo: all
 	PXFER_BUILD=$(CURDIR)/build/release examples/demo.sh
@@ -94,4 +94,4 @@ clean:
 .SECONDARY:
 
 -include test/vm/rxe.mk
--include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(HELPER_BIN:=.d) $(TOOL_BIN:=.d)
+-include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(HELPER_BIN:=.d) $(BENCH_BIN:=.d)

@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 #
-# Guest side of tools/bench-rdma.sh: runs inside the Soft-RoCE test VM
+# Guest side of bench/rdma.sh: runs inside the Soft-RoCE test VM
 # (test/vm/run) and compares pxfer --transport rdma with ib_write_bw
-# between the VM's two rxe devices. Run tools/bench-rdma.sh, not this.
+# between the VM's two rxe devices. Run bench/rdma.sh, not this.
 #
 #   rdma-guest.sh [--quick] [--reps N] [--jobs LIST] [--size MIB]
 #                 [--max-size MIB] [--budget SEC] [--diag [LIST]]
@@ -115,10 +115,10 @@ for v in "${VARS[@]}"; do
 done
 has_var() { case ,$variants, in *,"$1",*) return 0 ;; esac; return 1; }
 if [ -z "${PXFER_RXE_VM:-}" ]; then
-	echo "rdma-guest: runs inside the test VM only; use tools/bench-rdma.sh" >&2
+	echo "rdma-guest: runs inside the test VM only; use bench/rdma.sh" >&2
 	exit 2
 fi
-top=$(cd "$(dirname "$0")/../.." && pwd)
+top=$(cd "$(dirname "$0")/.." && pwd)
 PXFER=${PXFER:-$top/build/release/pxfer}
 [ -x "$PXFER" ] || { echo "rdma-guest: no pxfer at $PXFER" >&2; exit 2; }
 for t in ib_write_bw /usr/bin/time cmp timeout awk; do
@@ -234,7 +234,7 @@ data_rate() {           # $1 samples, $2 payload bytes
 		}' "$1"
 }
 
-# The host's load, from tools/bench-rdma.sh's monitor (see there): the
+# The host's load, from bench/rdma.sh's monitor (see there): the
 # offset of the host's clock from ours, then per run the CPUs QEMU got and
 # the CPUs other host processes used.
 HOSTLOG='' HOSTOFF=''
@@ -534,7 +534,7 @@ host_clock
 if [ -n "$HOSTLOG" ]; then
 	echo "host:    load monitor found; host clock - guest clock = $HOSTOFF s"
 else
-	echo "host:    no load monitor (run through tools/bench-rdma.sh to see the host's load per run)"
+	echo "host:    no load monitor (run through bench/rdma.sh to see the host's load per run)"
 fi
 
 if [ -z "$size" ]; then

@@ -4,7 +4,7 @@
 # pxfer benchmark harness: pxfer against iperf3, nc and rsync on loopback,
 # measured the same way in the same run.
 #
-#   tools/bench.sh [--quick] [--out FILE] [--reps N] [--only LIST] [--keep]
+#   bench/bench.sh [--quick] [--out FILE] [--reps N] [--only LIST] [--keep]
 #
 #   --quick      256 MiB file, 1,000 small files, 1 repetition (sanity run)
 #   --out FILE   also write the results as Markdown to FILE
@@ -59,7 +59,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
 PXFER=$PXFER_BUILD/pxfer
-FLOOR=$PXFER_BUILD/tools/tcp_floor
+FLOOR=$PXFER_BUILD/bench/tcp_floor
 TIME=/usr/bin/time
 TFMT='%e %U %S %M'
 RUN_TIMEOUT=600         # seconds; a run that takes longer has failed
@@ -329,7 +329,7 @@ peer_nc_B() {
 # write and a sender's read cost at least). measure needs a server, so a
 # listening nc stands in and the client ends by connecting to it.
 # the least any TCP copy into a file costs: sendfile -> recv + pwrite over
-# two connections, no checksum and no protocol (tools/tcp_floor.c)
+# two connections, no checksum and no protocol (bench/tcp_floor.c)
 peer_floor_A() {
 	measure "exec '$FLOOR' recv 127.0.0.1 $PORT '$DST/a.bin' 2" \
 		"exec '$FLOOR' send 127.0.0.1 $PORT '$DATA/a.bin' 2" &&

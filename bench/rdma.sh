@@ -4,7 +4,7 @@
 # RDMA benchmark: pxfer --transport rdma against ib_write_bw (perftest) on
 # the Soft-RoCE test bed, in one boot of the QEMU VM (test/vm/run).
 #
-#   tools/bench-rdma.sh [--quick] [--reps N] [--jobs LIST] [--size MIB]
+#   bench/rdma.sh [--quick] [--reps N] [--jobs LIST] [--size MIB]
 #                       [--budget SEC] [--diag [LIST]] [--timeout SEC]
 #
 #   --quick        32 MiB, 1 repetition, no calibration (sanity run, ~1.5 min)
@@ -18,7 +18,7 @@
 #                  about 10 minutes)
 #   --diag [LIST]  run diagnostic variants instead: LIST of t, ib4m, c2m, c4m,
 #                  r128, c4m-r128, spin0, spin2e5, sync, 4k, profile
-#                  (default all but profile; see tools/bench/rdma-guest.sh):
+#                  (default all but profile; see bench/rdma-guest.sh):
 #                  chunk size, ring memory, PXFER_RDMA_SPIN, --io sync, the
 #                  fixed cost of a transfer, a perf profile of the guest
 #   --smp N        guest CPUs (default: the test bed's, host CPUs up to 4)
@@ -27,7 +27,7 @@
 # Environment: PXFER_BUILD (directory of the pxfer binary, default
 # build/release); PXFER_* variables (PXFER_RDMA_SPIN, say) reach the VM.
 #
-# What is measured (details in tools/bench/rdma-guest.sh): for each -j, a
+# What is measured (details in bench/rdma-guest.sh): for each -j, a
 # file on the guest's tmpfs /tmp goes through pxfer --transport rdma to a
 # receiver --dir on the same tmpfs, between the VM's two rxe devices over
 # their veth pair (the sender's --json bytes / seconds; every copy checked
@@ -46,7 +46,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
 PXFER=$PXFER_BUILD/pxfer
-GUEST=$top/tools/bench/rdma-guest.sh
+GUEST=$top/bench/rdma-guest.sh
 LOGDIR=$top/build/bench-rdma
 
 usage() { sed -n '7,25s/^# \{0,1\}//p' "$0"; }

@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: MIT
 #
 # A/B comparison of pxfer builds on the small-file workload (B of
-# tools/bench.sh): 10,000 files of 4 KiB in 10 directories, over loopback,
+# bench/bench.sh): 10,000 files of 4 KiB in 10 directories, over loopback,
 # each build and tar | nc run in turn, round after round, so that all of
 # them see the same machine; prints the median, lowest and highest
 # wall-clock milliseconds of each.
 #
-#   tools/bench-ab.sh [--runs N] [-j N] [--dir DIR | --ext4-loop] PXFER...
+#   bench/ab.sh [--runs N] [-j N] [--dir DIR | --ext4-loop] PXFER...
 #
 #   PXFER        pxfer binaries to compare (e.g. build/release/pxfer and a
 #                build of an older commit: git worktree add, make BUILD=...)
