@@ -285,15 +285,16 @@ for how in ring direct; do
 	rm -f "$sh/shrinking"
 done
 
-# the receiver on a 16 MiB tmpfs in its own mount namespace; returns 1
-# (after saying why) if that cannot be set up here
+# the receiver on a 16 MiB tmpfs in its own mount namespace; where that
+# cannot be set up (a chroot, a container without CAP_SYS_ADMIN) the
+# subcase says it is skipped and the checks that ran decide the test
 disk_full()
 {
 	local mnt=$T/small-disk after=$T/after port fullpid i nsmall extra
 
 	if ! unshare -m true 2>/dev/null; then
 		echo "SKIP (subcase): disk full: unshare -m is not permitted here"
-		return 1
+		return 0
 	fi
 	mkdir -p "$mnt" "$after"
 	for i in 1 2 3; do
@@ -316,7 +317,7 @@ disk_full()
 		wait_pid $fullpid 5
 		if [ "$WAIT_RC" -eq 200 ]; then
 			echo "SKIP (subcase): disk full: cannot mount a tmpfs here: $(head -n 1 "$T/full.log")"
-			return 1
+			return 0
 		fi
 		cat "$T/full.log" >&2
 		fail "the receiver on the small disk did not start"
@@ -347,3 +348,4 @@ disk_full()
 
 note "the receiver's disk fills up"
 disk_full
+finish
