@@ -35,8 +35,8 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 
-echo "== sending: pxfer send -j 4 $src/dataset localhost:$port"
-"$pxfer" send -j 4 --secret-file "$secret_file" "$src/dataset" "localhost:$port"
+echo "== sending: pxfer send -j 4 $src/dataset 127.0.0.1:$port"
+"$pxfer" send -j 4 --secret-file "$secret_file" "$src/dataset" "127.0.0.1:$port"
 wait $recv
 trap - EXIT
 
