@@ -10,7 +10,6 @@
 #include "pxfer/pxfer.h"
 #include "cli.h"
 #include "core/log.h"
-#include "engine/session.h"
 
 static void send_usage(FILE *f)
 {

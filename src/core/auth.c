@@ -7,6 +7,7 @@
 #include <sodium.h>
 
 #include "core/auth.h"
+#include "core/bytes.h"
 
 int pxfer_auth_init(void)
 {
@@ -16,12 +17,6 @@ int pxfer_auth_init(void)
 void pxfer_auth_nonce(uint8_t *nonce)
 {
 	randombytes_buf(nonce, PXFER_NONCE_LEN);
-}
-
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = n - 1; i >= 0; i--, v >>= 8)
-		p[i] = v & 0xff;
 }
 
 static void mac_begin(crypto_auth_hmacsha256_state *st, const uint8_t *key,
@@ -43,10 +38,10 @@ void pxfer_auth_hello_mac(const struct pxfer_secret *s,
 	mac_begin(&st, s->key, s->len, "pxfer1 hello");
 	crypto_auth_hmacsha256_update(&st, nonce_r, PXFER_NONCE_LEN);
 	crypto_auth_hmacsha256_update(&st, h->nonce, PXFER_NONCE_LEN);
-	put_be(params, h->workers, 2);
-	put_be(params + 2, h->chunk_size, 4);
-	put_be(params + 6, h->flags, 4);
-	put_be(params + 10, h->dest_len, 4);
+	pxfer_put_be(params, h->workers, 2);
+	pxfer_put_be(params + 2, h->chunk_size, 4);
+	pxfer_put_be(params + 6, h->flags, 4);
+	pxfer_put_be(params + 10, h->dest_len, 4);
 	crypto_auth_hmacsha256_update(&st, params, sizeof(params));
 	crypto_auth_hmacsha256_update(&st, (const uint8_t *)h->dest,
 				      h->dest_len);
@@ -63,7 +58,7 @@ void pxfer_auth_welcome_mac(const struct pxfer_secret *s,
 	mac_begin(&st, s->key, s->len, "pxfer1 welcome");
 	crypto_auth_hmacsha256_update(&st, nonce_s, PXFER_NONCE_LEN);
 	crypto_auth_hmacsha256_update(&st, nonce_r, PXFER_NONCE_LEN);
-	put_be(sess, session, 8);
+	pxfer_put_be(sess, session, 8);
 	crypto_auth_hmacsha256_update(&st, sess, sizeof(sess));
 	crypto_auth_hmacsha256_final(&st, mac);
 }
@@ -88,8 +83,8 @@ void pxfer_auth_data_mac(const uint8_t *session_key, const uint8_t *nonce_d,
 
 	mac_begin(&st, session_key, PXFER_KEY_LEN, "pxfer1 data");
 	crypto_auth_hmacsha256_update(&st, nonce_d, PXFER_NONCE_LEN);
-	put_be(tail, session, 8);
-	put_be(tail + 8, worker, 2);
+	pxfer_put_be(tail, session, 8);
+	pxfer_put_be(tail + 8, worker, 2);
 	crypto_auth_hmacsha256_update(&st, tail, sizeof(tail));
 	crypto_auth_hmacsha256_final(&st, mac);
 }

@@ -101,3 +101,19 @@ void die(const char *fmt, ...)
 	va_end(ap);
 	exit(2);
 }
+
+const char *pxfer_human(char *buf, size_t len, double bytes)
+{
+	static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	int u = 0;
+
+	while (bytes >= 1024 && u < 5) {
+		bytes /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%.0f B", bytes);
+	else
+		snprintf(buf, len, "%.1f %s", bytes, unit[u]);
+	return buf;
+}

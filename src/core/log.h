@@ -10,6 +10,7 @@
 #define PXFER_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 extern int pxfer_verbose;	/* -v count */
 
@@ -19,6 +20,9 @@ __attribute__((format(printf, 1, 2))) void info(const char *fmt, ...);
 __attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
 /* printed only with -v; with -vv, after the seconds since pxfer_log_start() */
 __attribute__((format(printf, 1, 2))) void verbose(const char *fmt, ...);
+
+/* pxfer_human - "1.5 GiB" into @buf, returned */
+const char *pxfer_human(char *buf, size_t len, double bytes);
 
 /* Note the time -vv measures from (the start of the process). */
 void pxfer_log_start(void);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "core/bytes.h"
 #include "core/proto.h"
 
 #define TRANSPORT_MAX	1		/* 0 tcp, 1 rdma */
@@ -139,28 +140,19 @@ static const uint8_t *rtake(struct rcur *r, size_t n)
 	return p;
 }
 
-/* Byte shifts, not casts: the buffer has no alignment, the host any order. */
 static void put_be(struct wcur *w, uint64_t v, unsigned int n)
 {
 	uint8_t *p = wtake(w, n);
 
-	if (!p)
-		return;
-	for (unsigned int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+	if (p)
+		pxfer_put_be(p, v, n);
 }
 
 static uint64_t get_be(struct rcur *r, unsigned int n)
 {
 	const uint8_t *p = rtake(r, n);
-	uint64_t v = 0;
-	unsigned int i;
 
-	if (!p)
-		return 0;
-	for (i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
+	return p ? pxfer_get_be(p, n) : 0;
 }
 
 static void put_u8(struct wcur *w, uint8_t v)

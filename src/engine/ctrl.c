@@ -6,8 +6,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/sys.h"
 #include "engine/ctrl.h"
-#include "engine/session.h"
 
 #define CTRL_IN_CAP (4 * (PXFER_HDR_LEN + PXFER_MSG_MAX))
 #define CTRL_OUT_MIN 65536

@@ -29,6 +29,9 @@ struct pxfer_ctrl {
 	double last_tx, last_rx;	/* when bytes last left / arrived */
 };
 
+/* how long a handshake step may take */
+#define PXFER_HANDSHAKE_MS 15000
+
 #define PXFER_PING_SECS	5	/* say something after this much silence */
 #define PXFER_IDLE_SECS	60	/* the peer is gone after this much; long
 				   enough for a slow fsync of a big file */

@@ -4,8 +4,8 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/sys.h"
 #include "engine/progress.h"
-#include "engine/session.h"
 
 static struct pxfer_progress *current;
 

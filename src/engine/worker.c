@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "engine/session.h"
+#include "core/sys.h"
 #include "engine/worker.h"
 
 static void *prep_main(void *arg)
@@ -114,4 +115,18 @@ void pxfer_worker_release(struct pxfer_worker *w,
 	if (w->wake_fd >= 0)
 		close(w->wake_fd);
 	w->wake_fd = -1;
+}
+
+const char *pxfer_worker_setup_error(int err)
+{
+	switch (err) {
+	case -ENOSYS:
+		return "io_uring is unavailable here (use --io auto or --io sync)";
+	case -ENOMEM:
+		return "out of memory, or the memlock limit is too low for the rings (raise 'ulimit -l' or lower --ring-mem)";
+	case -ENOSPC:
+		return "too many ring slots for the RDMA device's shared receive queue (lower --ring-mem or use larger chunks)";
+	default:
+		return strerror(-err);
+	}
 }

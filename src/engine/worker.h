@@ -74,6 +74,10 @@ void pxfer_worker_kick(struct pxfer_worker *w,
 /* pxfer_worker_join - wait for the worker's thread, if it was started */
 void pxfer_worker_join(struct pxfer_worker *w);
 
+/* pxfer_worker_setup_error - why a worker could not be set up (@err from
+ * prepare or attach), for a message */
+const char *pxfer_worker_setup_error(int err);
+
 /* pxfer_worker_release - free all of it, and close the connection */
 void pxfer_worker_release(struct pxfer_worker *w,
 			  const struct pxfer_transport_ops *t);

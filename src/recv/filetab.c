@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sys.h"
 #include "recv/filetab.h"
-#include "engine/session.h"
 
 int pxfer_filetab_init(struct pxfer_filetab *t, unsigned int n, int wake_fd)
 {

@@ -32,7 +32,10 @@
 #include "core/log.h"
 #include "recv/path.h"
 #include "core/ring.h"
-#include "engine/session.h"
+#include "core/limits.h"
+#include "core/sys.h"
+#include "engine/fail.h"
+#include "transport/choose.h"
 #include "transport/transport.h"
 #include "engine/worker.h"
 
@@ -101,8 +104,7 @@ struct recv_session {
 	struct pxfer_listener *ls[2];		/* tcp and/or rdma */
 	unsigned int nls;
 	struct pxfer_pool pool;		/* ring memory kept between sessions */
-	const char *bind;		/* --bind, or what --device implies */
-	char bind_buf[64];
+	struct pxfer_transport_choice tc;	/* bind: --bind, or what --device implies */
 	int rootfd;			/* the top directory (--dir) */
 	int basefd;			/* the destination below it */
 	struct pxfer_fail fail;
@@ -1185,7 +1187,7 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c,
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 				  "cannot set up worker %u: %s", w->b.idx,
-				  pxfer_setup_error(ret));
+				  pxfer_worker_setup_error(ret));
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_WELCOME;
 	m->u.data_welcome.worker = w->b.idx;
@@ -1362,14 +1364,11 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 	wel->max_files = MAX_FILES;
 	if (nofile < 2 * MAX_FILES + 256)
 		wel->max_files = nofile > 320 ? (nofile - 256) / 2 : 32;
-	if (s->t->pins_memory) {
-		uint64_t need = (uint64_t)wel->workers * wel->slots *
-				(chunk + s->t->ring_hdr) + (2u << 20);
-		uint64_t limit;
+	{
 		char msg[400];
 
-		if (pxfer_memlock_check(need, &limit)) {
-			pxfer_memlock_message(msg, sizeof(msg), need, limit);
+		if (pxfer_transport_memlock(s->t, wel->workers, wel->slots,
+					    chunk, msg, sizeof(msg))) {
 			send_refuse(s->cconn, ENOMEM, "the receiver cannot pin its ring memory (memlock limit); see its log");
 			pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "%s", msg);
 			return -ENOMEM;
@@ -1501,7 +1500,7 @@ static int run_session(struct recv_session *s, const struct pxfer_hello *h,
 		s->cconn->peer, s->nworkers, s->wel.chunk_size >> 10, s->wel.slots);
 	if (!accept_workers(s))
 		coordinate(s);
-	if (pxfer_failed(&s->fail) && s->fail.exit_code != PXFER_EXIT_NET)
+	if (pxfer_failed(&s->fail) && pxfer_fail_code(&s->fail) != PXFER_EXIT_NET)
 		send_abort(s);
 	report(s, pxfer_now() - t0);
 	return pxfer_failed(&s->fail) ? -1 : 0;
@@ -1566,7 +1565,7 @@ static int serve_session(struct recv_session *s, struct pxfer_conn *c,
 	/* the rings of the session before were released with it */
 	pxfer_pool_reset(&s->pool);
 	run_session(s, h, nonce);
-	code = pxfer_failed(&s->fail) ? s->fail.exit_code
+	code = pxfer_failed(&s->fail) ? pxfer_fail_code(&s->fail)
 	       : s->failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
 	session_release(s);
 	return code;
@@ -1594,7 +1593,7 @@ static int listen_one(struct recv_session *s, const struct pxfer_transport_ops *
 {
 	const struct pxfer_recv_opts *o = s->o;
 	struct pxfer_listener *l;
-	int ret = t->listen(s->bind, o->port, &l);
+	int ret = t->listen(s->tc.bind, o->port, &l);
 
 	if (!ret) {
 		s->ls[s->nls++] = l;
@@ -1609,44 +1608,35 @@ static int listen_one(struct recv_session *s, const struct pxfer_transport_ops *
 			     o->port);
 	if (ret == -EADDRNOTAVAIL || ret == -ENODEV)
 		return error("cannot listen for %s on %s port %s: %s (is an RDMA device up with that address? see 'rdma link')",
-			     t->name, s->bind ? s->bind : "any address", o->port,
+			     t->name, s->tc.bind ? s->tc.bind : "any address", o->port,
 			     strerror(-ret));
 	return error("cannot listen for %s on %s port %s: %s", t->name,
-		     s->bind ? s->bind : "any address", o->port, strerror(-ret));
+		     s->tc.bind ? s->tc.bind : "any address", o->port, strerror(-ret));
 }
 
 /*
- * auto: tcp always, rdma too when this host has a device. 0, or the exit
- * status: a --device or --gid-index that cannot be used is a bad command
- * line, as for the sender.
+ * The transports --transport names (auto: tcp, and rdma too when this
+ * host has a device). 0, or the exit status: a --device or --gid-index
+ * that cannot be used is a bad command line, as for the sender.
  */
 static int listen_all(struct recv_session *s)
 {
-	const char *name = s->o->transport ? s->o->transport : "auto";
+	const struct pxfer_transport_ops *t[2];
+	unsigned int n;
+	int code, optional;
 
-	s->bind = s->o->bind;
-	if (s->o->device || s->o->gid_index >= 0) {
-		if (!strcmp(name, "tcp")) {
-			error("--device and --gid-index apply to the rdma transport, not tcp");
-			return PXFER_EXIT_USAGE;
-		}
-		if (pxfer_pick_source(s->o->device, s->o->gid_index, &s->bind,
-				      s->bind_buf, sizeof(s->bind_buf)))
-			return PXFER_EXIT_USAGE;
-		name = "rdma";
-	}
-	if (!strcmp(name, "auto")) {
-		if (listen_one(s, &pxfer_tcp_ops, 0))
+	s->tc.name = s->o->transport;
+	s->tc.device = s->o->device;
+	s->tc.gid_index = s->o->gid_index;
+	s->tc.bind = s->o->bind;
+	code = pxfer_transport_resolve(&s->tc);
+	if (code)
+		return code;
+	n = pxfer_transport_for_listen(&s->tc, t, &optional);
+	for (unsigned int i = 0; i < n; i++)
+		if (listen_one(s, t[i], i > 0 && optional))
 			return PXFER_EXIT_NET;
-		if (pxfer_rdma_available())
-			listen_one(s, &pxfer_rdma_ops, 1);
-		return 0;
-	}
-	if (!strcmp(name, "rdma") && !pxfer_rdma_available()) {
-		error("no RDMA device on this host (load rdma_rxe or siw for Soft-RoCE, or use --transport tcp)");
-		return PXFER_EXIT_NET;
-	}
-	return listen_one(s, pxfer_transport_find(name), 0) ? PXFER_EXIT_NET : 0;
+	return 0;
 }
 
 /*
@@ -1694,7 +1684,7 @@ static int serve(struct recv_session *s)
 				pending_add(s, pend, &npend, c);
 			else if (ret != -EAGAIN && !s->o->quiet)
 				warning("could not accept a %s connection: %s",
-					s->ls[i]->ops->name, pxfer_setup_error(ret));
+					s->ls[i]->ops->name, pxfer_worker_setup_error(ret));
 		}
 		for (i = 0; i < npend;) {
 			struct pending *e = &pend[i];

@@ -33,7 +33,10 @@
 #include "engine/progress.h"
 #include "core/ring.h"
 #include "send/scheduler.h"
-#include "engine/session.h"
+#include "core/limits.h"
+#include "core/sys.h"
+#include "engine/fail.h"
+#include "transport/choose.h"
 #include "transport/transport.h"
 #include "send/walk.h"
 #include "engine/worker.h"
@@ -106,8 +109,7 @@ struct send_session {
 	struct pxfer_progress prog;
 	int sigfd;
 	struct pxfer_msg msg;		/* scratch for the coordinator */
-	const char *bind;		/* --bind, or what --device implies */
-	char bind_buf[64];
+	struct pxfer_transport_choice tc;	/* bind: --bind, or what --device implies */
 };
 
 /* ---- workers ---------------------------------------------------------- */
@@ -884,7 +886,7 @@ static int connect_conn(struct send_session *s, struct pxfer_conn **c,
 			unsigned int slots)
 {
 	const struct pxfer_send_opts *o = s->o;
-	int ret = s->t->connect(o->host, o->port, s->bind, o->timeout_ms,
+	int ret = s->t->connect(o->host, o->port, s->tc.bind, o->timeout_ms,
 				slots, c);
 
 	if (ret == -ENOMEM)
@@ -1041,16 +1043,12 @@ static int workers_start(struct send_session *s)
 	int ret;
 
 	s->nworkers = s->wel.workers;
-	if (s->t->pins_memory) {
-		uint64_t need = (uint64_t)s->nworkers * s->wel.slots *
-				(s->wel.chunk_size + s->t->ring_hdr) + (2u << 20);
-		uint64_t limit;
+	{
 		char msg[400];
 
-		if (pxfer_memlock_check(need, &limit)) {
-			pxfer_memlock_message(msg, sizeof(msg), need, limit);
+		if (pxfer_transport_memlock(s->t, s->nworkers, s->wel.slots,
+					    s->wel.chunk_size, msg, sizeof(msg)))
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "%s", msg);
-		}
 	}
 	s->w = calloc(s->nworkers, sizeof(*s->w));
 	if (!s->w)
@@ -1064,7 +1062,7 @@ static int workers_start(struct send_session *s)
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 					  "cannot set up worker %u: %s", i,
-					  pxfer_setup_error(ret));
+					  pxfer_worker_setup_error(ret));
 	}
 	for (unsigned int i = 0; i < s->nworkers; i++) {
 		struct sworker *w = &s->w[i];
@@ -1075,7 +1073,7 @@ static int workers_start(struct send_session *s)
 		if (ret)
 			return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 					  "cannot set up worker %u: %s", i,
-					  pxfer_setup_error(ret));
+					  pxfer_worker_setup_error(ret));
 	}
 	for (unsigned int i = 0; i < s->nworkers; i++) {
 		ret = pthread_create(&s->w[i].b.thread, NULL, sw_main, &s->w[i]);
@@ -1161,36 +1159,16 @@ static void session_release(struct send_session *s)
 
 static int pick_transport(struct send_session *s)
 {
-	const char *name = s->o->transport ? s->o->transport : "auto";
-	char why[160];
+	int code;
 
-	s->bind = s->o->bind;
-	if (s->o->device || s->o->gid_index >= 0) {
-		if (!strcmp(name, "tcp"))
-			return pxfer_fail(&s->fail, PXFER_EXIT_USAGE,
-					  "--device and --gid-index apply to the rdma transport, not tcp");
-		if (pxfer_pick_source(s->o->device, s->o->gid_index, &s->bind,
-				      s->bind_buf, sizeof(s->bind_buf))) {
-			atomic_store(&s->fail.failed, 1);
-			s->fail.exit_code = PXFER_EXIT_USAGE;
-			return -1;
-		}
-		name = "rdma";
-	}
-	if (!strcmp(name, "auto")) {
-		s->t = pxfer_rdma_probe(s->o->host, s->bind, why, sizeof(why))
-		       ? &pxfer_rdma_ops : &pxfer_tcp_ops;
-		verbose("transport auto: %s, so %s", why, s->t->name);
-		return 0;
-	}
-	if (!strcmp(name, "rdma") && !pxfer_rdma_available())
-		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
-				  "no RDMA device on this host (load rdma_rxe or siw for Soft-RoCE, or use --transport tcp)");
-	s->t = pxfer_transport_find(name);
-	if (!s->t)
-		return pxfer_fail(&s->fail, PXFER_EXIT_USAGE,
-				  "transport '%s' is not available in this build (use 'tcp' or 'auto')",
-				  name);
+	s->tc.name = s->o->transport;
+	s->tc.device = s->o->device;
+	s->tc.gid_index = s->o->gid_index;
+	s->tc.bind = s->o->bind;
+	code = pxfer_transport_resolve(&s->tc);
+	if (code)
+		return pxfer_fail_quiet(&s->fail, code);
+	s->t = pxfer_transport_for_host(&s->tc, s->o->host);
 	return 0;
 }
 
@@ -1271,7 +1249,7 @@ out:
 	st->chunks = atomic_load(&s->chunks);
 	st->seconds = pxfer_now() - t0;
 	if (pxfer_failed(&s->fail))
-		code = s->fail.exit_code;
+		code = pxfer_fail_code(&s->fail);
 	else
 		code = st->files_failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
 	session_release(s);

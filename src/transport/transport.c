@@ -5,7 +5,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/sys.h"
 #include "transport/transport.h"
+#include "transport/rdma/rdma.h"
+#include "transport/tcp/tcp.h"
 
 const struct pxfer_transport_ops *pxfer_transport_find(const char *name)
 {
@@ -16,19 +19,11 @@ const struct pxfer_transport_ops *pxfer_transport_find(const char *name)
 	return NULL;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int wait_fd(struct pxfer_conn *c, short ev, int64_t deadline)
 {
 	struct pollfd p = { .fd = c->ops->conn_fd(c),
 			    .events = c->ops->poll_events(c, ev == POLLOUT) };
-	int64_t left = deadline - now_ms();
+	int64_t left = deadline - pxfer_now_ms();
 	int ret;
 
 	if (left <= 0)
@@ -42,7 +37,7 @@ static int wait_fd(struct pxfer_conn *c, short ev, int64_t deadline)
 int pxfer_conn_send_all(struct pxfer_conn *c, const void *buf, size_t len,
 			int timeout_ms)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = pxfer_now_ms() + timeout_ms;
 	const uint8_t *p = buf;
 
 	while (len) {
@@ -66,7 +61,7 @@ int pxfer_conn_send_all(struct pxfer_conn *c, const void *buf, size_t len,
 int pxfer_conn_recv_exact(struct pxfer_conn *c, void *buf, size_t len,
 			  int timeout_ms)
 {
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = pxfer_now_ms() + timeout_ms;
 	uint8_t *p = buf;
 
 	while (len) {

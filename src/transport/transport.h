@@ -98,25 +98,6 @@ struct pxfer_transport_ops {
 	void (*close)(struct pxfer_conn *c);
 };
 
-extern const struct pxfer_transport_ops pxfer_tcp_ops;
-extern const struct pxfer_transport_ops pxfer_rdma_ops;
-
-/*
- * pxfer_rdma_probe - 1 if an active RDMA device routes to @host (so
- * --transport auto picks rdma), 0 if not; describes the choice in @why.
- */
-int pxfer_rdma_probe(const char *host, const char *bind, char *why, size_t len);
-/*
- * pxfer_rdma_source - the IPv4 address (into @buf) that makes rdma_cm use
- * @device (NULL: any) and its GID @gid_index (-1: the first RoCE v2
- * IPv4-mapped GID): binding to it is how --device and --gid-index take
- * effect. 0, or -errno with the reason in @why.
- */
-int pxfer_rdma_source(const char *device, int gid_index, char *buf,
-		      size_t len, char *why, size_t wlen);
-/* pxfer_rdma_available - 1 if this host has an RDMA device at all */
-int pxfer_rdma_available(void);
-
 /* pxfer_transport_find - the ops for "tcp" (or "rdma"), or NULL */
 const struct pxfer_transport_ops *pxfer_transport_find(const char *name);
 

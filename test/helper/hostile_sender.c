@@ -39,7 +39,7 @@
 #include "pxfer/pxfer.h"
 #include "core/auth.h"
 #include "core/proto.h"
-#include "transport/transport.h"
+#include "transport/tcp/tcp.h"
 
 #define TIMEOUT_MS	5000
 #define CHUNK_REQ	65536u	/* chunk size asked for */

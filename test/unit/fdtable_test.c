@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/resource.h>
 
-#include "engine/session.h"
+#include "core/limits.h"
 #include "test.h"
 
 /* the table's size, or -1 */

@@ -48,15 +48,17 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
+#include "core/bytes.h"
+#include "core/limits.h"
 #include "core/log.h"
-#include "engine/session.h"
-#include "transport/transport.h"
+#include "core/netaddr.h"
+#include "core/sys.h"
+#include "transport/rdma/rdma.h"
 
 #define RDMA_CTRL_BUFS		16	/* control receives (and sends) */
 #define RDMA_CTRL_BUF		8192
@@ -181,24 +183,6 @@ static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rdma_ctx *the_ctx;
 static struct rdma_listener *the_listener;
 
-static void wake(int fd)
-{
-	uint64_t one = 1;
-
-	if (write(fd, &one, sizeof(one)) < 0) {
-		/* counter saturated: already readable */
-	}
-}
-
-static void drain(int fd)
-{
-	uint64_t v;
-
-	if (read(fd, &v, sizeof(v)) < 0) {
-		/* not readable */
-	}
-}
-
 /*
  * Memory registration fails with ENOMEM (or EPERM, EFAULT) when the pinned
  * memory would pass RLIMIT_MEMLOCK: say so, with the limit, once.
@@ -206,43 +190,15 @@ static void drain(int fd)
 static int reg_failed(size_t bytes, const char *what)
 {
 	int err = errno;
-	struct rlimit rl;
+	uint64_t limit = pxfer_memlock_limit();
 
-	if ((err == ENOMEM || err == EPERM || err == EFAULT) &&
-	    !getrlimit(RLIMIT_MEMLOCK, &rl) && rl.rlim_cur != RLIM_INFINITY) {
+	if ((err == ENOMEM || err == EPERM || err == EFAULT) && limit) {
 		error("cannot register %zu KiB of %s with the RDMA device: the memlock limit is %llu KiB "
 		      "(raise it with 'ulimit -l', or in /etc/security/limits.conf)",
-		      bytes >> 10, what, (unsigned long long)rl.rlim_cur >> 10);
+		      bytes >> 10, what, (unsigned long long)limit >> 10);
 		return -ENOMEM;
 	}
 	return err ? -err : -ENOMEM;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void format_addr(const struct sockaddr *sa, char *buf, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-
-	if (sa && sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)sa;
-
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
-	} else if (sa && sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)sa;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		snprintf(buf, len, "[%s]:%u", host, ntohs(in6->sin6_port));
-	} else {
-		snprintf(buf, len, "?");
-	}
 }
 
 /* ---- the progress thread ---------------------------------------------- */
@@ -429,7 +385,7 @@ static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
 		on_recv(c, wc, ctx->small + idx * RDMA_SMALL_BUF);
 	}
 	pthread_mutex_unlock(&c->lock);
-	wake(c->efd);
+	pxfer_wake(c->efd);
 }
 
 /* returns an id to destroy once its event is acknowledged, or NULL */
@@ -458,7 +414,7 @@ static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
 		l->pending[l->npending] = ev->id;
 		l->pending_kind[l->npending] = kind;
 		l->npending++;
-		wake(l->efd);
+		pxfer_wake(l->efd);
 		return NULL;
 	}
 	c = ev->id->context;
@@ -477,7 +433,7 @@ static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
 	}
 	atomic_store(&c->cm_status, ev->status);
 	atomic_store(&c->cm_event, ev->event);
-	wake(c->efd);
+	pxfer_wake(c->efd);
 	return NULL;
 }
 
@@ -550,7 +506,7 @@ static void *progress_main(void *arg)
 		if (p[0].revents)
 			drain_cm(ctx);
 		if (p[1].revents)
-			drain(ctx->stop_fd);
+			pxfer_drain(ctx->stop_fd);
 		if (ready && (p[2].revents & POLLIN)) {
 			struct ibv_cq *cq;
 			void *cq_ctx;
@@ -563,13 +519,6 @@ static void *progress_main(void *arg)
 }
 
 /* ---- the shared context ----------------------------------------------- */
-
-static int set_nonblock(int fd)
-{
-	int fl = fcntl(fd, F_GETFL);
-
-	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
-}
 
 /* Get the process's context (event channel and progress thread). */
 static int ctx_get(struct rdma_ctx **out)
@@ -598,7 +547,7 @@ static int ctx_get(struct rdma_ctx **out)
 		ret = errno ? -errno : -ENODEV;
 		goto out_free;
 	}
-	ret = set_nonblock(ctx->ech->fd);
+	ret = pxfer_set_nonblock(ctx->ech->fd);
 	if (ret)
 		goto out_channel;
 	ctx->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -670,7 +619,7 @@ static void ctx_put(struct rdma_ctx *ctx)
 	the_ctx = NULL;
 	pthread_mutex_unlock(&ctx_lock);
 	atomic_store(&ctx->stop, 1);
-	wake(ctx->stop_fd);
+	pxfer_wake(ctx->stop_fd);
 	pthread_join(ctx->thread, NULL);
 	ctx_device_free(ctx);
 	rdma_destroy_event_channel(ctx->ech);
@@ -742,7 +691,7 @@ static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
 	ctx->cch = ibv_create_comp_channel(verbs);
 	if (!ctx->cch)
 		goto out_undo;
-	ret = set_nonblock(ctx->cch->fd);
+	ret = pxfer_set_nonblock(ctx->cch->fd);
 	if (ret)
 		goto out_undo;
 	ctx->cq_max = attr.max_cqe;
@@ -788,7 +737,7 @@ static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
 		goto out_undo;
 	ctx->verbs = verbs;
 	atomic_store(&ctx->ready, 1);
-	wake(ctx->stop_fd);	/* the progress thread picks up the CQ */
+	pxfer_wake(ctx->stop_fd);	/* the progress thread picks up the CQ */
 	pthread_mutex_unlock(&ctx_lock);
 	return 0;
 
@@ -824,11 +773,11 @@ static struct rdma_conn *conn_alloc(struct rdma_ctx *ctx)
 static int conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
 		     int timeout_ms)
 {
-	int64_t end = now_ms() + timeout_ms;
+	int64_t end = pxfer_now_ms() + timeout_ms;
 
 	while (!done(c)) {
 		struct pollfd p = { .fd = c->efd, .events = POLLIN };
-		int64_t left = end - now_ms();
+		int64_t left = end - pxfer_now_ms();
 		int ev = atomic_load(&c->cm_event);
 
 		switch (ev) {
@@ -849,7 +798,7 @@ static int conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
 		if (left <= 0)
 			return -ETIMEDOUT;
 		poll(&p, 1, left > 200 ? 200 : (int)left);
-		drain(c->efd);
+		pxfer_drain(c->efd);
 	}
 	return 0;
 }
@@ -1059,7 +1008,7 @@ static void rt_shutdown(struct pxfer_conn *pc)
 	atomic_store(&c->closing, 1);
 	if (c->id && atomic_load(&c->established))
 		rdma_disconnect(c->id);
-	wake(c->efd);
+	pxfer_wake(c->efd);
 }
 
 /*
@@ -1070,11 +1019,11 @@ static void rt_shutdown(struct pxfer_conn *pc)
 static int resolve_addr(struct rdma_conn *c, struct sockaddr *src,
 			struct sockaddr *dst, int timeout_ms)
 {
-	int64_t end = now_ms() + timeout_ms;
+	int64_t end = pxfer_now_ms() + timeout_ms;
 	int ret;
 
 	do {
-		int left = (int)(end - now_ms());
+		int left = (int)(end - pxfer_now_ms());
 		int attempt = left < 1000 ? (left > 0 ? left : 1) : 1000;
 
 		atomic_store(&c->cm_event, -1);
@@ -1085,21 +1034,8 @@ static int resolve_addr(struct rdma_conn *c, struct sockaddr *src,
 			return ret;
 		if (ret == -ETIMEDOUT)
 			return ret;	/* no event at all: the id is busy */
-	} while (now_ms() < end);
+	} while (pxfer_now_ms() < end);
 	return ret;
-}
-
-static int resolve(const char *host, const char *port, int passive,
-		   struct addrinfo **res)
-{
-	struct addrinfo hints = { .ai_family = AF_UNSPEC,
-				  .ai_socktype = SOCK_STREAM,
-				  .ai_flags = passive ? AI_PASSIVE : 0 };
-	int ret = getaddrinfo(host, port, &hints, res);
-
-	if (ret == EAI_NONAME || ret == EAI_NODATA)
-		return -EHOSTUNREACH;
-	return ret ? -EINVAL : 0;
 }
 
 static const char *gid_type_name(enum ibv_gid_type type)
@@ -1190,9 +1126,9 @@ static int rt_connect_to(const char *host, const char *port,
 	}
 	c->kind = kind;
 	c->rslots_max = slots;
-	ret = resolve(host, port, 0, &dst);
+	ret = pxfer_addr_resolve(host, port, AF_UNSPEC, 0, &dst);
 	if (!ret && bind_addr)
-		ret = resolve(bind_addr, NULL, 1, &src);
+		ret = pxfer_addr_resolve(bind_addr, NULL, AF_UNSPEC, 1, &src);
 	if (ret)
 		goto out_free;
 	if (rdma_create_id(ctx->ech, &c->id, c, RDMA_PS_TCP)) {
@@ -1235,7 +1171,7 @@ static int rt_connect_to(const char *host, const char *port,
 	verbose("rdma: connecting to %s: %s", host, ret ? strerror(-ret) : "done");
 	if (ret)
 		goto out_free;
-	format_addr(rdma_get_peer_addr(c->id), c->conn.peer, sizeof(c->conn.peer));
+	pxfer_addr_format(rdma_get_peer_addr(c->id), c->conn.peer, sizeof(c->conn.peer));
 	if (kind == KIND_CTRL)
 		describe_route(c->id, c->conn.peer);
 	freeaddrinfo(dst);
@@ -1279,7 +1215,7 @@ static int rt_listen(const char *bind_addr, const char *port,
 	struct addrinfo *ai;
 	int ret;
 
-	ret = resolve(bind_addr ? bind_addr : "0.0.0.0", port, 1, &ai);
+	ret = pxfer_addr_resolve(bind_addr ? bind_addr : "0.0.0.0", port, AF_UNSPEC, 1, &ai);
 	if (ret)
 		return ret;
 	l = calloc(1, sizeof(*l));
@@ -1300,7 +1236,7 @@ static int rt_listen(const char *bind_addr, const char *port,
 		ret = -errno;
 		goto out_id;
 	}
-	format_addr(rdma_get_local_addr(l->id), l->l.addr, sizeof(l->l.addr));
+	pxfer_addr_format(rdma_get_local_addr(l->id), l->l.addr, sizeof(l->l.addr));
 	/*
 	 * Bound to an address of one device: set that device up now, so the
 	 * first connection of a session does not wait for it (about 15 ms on
@@ -1343,7 +1279,7 @@ static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 	uint8_t priv[8], kind;
 	int ret;
 
-	drain(l->efd);
+	pxfer_drain(l->efd);
 	pthread_mutex_lock(&ctx->lock);
 	if (!l->npending) {
 		pthread_mutex_unlock(&ctx->lock);
@@ -1354,7 +1290,7 @@ static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 	memmove(l->pending, l->pending + 1, --l->npending * sizeof(*l->pending));
 	memmove(l->pending_kind, l->pending_kind + 1, l->npending);
 	if (l->npending)
-		wake(l->efd);
+		pxfer_wake(l->efd);
 	pthread_mutex_unlock(&ctx->lock);
 
 	pthread_mutex_lock(&ctx_lock);
@@ -1390,7 +1326,7 @@ static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 		kind == KIND_CTRL ? "control" : "data", ret ? strerror(-ret) : "done");
 	if (ret)
 		goto out_free;
-	format_addr(rdma_get_peer_addr(id), c->conn.peer, sizeof(c->conn.peer));
+	pxfer_addr_format(rdma_get_peer_addr(id), c->conn.peer, sizeof(c->conn.peer));
 	if (kind == KIND_CTRL)
 		describe_route(id, c->conn.peer);
 	*out = &c->conn;
@@ -1592,31 +1528,16 @@ static ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
 		return ret;
 	if (atomic_load(&c->peer_closed))
 		return 0;
-	drain(c->efd);
+	pxfer_drain(c->efd);
 	/* a completion may have landed between the check and the drain */
 	pthread_mutex_lock(&c->lock);
 	if (c->rx_count)
-		wake(c->efd);
+		pxfer_wake(c->efd);
 	pthread_mutex_unlock(&c->lock);
 	return -EAGAIN;
 }
 
 /* ---- rings and chunks ------------------------------------------------- */
-
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = n - 1; i >= 0; i--, v >>= 8)
-		p[i] = v & 0xff;
-}
-
-static uint64_t get_be(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < n; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
 
 /*
  * Ring description in DATA_WELCOME (22 bytes): u64 address, u32 rkey,
@@ -1654,11 +1575,11 @@ static int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 	if (ret)
 		return ret;
 	c->srq_share = r->nslots;
-	put_be(blob, (uintptr_t)r->base, 8);
-	put_be(blob + 8, c->ring_mr->rkey, 4);
-	put_be(blob + 12, r->stride, 4);
-	put_be(blob + 16, r->hdr_size, 4);
-	put_be(blob + 20, r->nslots, 2);
+	pxfer_put_be(blob, (uintptr_t)r->base, 8);
+	pxfer_put_be(blob + 8, c->ring_mr->rkey, 4);
+	pxfer_put_be(blob + 12, r->stride, 4);
+	pxfer_put_be(blob + 16, r->hdr_size, 4);
+	pxfer_put_be(blob + 20, r->nslots, 2);
 	*blob_len = RING_BLOB_LEN;
 	return 0;
 }
@@ -1670,11 +1591,11 @@ static int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
 
 	if (blob_len != RING_BLOB_LEN)
 		return -EPROTO;
-	c->raddr = get_be(blob, 8);
-	c->rkey = get_be(blob + 8, 4);
-	c->rstride = get_be(blob + 12, 4);
-	c->rhdr = get_be(blob + 16, 4);
-	c->rslots = get_be(blob + 20, 2);
+	c->raddr = pxfer_get_be(blob, 8);
+	c->rkey = pxfer_get_be(blob + 8, 4);
+	c->rstride = pxfer_get_be(blob + 12, 4);
+	c->rhdr = pxfer_get_be(blob + 16, 4);
+	c->rslots = pxfer_get_be(blob + 20, 2);
 	/* the send queue was sized by the slots the WELCOME announced */
 	if (!c->rslots || c->rslots > c->rslots_max ||
 	    c->rhdr < PXFER_CHUNK_DESC_MAX || c->rstride <= c->rhdr)
@@ -1759,7 +1680,7 @@ static int rt_reap_sent(struct pxfer_conn *pc, uint16_t *slots,
 
 	if (n)
 		return n;
-	drain(c->efd);
+	pxfer_drain(c->efd);
 	n = pop_slots(c, slots, max);
 	if (n)
 		return n;
@@ -1785,7 +1706,7 @@ static int rt_recv_chunk(struct pxfer_conn *pc, const struct pxfer_ring *r,
 			return ret;
 		if (atomic_load(&c->peer_closed))
 			return -EPIPE;
-		drain(c->efd);
+		pxfer_drain(c->efd);
 		if (!pop_slots(c, &slot, 1))
 			return 0;
 	}
@@ -1835,8 +1756,8 @@ int pxfer_rdma_probe(const char *host, const char *bind_addr, char *why,
 		snprintf(why, len, "no RDMA device on this host");
 		return 0;
 	}
-	if (resolve(host, "0", 0, &dst) ||
-	    (bind_addr && resolve(bind_addr, NULL, 1, &src))) {
+	if (pxfer_addr_resolve(host, "0", AF_UNSPEC, 0, &dst) ||
+	    (bind_addr && pxfer_addr_resolve(bind_addr, NULL, AF_UNSPEC, 1, &src))) {
 		snprintf(why, len, "cannot resolve '%s'", host);
 		goto out;
 	}

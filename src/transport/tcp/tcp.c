@@ -19,7 +19,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "transport/transport.h"
+#include "core/netaddr.h"
+#include "transport/tcp/tcp.h"
 
 #define TCP_SENT_MAX 64
 
@@ -38,28 +39,6 @@ struct tcp_listener {
 
 #define to_tcp(c) ((struct tcp_conn *)(c))
 #define to_tcpl(x) ((struct tcp_listener *)(x))
-
-static void format_addr(const struct sockaddr *sa, char *buf, size_t len)
-{
-	char host[INET6_ADDRSTRLEN] = "?";
-	unsigned int port = 0;
-
-	if (sa->sa_family == AF_INET) {
-		const struct sockaddr_in *in = (const void *)sa;
-
-		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-		port = ntohs(in->sin_port);
-		snprintf(buf, len, "%s:%u", host, port);
-	} else if (sa->sa_family == AF_INET6) {
-		const struct sockaddr_in6 *in6 = (const void *)sa;
-
-		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-		port = ntohs(in6->sin6_port);
-		snprintf(buf, len, "[%s]:%u", host, port);
-	} else {
-		snprintf(buf, len, "?");
-	}
-}
 
 static void tune_socket(int fd)
 {
@@ -85,51 +64,29 @@ static int conn_new(int fd, struct pxfer_conn **out)
 	t->conn.ops = &pxfer_tcp_ops;
 	t->fd = fd;
 	if (!getpeername(fd, (struct sockaddr *)&ss, &sl))
-		format_addr((struct sockaddr *)&ss, t->conn.peer,
+		pxfer_addr_format((struct sockaddr *)&ss, t->conn.peer,
 			    sizeof(t->conn.peer));
 	tune_socket(fd);
 	*out = &t->conn;
 	return 0;
 }
 
-static int gai_errno(int gai)
-{
-	switch (gai) {
-	case EAI_NONAME:
-	case EAI_NODATA:
-		return -EHOSTUNREACH;
-	case EAI_AGAIN:
-		return -EAGAIN;
-	case EAI_MEMORY:
-		return -ENOMEM;
-	case EAI_SERVICE:
-		return -EINVAL;
-	case EAI_SYSTEM:
-		return -errno;
-	default:
-		return -EINVAL;
-	}
-}
-
 static int tcp_listen(const char *bind_addr, const char *port,
 		      struct pxfer_listener **out)
 {
-	struct addrinfo hints = {
-		.ai_family = AF_UNSPEC,
-		.ai_socktype = SOCK_STREAM,
-		.ai_flags = AI_PASSIVE,
-	}, *res, *ai;
+	struct addrinfo *res, *ai;
 	struct tcp_listener *l;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	int fd = -1, one = 1, ret;
 
 	/* with no --bind, listen on IPv6 any (which takes IPv4 too) */
-	ret = getaddrinfo(bind_addr ? bind_addr : "::", port, &hints, &res);
+	ret = pxfer_addr_resolve(bind_addr ? bind_addr : "::", port, AF_UNSPEC,
+				 1, &res);
 	if (ret && !bind_addr)
-		ret = getaddrinfo("0.0.0.0", port, &hints, &res);
+		ret = pxfer_addr_resolve("0.0.0.0", port, AF_UNSPEC, 1, &res);
 	if (ret)
-		return gai_errno(ret);
+		return ret;
 	ret = -EADDRNOTAVAIL;
 	for (ai = res; ai; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, 0);
@@ -155,7 +112,7 @@ static int tcp_listen(const char *bind_addr, const char *port,
 	l->l.ops = &pxfer_tcp_ops;
 	l->fd = fd;
 	if (!getsockname(fd, (struct sockaddr *)&ss, &sl))
-		format_addr((struct sockaddr *)&ss, l->l.addr, sizeof(l->l.addr));
+		pxfer_addr_format((struct sockaddr *)&ss, l->l.addr, sizeof(l->l.addr));
 	*out = &l->l;
 	return 0;
 }
@@ -186,13 +143,11 @@ static void tcp_listener_close(struct pxfer_listener *l)
 
 static int bind_source(int fd, int family, const char *bind_addr)
 {
-	struct addrinfo hints = { .ai_family = family,
-				  .ai_socktype = SOCK_STREAM,
-				  .ai_flags = AI_PASSIVE }, *res;
-	int ret = getaddrinfo(bind_addr, NULL, &hints, &res);
+	struct addrinfo *res;
+	int ret = pxfer_addr_resolve(bind_addr, NULL, family, 1, &res);
 
 	if (ret)
-		return gai_errno(ret);
+		return ret;
 	ret = bind(fd, res->ai_addr, res->ai_addrlen) ? -errno : 0;
 	freeaddrinfo(res);
 	return ret;
@@ -242,13 +197,12 @@ static int tcp_connect(const char *host, const char *port,
 		       const char *bind_addr, int timeout_ms, unsigned int slots,
 		       struct pxfer_conn **out)
 {
-	struct addrinfo hints = { .ai_family = AF_UNSPEC,
-				  .ai_socktype = SOCK_STREAM }, *res, *ai;
+	struct addrinfo *res, *ai;
 	int fd = -ECONNREFUSED, ret;
 
-	ret = getaddrinfo(host, port, &hints, &res);
+	ret = pxfer_addr_resolve(host, port, AF_UNSPEC, 0, &res);
 	if (ret)
-		return gai_errno(ret);
+		return ret;
 	for (ai = res; ai; ai = ai->ai_next) {
 		fd = connect_one(ai, bind_addr, timeout_ms);
 		if (fd >= 0)

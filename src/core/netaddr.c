@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+
+#include "core/netaddr.h"
+
+static int gai_errno(int gai)
+{
+	switch (gai) {
+	case EAI_NONAME:
+	case EAI_NODATA:
+		return -EHOSTUNREACH;
+	case EAI_AGAIN:
+		return -EAGAIN;
+	case EAI_MEMORY:
+		return -ENOMEM;
+	case EAI_SYSTEM:
+		return errno ? -errno : -EIO;
+	default:		/* EAI_SERVICE and the rest */
+		return -EINVAL;
+	}
+}
+
+int pxfer_addr_resolve(const char *host, const char *port, int family,
+		       int passive, struct addrinfo **res)
+{
+	struct addrinfo hints = { .ai_family = family,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = passive ? AI_PASSIVE : 0 };
+	int ret = getaddrinfo(host, port, &hints, res);
+
+	return ret ? gai_errno(ret) : 0;
+}
+
+void pxfer_addr_format(const struct sockaddr *sa, char *buf, size_t len)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		snprintf(buf, len, "%s:%u", host, ntohs(in->sin_port));
+	} else if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		snprintf(buf, len, "[%s]:%u", host, ntohs(in6->sin6_port));
+	} else {
+		snprintf(buf, len, "?");
+	}
+}

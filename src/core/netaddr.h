@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/* Socket addresses for both transports: resolving them and printing them. */
+#ifndef PXFER_CORE_NETADDR_H
+#define PXFER_CORE_NETADDR_H
+
+#include <stddef.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+/*
+ * pxfer_addr_resolve - getaddrinfo for a TCP-style address: @host (NULL
+ * with @passive: any), @port (NULL: none), @family (AF_UNSPEC: any);
+ * *res is freed with freeaddrinfo. 0, or a negative errno for getaddrinfo's error:
+ * -EHOSTUNREACH for a name that does not resolve, -EAGAIN for a
+ * temporary failure, -EINVAL for a bad port.
+ */
+int pxfer_addr_resolve(const char *host, const char *port, int family,
+		       int passive, struct addrinfo **res);
+
+/* pxfer_addr_format - "a.b.c.d:port" or "[v6]:port" (or "?") into @buf */
+void pxfer_addr_format(const struct sockaddr *sa, char *buf, size_t len);
+
+#endif

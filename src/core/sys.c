@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/sys.h"
+
+double pxfer_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int64_t pxfer_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void pxfer_wake(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) < 0) {
+		/* counter saturated: a wake-up is pending anyway */
+	}
+}
+
+void pxfer_drain(int fd)
+{
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) < 0) {
+		/* nothing pending */
+	}
+}
+
+int pxfer_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) ? -errno : 0;
+}
+
+void pxfer_thread_name(pthread_t t, const char *role, int n)
+{
+	char name[32];
+
+	if (n < 0)
+		snprintf(name, sizeof(name), "pxfer-%s", role);
+	else
+		snprintf(name, sizeof(name), "pxfer-%s-%d", role, n);
+	name[15] = '\0';	/* the kernel keeps 15 characters */
+	pthread_setname_np(t, name);
+}
+
+int pxfer_env_flag(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v && strcmp(v, "0");
+}

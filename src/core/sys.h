@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Small system helpers every layer uses, each in one place: the monotonic
+ * clock, eventfd wake-ups, thread names and environment switches.
+ */
+#ifndef PXFER_CORE_SYS_H
+#define PXFER_CORE_SYS_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+/* pxfer_now - seconds on the monotonic clock */
+double pxfer_now(void);
+/* pxfer_now_ms - milliseconds on the monotonic clock */
+int64_t pxfer_now_ms(void);
+
+/* pxfer_wake - bump an eventfd (a saturated counter is already readable) */
+void pxfer_wake(int fd);
+/* pxfer_drain - clear an eventfd (nothing pending is fine) */
+void pxfer_drain(int fd);
+
+/* pxfer_set_nonblock - set O_NONBLOCK on @fd; 0 or -errno */
+int pxfer_set_nonblock(int fd);
+
+/*
+ * pxfer_thread_name - name a thread "pxfer-ROLE" or "pxfer-ROLE-N" (for
+ * top -H, ps -L and perf); best effort.
+ */
+void pxfer_thread_name(pthread_t t, const char *role, int n);
+
+/* pxfer_env_flag - 1 if the environment variable @name is set, not "0" */
+int pxfer_env_flag(const char *name);
+
+#endif

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/sys.h"
+#include "engine/fail.h"
+
+int pxfer_fail_init(struct pxfer_fail *f, int wake_fd)
+{
+	memset(f, 0, sizeof(*f));
+	f->wake_fd = wake_fd;
+	return -pthread_mutex_init(&f->lock, NULL);
+}
+
+void pxfer_fail_release(struct pxfer_fail *f)
+{
+	pthread_mutex_destroy(&f->lock);
+}
+
+/* 1 if this call recorded the failure: the first one */
+static int record(struct pxfer_fail *f, int exit_code, const char *msg)
+{
+	int first;
+
+	pthread_mutex_lock(&f->lock);
+	first = !atomic_load(&f->failed);
+	if (first) {
+		snprintf(f->msg, sizeof(f->msg), "%s", msg);
+		f->exit_code = exit_code;
+		atomic_store_explicit(&f->failed, 1, memory_order_release);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return first;
+}
+
+/* the first failure is said before the coordinator wakes to act on it */
+static void wake(struct pxfer_fail *f)
+{
+	if (f->wake_fd >= 0)
+		pxfer_wake(f->wake_fd);
+}
+
+int pxfer_fail(struct pxfer_fail *f, int exit_code, const char *fmt, ...)
+{
+	char msg[sizeof(f->msg)];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (record(f, exit_code, msg)) {
+		error("%s", msg);
+		wake(f);
+	}
+	return -1;
+}
+
+int pxfer_fail_quiet(struct pxfer_fail *f, int exit_code)
+{
+	if (record(f, exit_code, ""))
+		wake(f);
+	return -1;
+}
+
+int pxfer_fail_code(struct pxfer_fail *f)
+{
+	int code;
+
+	if (!pxfer_failed(f))
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	code = f->exit_code;
+	pthread_mutex_unlock(&f->lock);
+	return code;
+}
+
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t sig_seen;
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	char c = (char)sig;
+
+	sig_seen = sig;
+	if (write(sig_pipe[1], &c, 1) < 0) {
+		/* the pipe is full: a signal is already pending */
+	}
+	errno = saved;
+}
+
+int pxfer_signals_install(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	signal(SIGPIPE, SIG_IGN);
+	if (sig_pipe[0] >= 0)
+		return sig_pipe[0];
+	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK))
+		return -errno;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	return sig_pipe[0];
+}
+
+int pxfer_signal_pending(void)
+{
+	return sig_seen;
+}

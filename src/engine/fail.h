@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * How a session ends early: the first-error-wins failure record that every
+ * thread of a session checks, and the signals (SIGINT, SIGTERM) that reach
+ * a coordinator's poll loop through a pipe.
+ */
+#ifndef PXFER_ENGINE_FAIL_H
+#define PXFER_ENGINE_FAIL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+struct pxfer_fail {
+	pthread_mutex_t lock;
+	atomic_int failed;
+	int exit_code;		/* guarded by lock; read once failed is seen */
+	int wake_fd;		/* written on failure: the coordinator wakes */
+	char msg[512];
+};
+
+int pxfer_fail_init(struct pxfer_fail *f, int wake_fd);
+void pxfer_fail_release(struct pxfer_fail *f);
+/*
+ * pxfer_fail - record a session-ending failure and print it; only the
+ * first one is printed (the rest are its consequences). Returns -1.
+ */
+__attribute__((format(printf, 3, 4)))
+int pxfer_fail(struct pxfer_fail *f, int exit_code, const char *fmt, ...);
+
+/*
+ * pxfer_fail_quiet - record a failure whose message was printed already
+ * (by the code that found it); -1.
+ */
+int pxfer_fail_quiet(struct pxfer_fail *f, int exit_code);
+
+static inline int pxfer_failed(struct pxfer_fail *f)
+{
+	return atomic_load_explicit(&f->failed, memory_order_acquire);
+}
+
+/* pxfer_fail_code - the exit status of the failure recorded (0: none) */
+int pxfer_fail_code(struct pxfer_fail *f);
+
+/*
+ * pxfer_signals_install - route SIGINT and SIGTERM to a pipe; returns its
+ * read end (pollable) or -errno. SIGPIPE is ignored.
+ */
+int pxfer_signals_install(void);
+/* pxfer_signal_pending - the signal number received, or 0 */
+int pxfer_signal_pending(void);
+
+#endif

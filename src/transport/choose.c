@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pxfer/pxfer.h"
+#include "core/limits.h"
+#include "core/log.h"
+#include "transport/choose.h"
+#include "transport/rdma/rdma.h"
+#include "transport/tcp/tcp.h"
+
+/* what a connection registers besides its ring: message buffers */
+#define CONN_PINNED (2u << 20)
+
+static const char no_rdma[] =
+	"no RDMA device on this host (load rdma_rxe or siw for Soft-RoCE, or use --transport tcp)";
+
+/* --device / --gid-index: the address to bind so that rdma_cm uses them */
+static int pick_source(struct pxfer_transport_choice *c)
+{
+	char why[200];
+
+	if (pxfer_rdma_source(c->device, c->gid_index, c->bind_buf,
+			      sizeof(c->bind_buf), why, sizeof(why)))
+		return error("cannot use %s: %s",
+			     c->device ? c->device : "that GID", why);
+	if (c->bind && strcmp(c->bind, c->bind_buf))
+		return error("--bind %s does not match %s; give one or the other",
+			     c->bind, why);
+	verbose("rdma: %s, so binding %s", why, c->bind_buf);
+	c->bind = c->bind_buf;
+	return 0;
+}
+
+int pxfer_transport_resolve(struct pxfer_transport_choice *c)
+{
+	if (!c->name)
+		c->name = "auto";
+	if (c->device || c->gid_index >= 0) {
+		if (!strcmp(c->name, "tcp")) {
+			error("--device and --gid-index apply to the rdma transport, not tcp");
+			return PXFER_EXIT_USAGE;
+		}
+		if (pick_source(c))
+			return PXFER_EXIT_USAGE;
+		c->name = "rdma";
+	}
+	if (!strcmp(c->name, "auto"))
+		return 0;
+	if (!pxfer_transport_find(c->name)) {
+		error("transport '%s' is not available in this build (use 'tcp' or 'auto')",
+		      c->name);
+		return PXFER_EXIT_USAGE;
+	}
+	if (!strcmp(c->name, "rdma") && !pxfer_rdma_available()) {
+		error("%s", no_rdma);
+		return PXFER_EXIT_NET;
+	}
+	return 0;
+}
+
+const struct pxfer_transport_ops *
+pxfer_transport_for_host(const struct pxfer_transport_choice *c,
+			 const char *host)
+{
+	const struct pxfer_transport_ops *t;
+	char why[160];
+
+	if (strcmp(c->name, "auto"))
+		return pxfer_transport_find(c->name);
+	t = pxfer_rdma_probe(host, c->bind, why, sizeof(why)) ? &pxfer_rdma_ops
+							       : &pxfer_tcp_ops;
+	verbose("transport auto: %s, so %s", why, t->name);
+	return t;
+}
+
+unsigned int pxfer_transport_for_listen(const struct pxfer_transport_choice *c,
+					const struct pxfer_transport_ops **out,
+					int *optional)
+{
+	*optional = 0;
+	if (strcmp(c->name, "auto")) {
+		out[0] = pxfer_transport_find(c->name);
+		return 1;
+	}
+	out[0] = &pxfer_tcp_ops;
+	if (!pxfer_rdma_available())
+		return 1;
+	out[1] = &pxfer_rdma_ops;
+	*optional = 1;
+	return 2;
+}
+
+int pxfer_transport_memlock(const struct pxfer_transport_ops *t,
+			    unsigned int workers, unsigned int slots,
+			    uint32_t chunk, char *msg, size_t len)
+{
+	uint64_t need, limit;
+	char n[32], l[32];
+
+	if (!t->pins_memory)
+		return 0;
+	need = (uint64_t)workers * slots * (chunk + t->ring_hdr) + CONN_PINNED;
+	if (!pxfer_memlock_check(need, &limit))
+		return 0;
+	snprintf(msg, len,
+		 "cannot register %s of ring memory with the RDMA device: the memlock limit is %s "
+		 "(raise it with 'ulimit -l %llu' or more, or in /etc/security/limits.conf; "
+		 "or use fewer workers (-j) or a smaller --ring-mem on the receiver)",
+		 pxfer_human(n, sizeof(n), need), pxfer_human(l, sizeof(l), limit),
+		 (unsigned long long)(need + 1023) / 1024);
+	return -ENOMEM;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Which transport a side uses, the same way for both: --transport (auto,
+ * tcp, rdma), --device and --gid-index (rdma only: they work by binding
+ * the address the chosen GID holds), and the memlock preflight a
+ * transport that pins its rings needs before a session starts. Every
+ * message a user sees about that choice is here, once.
+ */
+#ifndef PXFER_TRANSPORT_CHOOSE_H
+#define PXFER_TRANSPORT_CHOOSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "transport/transport.h"
+
+struct pxfer_transport_choice {
+	const char *name;	/* "auto", "tcp" or "rdma"; NULL: auto */
+	const char *device;	/* --device, or NULL */
+	int gid_index;		/* --gid-index, or -1 */
+	const char *bind;	/* --bind; after resolve, what --device implies */
+	char bind_buf[64];
+};
+
+/*
+ * pxfer_transport_resolve - apply --device and --gid-index (rdma; the
+ * address to bind goes to c->bind and c->name becomes "rdma") and check
+ * that a transport named explicitly can be used here. Returns 0, or a
+ * PXFER_EXIT_* status after printing why (USAGE for options that do not
+ * fit together, NET when the host has no RDMA device).
+ */
+int pxfer_transport_resolve(struct pxfer_transport_choice *c);
+
+/*
+ * pxfer_transport_for_host - the sender's transport after resolve: for
+ * "auto", rdma when an active RDMA device routes to @host (-v says why),
+ * else tcp.
+ */
+const struct pxfer_transport_ops *
+pxfer_transport_for_host(const struct pxfer_transport_choice *c,
+			 const char *host);
+
+/*
+ * pxfer_transport_for_listen - the receiver's transports after resolve,
+ * into @out (room for 2): for "auto", tcp and, when this host has an RDMA
+ * device, rdma, which is then optional (*optional = 1: failing to listen
+ * for it is not an error). Returns how many.
+ */
+unsigned int pxfer_transport_for_listen(const struct pxfer_transport_choice *c,
+					const struct pxfer_transport_ops **out,
+					int *optional);
+
+/*
+ * pxfer_transport_memlock - for a transport that pins its rings: whether
+ * @workers rings of @slots slots of @chunk bytes (and the connections'
+ * own buffers) can be registered under RLIMIT_MEMLOCK. 0, or -ENOMEM with
+ * the message for the user, limit and remedy, in @msg.
+ */
+int pxfer_transport_memlock(const struct pxfer_transport_ops *t,
+			    unsigned int workers, unsigned int slots,
+			    uint32_t chunk, char *msg, size_t len);
+
+#endif

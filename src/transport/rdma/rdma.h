@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rdma transport, as the rest of pxfer sees it: its ops table and the
+ * device probing that transport choice needs. Everything else about it is
+ * private to transport/rdma/ (priv.h).
+ */
+#ifndef PXFER_TRANSPORT_RDMA_H
+#define PXFER_TRANSPORT_RDMA_H
+
+#include <stddef.h>
+#include "transport/transport.h"
+
+extern const struct pxfer_transport_ops pxfer_rdma_ops;
+
+/* pxfer_rdma_available - 1 if this host has an RDMA device at all */
+int pxfer_rdma_available(void);
+
+/*
+ * pxfer_rdma_probe - 1 if an active RDMA device routes to @host (so
+ * --transport auto picks rdma), 0 if not; describes the choice in @why.
+ */
+int pxfer_rdma_probe(const char *host, const char *bind, char *why, size_t len);
+
+/*
+ * pxfer_rdma_source - the IPv4 address (into @buf) that makes rdma_cm use
+ * @device (NULL: any) and its GID @gid_index (-1: the first RoCE v2
+ * IPv4-mapped GID): binding to it is how --device and --gid-index take
+ * effect. 0, or -errno with the reason in @why.
+ */
+int pxfer_rdma_source(const char *device, int gid_index, char *buf,
+		      size_t len, char *why, size_t wlen);
+
+#endif
