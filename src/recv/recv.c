@@ -213,9 +213,8 @@ static int rw_write_done(struct rworker *w, uint64_t tag, int res)
 }
 
 /* the chunk's descriptor is known and its payload not yet read */
-static int rw_check(void *arg, const struct pxfer_chunk *ch)
+static int rw_check(struct rworker *w, const struct pxfer_chunk *ch)
 {
-	struct rworker *w = arg;
 	int ret;
 
 	if (ch->seq != w->seq)
@@ -269,9 +268,13 @@ static int rw_receive(struct rworker *w)
 
 	/* bounded, so completions and the ring's slots keep moving */
 	while (n < 16) {
-		ret = s->t->recv_chunk(w->b.conn, &w->b.ring, &w->desc, rw_check, w);
+		ret = s->t->recv_chunk(w->b.conn, &w->b.ring, &w->desc);
 		if (ret == 0)
 			break;
+		if (ret > 0)
+			ret = rw_check(w, &w->desc);
+		if (!ret && s->t->recv_payload)
+			ret = s->t->recv_payload(w->b.conn, &w->b.ring, &w->desc);
 		if (ret == -EPIPE && atomic_load(&s->fin_seen))
 			return 1;
 		if (ret == -EPIPE || ret == -ECONNRESET) {

@@ -2,7 +2,7 @@
 /*
  * Transports plug in under this ops table, in the manner of rdma-core's
  * providers: each embeds struct pxfer_conn / pxfer_listener in its own
- * object and fills a static const ops table. The engine (session,
+ * object (reached back with container_of) and fills a const ops table. The engine (session,
  * scheduler, credits, protocol, file I/O) knows nothing else about them.
  *
  * Every connection carries framed messages (proto.h). The control
@@ -30,10 +30,6 @@ struct pxfer_listener {
 	const struct pxfer_transport_ops *ops;
 	char addr[80];		/* printable bound address */
 };
-
-/* Called by recv_chunk once the descriptor is known, before the payload
- * lands in the slot: returns 0 to accept or a negative errno to refuse. */
-typedef int (*pxfer_chunk_check_fn)(void *arg, const struct pxfer_chunk *ch);
 
 struct pxfer_transport_ops {
 	const char *name;
@@ -87,11 +83,20 @@ struct pxfer_transport_ops {
 	 * a negative errno if the connection failed */
 	int (*reap_sent)(struct pxfer_conn *c, uint16_t *slots,
 			 unsigned int max);
-	/* receiver: 1 with a chunk in its slot of @r, 0 if none is ready,
-	 * -EPIPE if the peer closed between chunks, or -errno */
+	/*
+	 * receiver: 1 with the next chunk's descriptor in @ch, 0 if none is
+	 * ready, -EPIPE if the peer closed between chunks, or -errno. Its
+	 * payload is in the slot of @r only once recv_payload returned: the
+	 * caller checks the descriptor (credits, files) before any payload
+	 * byte lands
+	 */
 	int (*recv_chunk)(struct pxfer_conn *c, const struct pxfer_ring *r,
-			  struct pxfer_chunk *ch, pxfer_chunk_check_fn check,
-			  void *arg);
+			  struct pxfer_chunk *ch);
+	/* receiver, optional: bring the payload of the chunk recv_chunk
+	 * returned into its slot; NULL where the peer placed it there
+	 * itself (rdma). 0 or -errno */
+	int (*recv_payload)(struct pxfer_conn *c, const struct pxfer_ring *r,
+			    const struct pxfer_chunk *ch);
 
 	/* wake anything blocked on the connection; close is still owed */
 	void (*shutdown)(struct pxfer_conn *c);

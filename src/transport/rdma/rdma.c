@@ -1692,8 +1692,7 @@ static int rt_reap_sent(struct pxfer_conn *pc, uint16_t *slots,
 }
 
 static int rt_recv_chunk(struct pxfer_conn *pc, const struct pxfer_ring *r,
-			   struct pxfer_chunk *ch, pxfer_chunk_check_fn check,
-			   void *arg)
+			   struct pxfer_chunk *ch)
 {
 	struct rdma_conn *c = to_rconn(pc);
 	uint16_t slot;
@@ -1715,10 +1714,10 @@ static int rt_recv_chunk(struct pxfer_conn *pc, const struct pxfer_ring *r,
 	n = pxfer_chunk_decode(pxfer_ring_hdr(r, slot), r->hdr_size, ch);
 	if (n < 0)
 		return -EPROTO;
+	/* the payload is in the slot already: the peer wrote it there */
 	if (ch->slot != slot || ch->len > r->slot_size)
 		return -EPROTO;
-	ret = check(arg, ch);
-	return ret ? ret : 1;
+	return 1;
 }
 
 /* ---- probing ---------------------------------------------------------- */
