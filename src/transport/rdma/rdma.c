@@ -53,12 +53,12 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#include "core/bytes.h"
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/netaddr.h"
 #include "core/sys.h"
 #include "transport/rdma/rdma.h"
+#include "transport/rdma/ring_desc.h"
 
 #define RDMA_CTRL_BUFS		16	/* control receives (and sends) */
 #define RDMA_CTRL_BUF		8192
@@ -1539,17 +1539,12 @@ static ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
 
 /* ---- rings and chunks ------------------------------------------------- */
 
-/*
- * Ring description in DATA_WELCOME (22 bytes): u64 address, u32 rkey,
- * u32 stride, u32 header room, u16 slots.
- */
-#define RING_BLOB_LEN 22
-
 static int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 			      uint8_t *blob, uint16_t *blob_len)
 {
 	struct rdma_conn *c = to_rconn(pc);
 	struct rdma_ctx *ctx = c->ctx;
+	struct pxfer_ring_desc desc;
 	int access = IBV_ACCESS_LOCAL_WRITE, ret;
 
 	if (blob)
@@ -1575,12 +1570,13 @@ static int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 	if (ret)
 		return ret;
 	c->srq_share = r->nslots;
-	pxfer_put_be(blob, (uintptr_t)r->base, 8);
-	pxfer_put_be(blob + 8, c->ring_mr->rkey, 4);
-	pxfer_put_be(blob + 12, r->stride, 4);
-	pxfer_put_be(blob + 16, r->hdr_size, 4);
-	pxfer_put_be(blob + 20, r->nslots, 2);
-	*blob_len = RING_BLOB_LEN;
+	desc.addr = (uintptr_t)r->base;
+	desc.rkey = c->ring_mr->rkey;
+	desc.stride = r->stride;
+	desc.hdr = r->hdr_size;
+	desc.slots = r->nslots;
+	pxfer_ring_desc_encode(&desc, blob);
+	*blob_len = PXFER_RING_DESC_LEN;
 	return 0;
 }
 
@@ -1588,18 +1584,17 @@ static int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
 			    uint16_t blob_len)
 {
 	struct rdma_conn *c = to_rconn(pc);
-
-	if (blob_len != RING_BLOB_LEN)
-		return -EPROTO;
-	c->raddr = pxfer_get_be(blob, 8);
-	c->rkey = pxfer_get_be(blob + 8, 4);
-	c->rstride = pxfer_get_be(blob + 12, 4);
-	c->rhdr = pxfer_get_be(blob + 16, 4);
-	c->rslots = pxfer_get_be(blob + 20, 2);
+	struct pxfer_ring_desc d;
 	/* the send queue was sized by the slots the WELCOME announced */
-	if (!c->rslots || c->rslots > c->rslots_max ||
-	    c->rhdr < PXFER_CHUNK_DESC_MAX || c->rstride <= c->rhdr)
-		return -EPROTO;
+	int ret = pxfer_ring_desc_decode(blob, blob_len, c->rslots_max, &d);
+
+	if (ret)
+		return ret;
+	c->raddr = d.addr;
+	c->rkey = d.rkey;
+	c->rstride = d.stride;
+	c->rhdr = d.hdr;
+	c->rslots = d.slots;
 	return 0;
 }
 
