@@ -6,49 +6,60 @@
 # The receiver listens on the server side (rxe0, 10.77.0.1), the sender
 # binds the client side (rxe1, 10.77.0.2).
 #
-#   a  a tree (nested dirs, empty dir, empty file, symlinks, sparse file,
+#   tree
+#      a tree (nested dirs, empty dir, empty file, symlinks, sparse file,
 #      UTF-8 names, modes 0600/0755/0444/0700, set mtimes, chunk-boundary
 #      sizes) and a 30 MiB file over --transport rdma with -j 1, 2 and 4:
 #      bytes, modes and mtimes equal each time
-#   b  --transport auto picks rdma between the rxe addresses and tcp for
+#   auto
+#      --transport auto picks rdma between the rxe addresses and tcp for
 #      127.0.0.1, and both transfers are intact
-#   c  the receiver is SIGKILLed mid-transfer (80 MiB file, -j 1): the
+#   receiver-killed
+#      the receiver is SIGKILLed mid-transfer (80 MiB file, -j 1): the
 #      sender exits 4 within 60 s with a clear message; every file with
 #      its final name is whole
-#   d  the client's veth goes down mid-transfer: the sender fails
+#   link-down
+#      the client's veth goes down mid-transfer: the sender fails
 #      clearly within 60 s, the receiver ends by itself within 90 s of the
 #      link loss; after "rxe-link up" a new transfer works (run last)
-#   e  tc netem loss 2%, then corruption 1%, both directions: rxe
+#   lossy-link
+#      tc netem loss 2%, then corruption 1%, both directions: rxe
 #      retransmits (counted) and the transfer completes intact
-#   f  a receiver, then a sender, run as nobody with a memlock limit of
+#   memlock
+#      a receiver, then a sender, run as nobody with a memlock limit of
 #      1024 KiB (below what one connection registers) and 16384 KiB
 #      (enough for the connection, not for the rings): each fails with
 #      the memlock message and its remedy, exit 5, nothing written
-#   g  a receiver with 1 MiB of rings, stopped 300 ms of every 400 ms
+#   slow-receiver
+#      a receiver with 1 MiB of rings, stopped 300 ms of every 400 ms
 #      (SIGSTOP/SIGCONT) during a 30 MiB transfer in 64 KiB chunks:
 #      intact, no RNR counter of either device moves, and the sender's
 #      -v report shows K <= B outstanding work requests, and the credit
 #      bound B within the send queue's depth D, for every data connection
-#   h  a wrong secret over rdma: exit 3 and nothing written
-#   i  both sides start with the smallest completion queue their shared
+#   wrong-secret
+#      a wrong secret over rdma: exit 3 and nothing written
+#   deep-rings
+#      both sides start with the smallest completion queue their shared
 #      receive queue allows (PXFER_RDMA_CQ_MIN=1) and deep rings (-j 2,
 #      64 KiB chunks, 256 slots each): the sender says it grew the queue,
 #      and 30 MiB arrive intact; -j 4 in 16 KiB chunks, where the default
 #      --ring-mem would make more slots than the shared receive queue
 #      holds: the receiver offers 224 each, and the file arrives intact
-#   j  --device and --gid-index instead of --bind on both sides: the
+#   device-gid
+#      --device and --gid-index instead of --bind on both sides: the
 #      transfer is intact and -v names that device and GID index on each
 #      side; a device that does not exist, a GID index that does not, and
 #      --device with --transport tcp each exit 2 with a message naming
 #      the problem, nothing written
-#   k  a peer without the secret (test/helper/hostile_rdma) connects as a data
+#   srq-drain
+#      a peer without the secret (test/helper/hostile_rdma) connects as a data
 #      connection and sends empty messages, each using up one of the
 #      receiver's shared receives, until 200 were taken (the queue holds
 #      128 between sessions): the receiver must put them back, so that a
 #      sender then gets through (-j 2, intact)
 #
 # Usage (inside the VM): test/rdma/cases.sh [-v] [CASE...]
-#   CASE   letters of the cases to run (default: all)
+#   CASE   names of the cases to run (default: all)
 #   -v     print the logs of passed checks too
 # PXFER_BUILD selects the binaries (default build/san); with
 # PXFER_RDMA_LOGS=DIR every log is copied to DIR at the end.
@@ -60,18 +71,22 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
+# link-down last: it takes the link down, which can upset the rxe driver
+ALL_CASES="tree auto receiver-killed lossy-link memlock slow-receiver wrong-secret deep-rings device-gid srq-drain link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	-v) VERBOSE=1 ;;
 	-h|--help) sed -n '/^# rdma_suite:/,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	[a-k]) cases+=("$1") ;;
-	*) echo "rdma_suite: unknown argument '$1' (cases are a-k)" >&2; exit 2 ;;
+	-*) echo "rdma_suite: unknown option '$1'" >&2; exit 2 ;;
+	*) case " $ALL_CASES " in
+	   *" $1 "*) cases+=("$1") ;;
+	   *) echo "rdma_suite: no case '$1' (cases: $ALL_CASES)" >&2; exit 2 ;;
+	   esac ;;
 	esac
 	shift
 done
-# d last: it takes the link down, which can upset the rxe driver
-[ ${#cases[@]} -gt 0 ] || cases=(a b c e f g h i j k d)
+[ ${#cases[@]} -gt 0 ] || read -ra cases <<<"$ALL_CASES"
 # how long the sender and the receiver may take to notice the link loss:
 # the sender's QPs give up after 7 retries of ~268 ms; a receiver that
 # only waits learns it from its idle timeout (60 s without a word)
@@ -240,7 +255,7 @@ summary_rate()
 # wr_report FILE LOG - the sender's per-connection lines "N chunks, at
 # most K work requests outstanding (credit bound B, send queue depth D)":
 # 0 if there is at least one and K <= B <= D < 64 in all (the queue is
-# sized from the receiver's slots, 8 in case g, not for the largest
+# sized from the receiver's slots, 8 in the slow-receiver case, not for the largest
 # ring); WR_LINES, WR_SUMMARY describe them
 wr_report()
 {
@@ -284,25 +299,25 @@ dir_empty()
 	[ -z "$(find "$1" -mindepth 1 -print -quit)" ]
 }
 
-# ---- a: end to end over rdma --------------------------------------------------------
+# ---- tree: end to end over rdma --------------------------------------------------------
 
-case_a()
+case_tree()
 {
 	local j dst log rc entries
 
 	entries=$(cd "$DATA/tree" && find . | wc -l)
 	for j in 1 2 4; do
-		dst=$W/a$j
-		log=$LOGS/a$j.check.log
+		dst=$W/tree$j
+		log=$LOGS/tree$j.check.log
 		rc=0
 		mkdir -p "$dst"
 		: >"$log"
-		if ! start_recv "a$j" "$dst" --transport rdma --bind "$SRV_ADDR"; then
-			fail "a: -j $j: the receiver did not start" "$RECV_LOG"
+		if ! start_recv "tree$j" "$dst" --transport rdma --bind "$SRV_ADDR"; then
+			fail "tree: -j $j: the receiver did not start" "$RECV_LOG"
 			kill_leftovers
 			continue
 		fi
-		rdma_send "a$j" 240 -v -j "$j" "$DATA/tree" "$DATA/big" "$SRV_ADDR:$RECV_PORT"
+		rdma_send "tree$j" 240 -v -j "$j" "$DATA/tree" "$DATA/big" "$SRV_ADDR:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
 		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
@@ -317,28 +332,28 @@ case_a()
 		fi
 		same_tree "$DATA/tree" "$dst/tree" "$log" || rc=1
 		same_file "$DATA/big" "$dst/big" "$log" || rc=1
-		check $rc "a: -j $j: tree ($entries entries) and 30 MiB over rdma; bytes, modes, mtimes equal ($SEND_SECS s; $(summary_rate "$SEND_LOG"))" \
+		check $rc "tree: -j $j: tree ($entries entries) and 30 MiB over rdma; bytes, modes, mtimes equal ($SEND_SECS s; $(summary_rate "$SEND_LOG"))" \
 			"$log" "$SEND_LOG" "$RECV_LOG"
 		kill_leftovers
 		rm -rf "$dst"
 	done
 }
 
-# ---- b: transport auto ----------------------------------------------------------------
+# ---- auto: transport auto ----------------------------------------------------------------
 
-case_b()
+case_auto()
 {
 	local dst log rc
 
 	# between the rxe addresses: rdma
 	dst=$W/b1
-	log=$LOGS/b1.check.log
+	log=$LOGS/auto1.check.log
 	rc=0
 	mkdir -p "$dst"
 	: >"$log"
-	if start_recv b1 "$dst" --bind "$SRV_ADDR"; then
+	if start_recv auto1 "$dst" --bind "$SRV_ADDR"; then
 		grep_log "\(rdma\)" "$RECV_LOG" "$log" || rc=1
-		run_send b1 120 -v -j 2 --transport auto --bind "$CLI_ADDR" \
+		run_send auto1 120 -v -j 2 --transport auto --bind "$CLI_ADDR" \
 			"$DATA/tree" "$SRV_ADDR:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
@@ -349,19 +364,19 @@ case_b()
 	else
 		rc=1
 	fi
-	check $rc "b: auto between the rxe addresses picks rdma: \"$(grep -m 1 -o 'transport auto: .*' "$SEND_LOG" 2>/dev/null)\"; tree intact" \
+	check $rc "auto: auto between the rxe addresses picks rdma: \"$(grep -m 1 -o 'transport auto: .*' "$SEND_LOG" 2>/dev/null)\"; tree intact" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
 
 	# to 127.0.0.1: no RDMA device routes there, so tcp
 	dst=$W/b2
-	log=$LOGS/b2.check.log
+	log=$LOGS/auto2.check.log
 	rc=0
 	mkdir -p "$dst"
 	: >"$log"
-	if start_recv b2 "$dst"; then
-		run_send b2 120 -v -j 2 --transport auto "$DATA/tree" "127.0.0.1:$RECV_PORT"
+	if start_recv auto2 "$dst"; then
+		run_send auto2 120 -v -j 2 --transport auto "$DATA/tree" "127.0.0.1:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
 		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
@@ -371,22 +386,22 @@ case_b()
 	else
 		rc=1
 	fi
-	check $rc "b: auto to 127.0.0.1 picks tcp: \"$(grep -m 1 -o 'transport auto: .*' "$SEND_LOG" 2>/dev/null)\"; tree intact" \
+	check $rc "auto: auto to 127.0.0.1 picks tcp: \"$(grep -m 1 -o 'transport auto: .*' "$SEND_LOG" 2>/dev/null)\"; tree intact" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
 }
 
-# ---- c: the receiver is killed ----------------------------------------------------------
+# ---- receiver-killed: the receiver is killed ----------------------------------------------------------
 
-case_c()
+case_receiver_killed()
 {
-	local dst=$W/c log=$LOGS/c.check.log rc=0 msg
+	local dst=$W/receiver-killed log=$LOGS/receiver-killed.check.log rc=0 msg
 
 	mkdir -p "$dst"
 	: >"$log"
-	if ! start_recv c "$dst" --transport rdma --bind "$SRV_ADDR"; then
-		fail "c: the receiver did not start" "$RECV_LOG"
+	if ! start_recv receiver-killed "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		fail "receiver-killed: the receiver did not start" "$RECV_LOG"
 		kill_leftovers
 		return
 	fi
@@ -396,41 +411,41 @@ case_c()
 	bg_send c -v -j 1 --transport rdma --bind "$CLI_ADDR" "$DATA/tree" "$DATA/kill" \
 		"$SRV_ADDR:$RECV_PORT"
 	if ! wait_for 90 wire_at_least $((TREE_BYTES + (8 << 20))); then
-		fail "c: the 80 MiB file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
+		fail "receiver-killed: the 80 MiB file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
 		kill_leftovers
 		rm -rf "$dst"
 		return
 	fi
 	kill -KILL "$RECV_PID"
-	note "c: killed the receiver after $WIRE_BYTES bytes on the wire, $(part_bytes "$dst") bytes of the 80 MiB file written"
+	note "receiver-killed: killed the receiver after $WIRE_BYTES bytes on the wire, $(part_bytes "$dst") bytes of the 80 MiB file written"
 	wait_pid "$SEND_PID" 60
 	echo "# exit $WAIT_RC after $WAIT_SECS s" >>"$SEND_LOG"
 	echo "sender exit $WAIT_RC, $WAIT_SECS s after the kill" >>"$log"
 	[ "$WAIT_RC" -eq 4 ] || rc=1
 	msg=$(error_line "$SEND_LOG")
 	grep_log "error: .*(receiver|connection|peer)" "$SEND_LOG" "$log" || rc=1
-	check $rc "c: receiver killed: the sender exits $WAIT_RC after $WAIT_SECS s (bound 60 s): \"$msg\"" \
+	check $rc "receiver-killed: receiver killed: the sender exits $WAIT_RC after $WAIT_SECS s (bound 60 s): \"$msg\"" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 
 	rc=0
 	: >"$log"
 	finals_intact "$DATA" "$dst" "$log" || rc=1
 	[ -e "$dst/kill" ] && { echo "'kill' has its final name" >>"$log"; rc=1; }
-	check $rc "c: receiver killed: the $FINALS files with a final name are complete and equal; 'kill' has none" "$log"
+	check $rc "receiver-killed: receiver killed: the $FINALS files with a final name are complete and equal; 'kill' has none" "$log"
 	kill_leftovers
 	rm -rf "$dst"
 }
 
-# ---- d: the link goes down ----------------------------------------------------------------
+# ---- link-down: the link goes down ----------------------------------------------------------------
 
-case_d()
+case_link_down()
 {
-	local dst=$W/d log=$LOGS/d.check.log rc=0 msg tdown rsecs
+	local dst=$W/link-down log=$LOGS/link-down.check.log rc=0 msg tdown rsecs
 
 	mkdir -p "$dst"
 	: >"$log"
-	if ! start_recv d "$dst" --transport rdma --bind "$SRV_ADDR"; then
-		fail "d: the receiver did not start" "$RECV_LOG"
+	if ! start_recv link-down "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		fail "link-down: the receiver did not start" "$RECV_LOG"
 		kill_leftovers
 		return
 	fi
@@ -438,7 +453,7 @@ case_d()
 	bg_send d -v -j 2 --transport rdma --bind "$CLI_ADDR" "$DATA/tree" "$DATA/kill" \
 		"$SRV_ADDR:$RECV_PORT"
 	if ! wait_for 90 wire_at_least $((TREE_BYTES + (4 << 20))); then
-		fail "d: the 80 MiB file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
+		fail "link-down: the 80 MiB file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
 		kill_leftovers
 		rm -rf "$dst"
 		return
@@ -449,7 +464,7 @@ case_d()
 	tdown=$(now_ms)
 	LINK_DOWN=1
 	ip link set dev "$CLI_IF" down >>"$log" 2>&1
-	note "d: took $CLI_IF down after $WIRE_BYTES bytes on the wire, $(part_bytes "$dst") bytes of the 80 MiB file written"
+	note "link-down: took $CLI_IF down after $WIRE_BYTES bytes on the wire, $(part_bytes "$dst") bytes of the 80 MiB file written"
 	wait_pid "$SEND_PID" "$D_SEND_BOUND"
 	echo "# exit $WAIT_RC after $WAIT_SECS s" >>"$SEND_LOG"
 	echo "sender exit $WAIT_RC, $WAIT_SECS s after the link went down" >>"$log"
@@ -458,7 +473,7 @@ case_d()
 	# an error that says why: the interface, the peer gone, a timeout
 	grep_log "error: .*(interface is down|gone|unreachable|closed the connection|timed out|no word)" \
 		"$SEND_LOG" "$log" || rc=1
-	check $rc "d: link down: the sender exits $WAIT_RC after $WAIT_SECS s (bound $D_SEND_BOUND s): \"$msg\"" \
+	check $rc "link-down: link down: the sender exits $WAIT_RC after $WAIT_SECS s (bound $D_SEND_BOUND s): \"$msg\"" \
 		"$log" "$SEND_LOG"
 
 	# the link stays down: the receiver has to notice by itself
@@ -471,40 +486,40 @@ case_d()
 			"(its sender was gone); killed" >>"$log"
 		rc=1
 	fi
-	check $rc "d: link down: the receiver ends by itself within $D_RECV_BOUND s of the link loss (exit $WAIT_RC after $rsecs s: \"$(error_line "$RECV_LOG")\")" \
+	check $rc "link-down: link down: the receiver ends by itself within $D_RECV_BOUND s of the link loss (exit $WAIT_RC after $rsecs s: \"$(error_line "$RECV_LOG")\")" \
 		"$log" "$RECV_LOG"
 	if [ "$WAIT_RC" -ne 124 ]; then
 		rc=0
 		have_part "$dst" && { echo "temporary files left: $(find "$dst" -name '.pxfer-*.part')" >>"$log"; rc=1; }
-		check $rc "d: link down: the receiver removed its temporary files" "$log"
+		check $rc "link-down: link down: the receiver removed its temporary files" "$log"
 	fi
 	rc=0
 	: >"$log"
 	finals_intact "$DATA" "$dst" "$log" || rc=1
 	[ -e "$dst/kill" ] && { echo "'kill' has its final name" >>"$log"; rc=1; }
-	check $rc "d: link down: the $FINALS files with a final name are complete and equal" "$log"
+	check $rc "link-down: link down: the $FINALS files with a final name are complete and equal" "$log"
 	kill_leftovers
 	rm -rf "$dst"
 
 	rxe-link up both >>"$log" 2>&1 && LINK_DOWN=0
-	note "d: $CLI_IF up again $(secs_since "$tdown") s after it went down"
+	note "link-down: $CLI_IF up again $(secs_since "$tdown") s after it went down"
 	# rxe in 6.1 can leave a device's rdma_cm (MAD) traffic dead after a
 	# process exits while its link is down (see docs/testing.md); tell
 	# that apart from pxfer with rping, and recreate the devices if so
 	if ! rdma_cm_works; then
-		note "d: rdma_cm itself (rping) fails after the link came back: the rxe driver, not pxfer; recreating $SRV_DEV and $CLI_DEV"
-		rxe_recreate >>"$log" 2>&1 || note "d: recreating the rxe devices failed: $(tail -n 3 "$log" | tr '\n' ' ')"
-		rdma_cm_works || note "d: rdma_cm still fails (rping) after recreating the devices"
+		note "link-down: rdma_cm itself (rping) fails after the link came back: the rxe driver, not pxfer; recreating $SRV_DEV and $CLI_DEV"
+		rxe_recreate >>"$log" 2>&1 || note "link-down: recreating the rxe devices failed: $(tail -n 3 "$log" | tr '\n' ' ')"
+		rdma_cm_works || note "link-down: rdma_cm still fails (rping) after recreating the devices"
 	fi
 
 	# a new transfer over the restored link
 	dst=$W/d2
-	log=$LOGS/d2.check.log
+	log=$LOGS/link-down2.check.log
 	rc=0
 	mkdir -p "$dst"
 	: >"$log"
-	if start_recv d2 "$dst" --transport rdma --bind "$SRV_ADDR"; then
-		rdma_send d2 120 -v -j 2 "$DATA/tree" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+	if start_recv link-down2 "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		rdma_send link-down2 120 -v -j 2 "$DATA/tree" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
 		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
@@ -513,22 +528,22 @@ case_d()
 	else
 		rc=1
 	fi
-	check $rc "d: after the link is back up, a new transfer over rdma is intact ($SEND_SECS s)" \
+	check $rc "link-down: after the link is back up, a new transfer over rdma is intact ($SEND_SECS s)" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
 }
 
-# ---- e: loss and corruption ----------------------------------------------------------------
+# ---- lossy-link: loss and corruption ----------------------------------------------------------------
 
-case_e()
+case_lossy_link()
 {
 	local spec i=0 dst log rc before after stats r0 r1
 
 	for spec in "loss 2%" "corrupt 1%"; do
 		i=$((i + 1))
-		dst=$W/e$i
-		log=$LOGS/e$i.check.log
+		dst=$W/lossy-link$i
+		log=$LOGS/lossy-link$i.check.log
 		rc=0
 		mkdir -p "$dst"
 		: >"$log"
@@ -537,8 +552,8 @@ case_e()
 		rxe-netem both $spec >>"$log" 2>&1 || rc=1
 		before=$(retry_counters)
 		r0=$(retries_total)
-		if start_recv "e$i" "$dst" --transport rdma --bind "$SRV_ADDR"; then
-			rdma_send "e$i" 240 -v -j 2 "$DATA/medium" "$DATA/pub" "$SRV_ADDR:$RECV_PORT"
+		if start_recv "lossy-link$i" "$dst" --transport rdma --bind "$SRV_ADDR"; then
+			rdma_send "lossy-link$i" 240 -v -j 2 "$DATA/medium" "$DATA/pub" "$SRV_ADDR:$RECV_PORT"
 			recv_done 30
 			echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
 			[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
@@ -561,17 +576,17 @@ case_e()
 			echo "counters after:  $after"
 		} >>"$log"
 		rxe-netem both clear >>"$log" 2>&1 && NETEM=0
-		check $rc "e: netem $spec both ways: 3 MiB and 3 small files intact over rdma, $((r1 - r0)) retransmissions ($SEND_SECS s)" \
+		check $rc "lossy-link: netem $spec both ways: 3 MiB and 3 small files intact over rdma, $((r1 - r0)) retransmissions ($SEND_SECS s)" \
 			"$log" "$SEND_LOG" "$RECV_LOG"
-		note "e: $stats"
-		note "e: rxe counters before: $before"
-		note "e: rxe counters after:  $after"
+		note "lossy-link: $stats"
+		note "lossy-link: rxe counters before: $before"
+		note "lossy-link: rxe counters after:  $after"
 		kill_leftovers
 		rm -rf "$dst"
 	done
 }
 
-# ---- f: memlock limits ------------------------------------------------------------------
+# ---- memlock: memlock limits ------------------------------------------------------------------
 
 # f_recv KIB - a receiver as nobody with a memlock limit of KIB KiB, and a
 # root sender: the receiver must log the memlock message with its remedy
@@ -579,7 +594,7 @@ case_e()
 # nothing may be written
 f_recv()
 {
-	local kib=$1 name=f-recv-$1 dst=$W/f-recv-$1 log rc=0
+	local kib=$1 name=f-recv-$1 dst=$W/memlock-recv-$1 log rc=0
 
 	log=$LOGS/$name.check.log
 	mkdir -p "$dst"
@@ -603,14 +618,14 @@ f_recv()
 		RECV_WRAP=()
 		rc=1
 	fi
-	check $rc "f: receiver as nobody, memlock $kib KiB: exits $RECV_RC, logs \"$(grep -m 1 -o 'cannot register.*ulimit -l [0-9]*' "$RECV_LOG" | cut -c 1-160)\"" \
+	check $rc "memlock: receiver as nobody, memlock $kib KiB: exits $RECV_RC, logs \"$(grep -m 1 -o 'cannot register.*ulimit -l [0-9]*' "$RECV_LOG" | cut -c 1-160)\"" \
 		"$log" "$RECV_LOG"
 	rc=0
 	: >"$log"
 	[ "$SEND_RC" -ne 0 ] && [ "$SEND_RC" -ne 124 ] || rc=1
 	grep_log "error: .*receiver.*memlock" "$SEND_LOG" "$log" || rc=1
 	dir_empty "$dst" || { echo "files were written: $(find "$dst" -mindepth 1 | head -n 5)" >>"$log"; rc=1; }
-	check $rc "f: ... and its sender exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-160)\"; nothing written" \
+	check $rc "memlock: ... and its sender exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-160)\"; nothing written" \
 		"$log" "$SEND_LOG"
 	kill_leftovers
 	rm -rf "$dst"
@@ -620,7 +635,7 @@ f_recv()
 # exit 5 with the memlock message and its remedy; nothing written
 f_send()
 {
-	local kib=$1 name=f-send-$1 dst=$W/f-send-$1 log rc=0
+	local kib=$1 name=f-send-$1 dst=$W/memlock-send-$1 log rc=0
 
 	log=$LOGS/$name.check.log
 	mkdir -p "$dst"
@@ -639,7 +654,7 @@ f_send()
 	else
 		rc=1
 	fi
-	check $rc "f: sender as nobody, memlock $kib KiB: exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-200)\"" \
+	check $rc "memlock: sender as nobody, memlock $kib KiB: exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-200)\"" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
@@ -647,7 +662,7 @@ f_send()
 
 # 1024 KiB is less than even the control connection registers (about
 # 2 MiB); 16384 KiB lets the connection up but not the -j 2 rings (34 MiB)
-case_f()
+case_memlock()
 {
 	f_recv 1024
 	f_recv 16384
@@ -655,18 +670,18 @@ case_f()
 	f_send 16384
 }
 
-# ---- g: a slow receiver -------------------------------------------------------------------
+# ---- slow-receiver: a slow receiver -------------------------------------------------------------------
 
-case_g()
+case_slow_receiver()
 {
-	local dst=$W/g log=$LOGS/g.check.log rc=0 before after tpid cycles
+	local dst=$W/slow-receiver log=$LOGS/slow-receiver.check.log rc=0 before after tpid cycles
 
 	mkdir -p "$dst"
 	: >"$log"
 	# 1 MiB of ring for 2 workers in 64 KiB chunks: 8 slots each, so the
 	# stopped receiver, not the wire, sets the pace
-	if ! start_recv g "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 1M; then
-		fail "g: the receiver did not start" "$RECV_LOG"
+	if ! start_recv slow-receiver "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 1M; then
+		fail "slow-receiver: the receiver did not start" "$RECV_LOG"
 		kill_leftovers
 		return
 	fi
@@ -683,7 +698,7 @@ case_g()
 			n=$((n + 1))
 			nap 0.1
 		done
-		echo "$n" >"$LOGS/g.cycles"
+		echo "$n" >"$LOGS/slow-receiver.cycles"
 	) &
 	tpid=$!
 	track "$tpid"
@@ -696,7 +711,7 @@ case_g()
 	kill -CONT "$RECV_PID" 2>/dev/null
 	recv_done 30
 	after=$(rnr_counters)
-	cycles=$(cat "$LOGS/g.cycles" 2>/dev/null || echo '?')
+	cycles=$(cat "$LOGS/slow-receiver.cycles" 2>/dev/null || echo '?')
 	{
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC; $cycles stop/continue cycles"
 		echo "RNR counters before: $before"
@@ -704,7 +719,7 @@ case_g()
 	} >>"$log"
 	[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
 	same_file "$DATA/big" "$dst/big" "$log" || rc=1
-	check $rc "g: receiver (1 MiB of rings) stopped 300 ms of every 400 ms ($cycles times): 30 MiB in 64 KiB chunks intact over rdma ($SEND_SECS s)" \
+	check $rc "slow-receiver: receiver (1 MiB of rings) stopped 300 ms of every 400 ms ($cycles times): 30 MiB in 64 KiB chunks intact over rdma ($SEND_SECS s)" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 
 	rc=0
@@ -715,27 +730,27 @@ case_g()
 		echo "RNR counters moved" >>"$log"
 		rc=1
 	fi
-	check $rc "g: no RNR on either device ($after)" "$log"
+	check $rc "slow-receiver: no RNR on either device ($after)" "$log"
 
 	rc=0
 	wr_report "$SEND_LOG" "$log" || rc=1
-	check $rc "g: outstanding work requests within the credit bound, and that within the send queue, on all $WR_LINES data connections ($WR_SUMMARY)" \
+	check $rc "slow-receiver: outstanding work requests within the credit bound, and that within the send queue, on all $WR_LINES data connections ($WR_SUMMARY)" \
 		"$log" "$SEND_LOG"
 	kill_leftovers
 	rm -rf "$dst"
 }
 
-# ---- h: a wrong secret --------------------------------------------------------------------
+# ---- wrong-secret: a wrong secret --------------------------------------------------------------------
 
-case_h()
+case_wrong_secret()
 {
-	local dst=$W/h log=$LOGS/h.check.log rc=0
+	local dst=$W/wrong-secret log=$LOGS/wrong-secret.check.log rc=0
 
 	mkdir -p "$dst"
 	: >"$log"
-	if start_recv h "$dst" --transport rdma --bind "$SRV_ADDR"; then
+	if start_recv wrong-secret "$dst" --transport rdma --bind "$SRV_ADDR"; then
 		SEND_WRAP=(env PXFER_SECRET=not-the-right-secret-42-42-42)
-		rdma_send h 60 -v -j 2 "$DATA/pub" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		rdma_send wrong-secret 60 -v -j 2 "$DATA/pub" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
 		SEND_WRAP=()
 		echo "sender exit $SEND_RC" >>"$log"
 		[ "$SEND_RC" -eq 3 ] || rc=1
@@ -746,17 +761,17 @@ case_h()
 	else
 		rc=1
 	fi
-	check $rc "h: wrong secret over rdma: the sender exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-160)\"; nothing written" \
+	check $rc "wrong-secret: wrong secret over rdma: the sender exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-160)\"; nothing written" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
 }
 
-# ---- i: the completion queue grows ---------------------------------------------------------
+# ---- deep-rings: the completion queue grows ---------------------------------------------------------
 
-case_i()
+case_deep_rings()
 {
-	local dst=$W/i log=$LOGS/i.check.log rc=0
+	local dst=$W/deep-rings log=$LOGS/deep-rings.check.log rc=0
 
 	mkdir -p "$dst"
 	: >"$log"
@@ -764,8 +779,8 @@ case_i()
 	# sender reserves two work requests per slot on top of its SRQ's share
 	RECV_WRAP=(env PXFER_RDMA_CQ_MIN=1)
 	SEND_WRAP=(env PXFER_RDMA_CQ_MIN=1)
-	if start_recv i "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 32M; then
-		rdma_send i 240 -v -j 2 --chunk-size 64K "$DATA/big" "$SRV_ADDR:$RECV_PORT"
+	if start_recv deep-rings "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 32M; then
+		rdma_send deep-rings 240 -v -j 2 --chunk-size 64K "$DATA/big" "$SRV_ADDR:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
 		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
@@ -777,7 +792,7 @@ case_i()
 	fi
 	RECV_WRAP=()
 	SEND_WRAP=()
-	check $rc "i: a completion queue started small grows for deep rings ($(grep -ohE 'completion queue grown to [0-9]+ entries' "$SEND_LOG" "$RECV_LOG" 2>/dev/null | sort -u | paste -sd ',' -)); 30 MiB in 64 KiB chunks intact ($SEND_SECS s)" \
+	check $rc "deep-rings: a completion queue started small grows for deep rings ($(grep -ohE 'completion queue grown to [0-9]+ entries' "$SEND_LOG" "$RECV_LOG" 2>/dev/null | sort -u | paste -sd ',' -)); 30 MiB in 64 KiB chunks intact ($SEND_SECS s)" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
@@ -785,12 +800,12 @@ case_i()
 	# 16 KiB chunks for 4 workers in the default 32 MiB would be 512
 	# slots each, 2048 receives, more than the shared queue holds (1024,
 	# 128 of them for messages): the receiver offers what fits, 224 each
-	log=$LOGS/i-slots.check.log
+	log=$LOGS/deep-rings-slots.check.log
 	rc=0
 	: >"$log"
 	mkdir -p "$dst"
-	if start_recv i-slots "$dst" --transport rdma --bind "$SRV_ADDR"; then
-		rdma_send i-slots 240 -v -j 4 --chunk-size 16K "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+	if start_recv deep-rings-slots "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		rdma_send deep-rings-slots 240 -v -j 4 --chunk-size 16K "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
 		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
@@ -799,27 +814,27 @@ case_i()
 	else
 		rc=1
 	fi
-	check $rc "i: -j 4 in 16 KiB chunks: the receiver offers the slots its shared receive queue holds (224 each), intact ($SEND_SECS s)" \
+	check $rc "deep-rings: -j 4 in 16 KiB chunks: the receiver offers the slots its shared receive queue holds (224 each), intact ($SEND_SECS s)" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
 }
 
-# ---- j: --device and --gid-index ---------------------------------------------------------
+# ---- device-gid: --device and --gid-index ---------------------------------------------------------
 
-case_j()
+case_device_gid()
 {
-	local dst=$W/j log=$LOGS/j.check.log rc=0 sgid=${PXFER_RXE_SERVER_GID:-} cgid=${PXFER_RXE_CLIENT_GID:-}
+	local dst=$W/device-gid log=$LOGS/device-gid.check.log rc=0 sgid=${PXFER_RXE_SERVER_GID:-} cgid=${PXFER_RXE_CLIENT_GID:-}
 	local name want args
 
 	mkdir -p "$dst"
 	: >"$log"
 	if [ -z "$sgid" ] || [ -z "$cgid" ]; then
-		fail "j: the test bed did not say which GID index holds each address (PXFER_RXE_*_GID)"
+		fail "device-gid: the test bed did not say which GID index holds each address (PXFER_RXE_*_GID)"
 		return
 	fi
-	if start_recv j "$dst" --transport rdma --device "$SRV_DEV" --gid-index "$sgid"; then
-		run_send j 120 -v -j 2 --transport rdma --device "$CLI_DEV" --gid-index "$cgid" \
+	if start_recv device-gid "$dst" --transport rdma --device "$SRV_DEV" --gid-index "$sgid"; then
+		run_send device-gid 120 -v -j 2 --transport rdma --device "$CLI_DEV" --gid-index "$cgid" \
 			"$DATA/pub" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
@@ -833,14 +848,14 @@ case_j()
 	else
 		rc=1
 	fi
-	check $rc "j: --device $SRV_DEV/$CLI_DEV --gid-index $sgid/$cgid on both sides: intact, and -v names them" \
+	check $rc "device-gid: --device $SRV_DEV/$CLI_DEV --gid-index $sgid/$cgid on both sides: intact, and -v names them" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
 
 	# bad choices: exit 2, a message naming the problem, nothing sent
 	for name in nodev nogid tcp; do
-		log=$LOGS/j-$name.check.log
+		log=$LOGS/device-gid-$name.check.log
 		rc=0
 		: >"$log"
 		mkdir -p "$dst"
@@ -851,8 +866,8 @@ case_j()
 		tcp) args=(--transport tcp --device "$CLI_DEV")
 		     want="--device and --gid-index apply to the rdma transport, not tcp" ;;
 		esac
-		if start_recv "j-$name" "$dst" --bind "$SRV_ADDR"; then
-			run_send "j-$name" 60 -v "${args[@]}" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		if start_recv "device-gid-$name" "$dst" --bind "$SRV_ADDR"; then
+			run_send "device-gid-$name" 60 -v "${args[@]}" "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
 			echo "sender exit $SEND_RC" >>"$log"
 			[ "$SEND_RC" -eq 2 ] || rc=1
 			grep -qF -- "$want" "$SEND_LOG" ||
@@ -861,26 +876,26 @@ case_j()
 		else
 			rc=1
 		fi
-		check $rc "j: sender ${args[*]}: exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-140)\"" \
+		check $rc "device-gid: sender ${args[*]}: exits $SEND_RC: \"$(error_line "$SEND_LOG" | cut -c 1-140)\"" \
 			"$log" "$SEND_LOG" "$RECV_LOG"
 		kill_leftovers
 		rm -rf "$dst"
 	done
 }
 
-# ---- k: a peer without the secret uses up the shared receives --------------------------
+# ---- srq-drain: a peer without the secret uses up the shared receives --------------------------
 
-case_k()
+case_srq_drain()
 {
-	local dst=$W/k log=$LOGS/k.check.log rc=0 hr=$build/test/helper/hostile_rdma i taken=0
+	local dst=$W/srq-drain log=$LOGS/srq-drain.check.log rc=0 hr=$build/test/helper/hostile_rdma i taken=0
 
 	mkdir -p "$dst"
 	: >"$log"
 	if [ ! -x "$hr" ]; then
-		fail "k: $hr is not built (make SAN=1)"
+		fail "srq-drain: $hr is not built (make SAN=1)"
 		return
 	fi
-	if start_recv k "$dst" --transport rdma --bind "$SRV_ADDR"; then
+	if start_recv srq-drain "$dst" --transport rdma --bind "$SRV_ADDR"; then
 		# each message that arrives uses up a receive of the shared
 		# queue, which holds 128 between sessions; the receiver closes
 		# such a connection after a few, so come back until 200 were
@@ -893,7 +908,7 @@ case_k()
 		done
 		echo "$i connections, $taken messages taken" >>"$log"
 		[ "${taken:-0}" -ge 128 ] || rc=1
-		rdma_send k 120 -v -j 2 "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		rdma_send srq-drain 120 -v -j 2 "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
 		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
@@ -901,7 +916,7 @@ case_k()
 	else
 		rc=1
 	fi
-	check $rc "k: after $taken empty messages taken from a peer without the secret over $i connections, a sender gets through intact" \
+	check $rc "srq-drain: after $taken empty messages taken from a peer without the secret over $i connections, a sender gets through intact" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
@@ -925,7 +940,7 @@ declare -A TOOK
 for c in "${cases[@]}"; do
 	t0=$(now_ms)
 	note "---- case $c"
-	"case_$c"
+	"case_${c//-/_}"
 	kill_leftovers
 	if [ "$NETEM" = 1 ]; then rxe-netem both clear >/dev/null 2>&1 && NETEM=0; fi
 	if [ "$LINK_DOWN" = 1 ]; then rxe-link up both >/dev/null 2>&1 && LINK_DOWN=0; fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# rdma_e2e: pxfer end to end over RDMA (Soft-RoCE), with faults.
+# rdma suite: pxfer end to end over RDMA (Soft-RoCE), with faults.
 #
 # Boots the rxe test VM once (test/vm/run) and runs
 # test/rdma/cases.sh inside it against $PXFER_BUILD (default
@@ -13,7 +13,8 @@
 #
 # Usage: test/rdma/suite.sh [-v] [CASE...]
 #   -v      also print the logs of passed checks
-#   CASE    run only these cases of the suite (letters a-k)
+#   CASE    run only these cases of the suite, by name (tree, auto,
+#           receiver-killed, ...; test/rdma/cases.sh --help lists them)
 #
 # Exit status: 0 all checks passed; 1 a check failed, the VM failed to
 # boot or set up (125 from test/vm/run) or timed out (124); 77 only
@@ -21,7 +22,7 @@
 # kernel package cannot be obtained), and never with PXFER_REQUIRE_RXE=1
 # or CI set. PXFER_SKIP_VM=1 ("make check") skips the test (77).
 #
-# The logs of the last run are left in build/test-logs/rdma_e2e/.
+# The logs of the last run are left in build/test-logs/rdma-suite/.
 # RDMA_E2E_TIMEOUT (default 900, or PXFER_TEST_TIMEOUT - 30 if that is
 # smaller) bounds the VM run, in seconds. A run takes about 5 minutes.
 set -uo pipefail
@@ -36,34 +37,34 @@ if [ -z "${RDMA_E2E_TIMEOUT:-}" ] && [ -n "${PXFER_TEST_TIMEOUT:-}" ] &&
    [ "$PXFER_TEST_TIMEOUT" -gt 60 ] && [ "$PXFER_TEST_TIMEOUT" -le "$timeout_s" ]; then
 	timeout_s=$((PXFER_TEST_TIMEOUT - 30))
 fi
-logs=$ROOT/build/test-logs/rdma_e2e
+logs=$ROOT/build/test-logs/rdma-suite
 
 skip()
 {
 	if [ "${PXFER_REQUIRE_RXE:-0}" = 1 ] || [ -n "${CI:-}" ]; then
-		echo "rdma_e2e: FAIL: $* (the RDMA tests must run here: PXFER_REQUIRE_RXE=1 or CI is set)" >&2
+		echo "rdma suite: FAIL: $* (the RDMA tests must run here: PXFER_REQUIRE_RXE=1 or CI is set)" >&2
 		exit 1
 	fi
-	echo "rdma_e2e: SKIP: $*"
+	echo "rdma suite: SKIP: $*"
 	exit 77
 }
 
 if [ "${PXFER_SKIP_VM:-0}" = 1 ]; then
-	echo "rdma_e2e: SKIP: PXFER_SKIP_VM=1 (the RDMA tests need the rxe VM)"
+	echo "rdma suite: SKIP: PXFER_SKIP_VM=1 (the RDMA tests need the rxe VM)"
 	exit 77
 fi
 
 args=()
 for a in "$@"; do
 	case $a in
-	-v|[a-k]) args+=("$a") ;;
+	-v|[a-z]*) args+=("$a") ;;
 	-h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-	*) echo "rdma_e2e: unknown argument '$a' (see $0 --help)" >&2; exit 2 ;;
+	*) echo "rdma suite: unknown argument '$a' (see $0 --help)" >&2; exit 2 ;;
 	esac
 done
 
 if [ ! -x "$PXFER_BUILD/pxfer" ]; then
-	echo "rdma_e2e: FAIL: $PXFER_BUILD/pxfer is not built (make SAN=1)" >&2
+	echo "rdma suite: FAIL: $PXFER_BUILD/pxfer is not built (make SAN=1)" >&2
 	exit 1
 fi
 
@@ -92,11 +93,11 @@ start=$SECONDS
 	--env PXFER_RDMA_LOGS="$logs" -- \
 	bash "$HERE/cases.sh" "${args[@]}"
 rc=$?
-echo "rdma_e2e: VM run took $((SECONDS - start)) s; logs in $logs"
+echo "rdma suite: VM run took $((SECONDS - start)) s; logs in $logs"
 case $rc in
 0) exit 0 ;;
-124) echo "rdma_e2e: FAIL: the VM run timed out after $timeout_s s" >&2 ;;
-125) echo "rdma_e2e: FAIL: the VM did not boot or set up, or crashed (see above)" >&2 ;;
-*) echo "rdma_e2e: FAIL: the suite exited $rc" >&2 ;;
+124) echo "rdma suite: FAIL: the VM run timed out after $timeout_s s" >&2 ;;
+125) echo "rdma suite: FAIL: the VM did not boot or set up, or crashed (see above)" >&2 ;;
+*) echo "rdma suite: FAIL: the suite exited $rc" >&2 ;;
 esac
 exit 1
