@@ -6,17 +6,14 @@
 #include "send/scheduler.h"
 
 int pxfer_sched_init(struct pxfer_sched *s, uint32_t chunk,
-		     unsigned int max_seg,
-		     void (*on_end)(void *arg, struct pxfer_sfile *f),
-		     void *arg)
+		     unsigned int max_seg)
 {
 	memset(s, 0, sizeof(*s));
 	if (!chunk || !max_seg || max_seg > PXFER_SEG_MAX)
 		return -EINVAL;
 	s->chunk = chunk;
 	s->max_seg = max_seg;
-	s->on_end = on_end;
-	s->arg = arg;
+	s->ended_tail = &s->ended;
 	return -pthread_mutex_init(&s->lock, NULL);
 }
 
@@ -25,12 +22,14 @@ void pxfer_sched_release(struct pxfer_sched *s)
 	pthread_mutex_destroy(&s->lock);
 }
 
-/* call with the lock held */
+/* call with the lock held; @f is off the queue once all_planned */
 static void maybe_end(struct pxfer_sched *s, struct pxfer_sfile *f)
 {
 	if (f->all_planned && !f->inflight && !f->ended) {
 		f->ended = 1;
-		s->on_end(s->arg, f);
+		f->next = NULL;
+		*s->ended_tail = f;
+		s->ended_tail = &f->next;
 	}
 }
 
@@ -154,4 +153,16 @@ int pxfer_sched_ended(struct pxfer_sched *s, struct pxfer_sfile *f)
 	ended = f->ended;
 	pthread_mutex_unlock(&s->lock);
 	return ended;
+}
+
+struct pxfer_sfile *pxfer_sched_take_ended(struct pxfer_sched *s)
+{
+	struct pxfer_sfile *list;
+
+	pthread_mutex_lock(&s->lock);
+	list = s->ended;
+	s->ended = NULL;
+	s->ended_tail = &s->ended;
+	pthread_mutex_unlock(&s->lock);
+	return list;
 }

@@ -8,8 +8,10 @@
  * several to a chunk, so per-file cost does not dominate. Only data
  * regions are planned (SEEK_DATA / SEEK_HOLE): holes stay holes.
  *
- * When a file has all its data planned and no segment in flight, on_end is
- * called (with the scheduler lock held) so the caller can send FILE_END.
+ * A file ends when all its data is planned and no segment is in flight
+ * (sent, or given up after an error): the scheduler puts it on a list of
+ * ended files that its callers take with pxfer_sched_take_ended, to send
+ * FILE_END outside the scheduler's lock. It calls nothing of theirs.
  */
 #ifndef PXFER_SCHEDULER_H
 #define PXFER_SCHEDULER_H
@@ -28,10 +30,10 @@ struct pxfer_sfile {
 	uint64_t sent;		/* bytes of segments sent */
 	unsigned int inflight;	/* segments planned, not yet done */
 	int all_planned;
-	int ended;		/* on_end was called */
+	int ended;		/* put on the list of ended files */
 	int err;		/* first error (positive errno) */
 	char *src;		/* local path, for messages */
-	struct pxfer_sfile *next;
+	struct pxfer_sfile *next;	/* in the queue, then the ended list */
 };
 
 struct pxfer_plan_seg {
@@ -51,14 +53,11 @@ struct pxfer_sched {
 	struct pxfer_sfile *head, *tail;
 	uint32_t chunk;
 	unsigned int max_seg;
-	void (*on_end)(void *arg, struct pxfer_sfile *f);
-	void *arg;
+	struct pxfer_sfile *ended, **ended_tail;	/* not yet taken */
 };
 
 int pxfer_sched_init(struct pxfer_sched *s, uint32_t chunk,
-		     unsigned int max_seg,
-		     void (*on_end)(void *arg, struct pxfer_sfile *f),
-		     void *arg);
+		     unsigned int max_seg);
 void pxfer_sched_release(struct pxfer_sched *s);
 
 /* pxfer_sched_add - queue a created file for planning */
@@ -79,7 +78,15 @@ int pxfer_sched_next(struct pxfer_sched *s, struct pxfer_plan *p);
 int pxfer_sched_done(struct pxfer_sched *s, struct pxfer_sfile *f,
 		     uint32_t len, int err);
 
-/* pxfer_sched_ended - whether on_end has run for @f (under the lock) */
+/* pxfer_sched_ended - whether @f has ended (taken or not) */
 int pxfer_sched_ended(struct pxfer_sched *s, struct pxfer_sfile *f);
+
+/*
+ * pxfer_sched_take_ended - the files that ended since the last call, in
+ * the order they ended, linked by their next field (NULL: none). The
+ * scheduler is done with them; any thread may take them, and whoever
+ * takes a file sends its FILE_END.
+ */
+struct pxfer_sfile *pxfer_sched_take_ended(struct pxfer_sched *s);
 
 #endif

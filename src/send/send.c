@@ -389,6 +389,8 @@ static int sw_fill_one(struct sworker *w)
 	return 1;
 }
 
+static void files_ended(struct send_session *s);
+
 static void *sw_main(void *arg)
 {
 	struct sworker *w = arg;
@@ -407,6 +409,8 @@ static void *sw_main(void *arg)
 			break;
 		while (!pxfer_failed(&s->fail) && sw_fill_one(w) > 0)
 			busy = 1;
+		/* the files this turn finished, or gave up on */
+		files_ended(s);
 		ret = w->b.io->ops->submit(w->b.io);
 		if (ret) {
 			pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
@@ -416,6 +420,7 @@ static void *sw_main(void *arg)
 		if (!busy)
 			sw_wait(w);
 	}
+	files_ended(s);
 	/* the ring stays mapped until every read into it has finished */
 	while (w->b.io->inflight) {
 		if (w->b.io->ops->submit(w->b.io) ||
@@ -427,21 +432,28 @@ static void *sw_main(void *arg)
 
 /* ---- manifest --------------------------------------------------------- */
 
-/* called by the scheduler, lock held: all of @f is sent or given up */
-static void on_file_end(void *arg, struct pxfer_sfile *f)
+/*
+ * The scheduler is done with these files: close them and say how many
+ * bytes each sent. A file is not touched after its FILE_END is queued:
+ * the coordinator frees it when FILE_DONE comes back.
+ */
+static void files_ended(struct send_session *s)
 {
-	struct send_session *s = arg;
+	struct pxfer_sfile *f = pxfer_sched_take_ended(&s->sched), *next;
 	struct pxfer_msg m = { .type = PXFER_MSG_FILE_END };
 
-	if (f->fd >= 0) {
-		close(f->fd);
-		f->fd = -1;
+	for (; f; f = next) {
+		next = f->next;
+		if (f->fd >= 0) {
+			close(f->fd);
+			f->fd = -1;
+		}
+		m.u.end.id = f->id;
+		m.u.end.bytes = f->sent;
+		m.u.end.code = f->err;
+		if (pxfer_ctrl_queue(&s->ctrl, &m))
+			pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
 	}
-	m.u.end.id = f->id;
-	m.u.end.bytes = f->sent;
-	m.u.end.code = f->err;
-	if (pxfer_ctrl_queue(&s->ctrl, &m))
-		pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
 }
 
 static void entry_free(struct send_session *s, uint64_t id)
@@ -1231,8 +1243,7 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	}
 	s->ctrl_init = 1;
 	s->fail.wake_fd = s->ctrl.wake_fd;
-	ret = pxfer_sched_init(&s->sched, s->wel.chunk_size, PXFER_SEG_MAX,
-			       on_file_end, s);
+	ret = pxfer_sched_init(&s->sched, s->wel.chunk_size, PXFER_SEG_MAX);
 	if (ret || window_init(s)) {
 		pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
 		goto out;

@@ -11,9 +11,10 @@
  *  - a sparse file yields only its data regions (when the filesystem
  *    reports holes; otherwise that part is skipped and says so);
  *  - all-hole and empty files yield nothing and still end;
- *  - an error from sched_done stops planning the file, and on_end reports
+ *  - an error from sched_done stops planning the file, and its end reports
  *    it once;
- *  - on_end runs exactly once per file, after all its segments are done;
+ *  - a file ends (is taken from the scheduler's ended list) exactly once,
+ *    after all its segments are done;
  *  - four threads planning at once cover every data byte exactly once.
  */
 #include <errno.h>
@@ -200,6 +201,47 @@ static void on_end(void *arg, struct pxfer_sfile *f)
 	atomic_fetch_add(&c->ended, 1);
 }
 
+/*
+ * The test's view of the scheduler: each call is followed by taking the
+ * files it ended and checking them (on_end), as the sender's workers do.
+ * One scheduler runs at a time; sched_ctx is its files.
+ */
+static struct ctx *sched_ctx;
+
+static void take_ended(struct pxfer_sched *s)
+{
+	struct pxfer_sfile *f = pxfer_sched_take_ended(s), *next;
+
+	for (; f; f = next) {
+		next = f->next;
+		on_end(sched_ctx, f);
+	}
+}
+
+static int sched_init(struct pxfer_sched *s, uint32_t chunk,
+		      unsigned int max_seg, struct ctx *c)
+{
+	sched_ctx = c;
+	return pxfer_sched_init(s, chunk, max_seg);
+}
+
+static int sched_next(struct pxfer_sched *s, struct pxfer_plan *p)
+{
+	int ret = pxfer_sched_next(s, p);
+
+	take_ended(s);
+	return ret;
+}
+
+static int sched_done(struct pxfer_sched *s, struct pxfer_sfile *f,
+		      uint32_t len, int err)
+{
+	int ret = pxfer_sched_done(s, f, len, err);
+
+	take_ended(s);
+	return ret;
+}
+
 static struct ctx *ctx_new(unsigned int n)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
@@ -242,7 +284,7 @@ static void seg_done(struct pxfer_sched *s, const struct pxfer_plan_seg *g,
 
 	if (!err)
 		atomic_fetch_add(&t->done, g->len);
-	pxfer_sched_done(s, g->f, g->len, err);
+	sched_done(s, g->f, g->len, err);
 }
 
 static void plan_done(struct pxfer_sched *s, const struct pxfer_plan *p)
@@ -344,13 +386,13 @@ static void test_large(void)
 	unsigned int np = 0;
 	uint64_t next_off = 0;
 
-	T_EXPECT(pxfer_sched_init(&s, chunk, PXFER_SEG_MAX, on_end, c) == 0,
+	T_EXPECT(sched_init(&s, chunk, PXFER_SEG_MAX, c) == 0,
 		 "init");
-	T_EXPECT(pxfer_sched_next(&s, &p[0]) == 0 && p[0].nseg == 0,
+	T_EXPECT(sched_next(&s, &p[0]) == 0 && p[0].nseg == 0,
 		 "nothing to plan in an empty scheduler");
 	t = tf_set(c, 0, data_file(size), size, size);
 	pxfer_sched_add(&s, &t->f);
-	while (np < 16 && pxfer_sched_next(&s, &p[np])) {
+	while (np < 16 && sched_next(&s, &p[np])) {
 		check_plan(&s, &p[np], "large");
 		T_EXPECT(p[np].nseg == 1, "one file, one segment: %u",
 			 p[np].nseg);
@@ -375,7 +417,7 @@ static void test_large(void)
 	T_EXPECT(np == 11, "11 pieces, got %u", np);
 	check_cover(t, "large");
 	T_EXPECT(t->f.inflight == np, "inflight %u", t->f.inflight);
-	T_EXPECT(pxfer_sched_next(&s, &p[0]) == 0, "nothing more");
+	T_EXPECT(sched_next(&s, &p[0]) == 0, "nothing more");
 	/* done out of order: on_end only after the last */
 	for (unsigned int i = 0; i < np; i++) {
 		unsigned int k = (i * 7) % np;	/* 7 is prime to 11 */
@@ -390,7 +432,7 @@ static void test_large(void)
 	T_EXPECT(t->end_err == 0 && t->end_sent == size,
 		 "ended with err %d, sent %llu", t->end_err,
 		 (unsigned long long)t->end_sent);
-	T_EXPECT(pxfer_sched_next(&s, &p[0]) == 0, "nothing after the end");
+	T_EXPECT(sched_next(&s, &p[0]) == 0, "nothing after the end");
 	T_EXPECT(atomic_load(&t->ends) == 1, "on_end still once");
 	pxfer_sched_release(&s);
 	free(p);
@@ -419,12 +461,12 @@ static void pack_case(uint32_t chunk, unsigned int max_seg,
 	for (unsigned int i = 0; i < n; i++)
 		if (sizes[i])
 			idx[m++] = i;
-	T_EXPECT(pxfer_sched_init(&s, chunk, max_seg, on_end, c) == 0,
+	T_EXPECT(sched_init(&s, chunk, max_seg, c) == 0,
 		 "%s: init", what);
 	for (unsigned int i = 0; i < n; i++)
 		pxfer_sched_add(&s, &tf_set(c, i, data_file(sizes[i]), sizes[i],
 					    sizes[i])->f);
-	while (pxfer_sched_next(&s, &p)) {
+	while (sched_next(&s, &p)) {
 		unsigned int want = 0;
 		uint32_t len = 0;
 
@@ -515,7 +557,7 @@ static void test_large_after_small(void)
 	};
 	unsigned int k = 0;
 
-	T_EXPECT(pxfer_sched_init(&s, chunk, PXFER_SEG_MAX, on_end, c) == 0,
+	T_EXPECT(sched_init(&s, chunk, PXFER_SEG_MAX, c) == 0,
 		 "init");
 	pxfer_sched_add(&s, &tf_set(c, 0, data_file(1000), 1000, 1000)->f);
 	pxfer_sched_add(&s, &tf_set(c, 1, data_file(3000), 3000, 3000)->f);
@@ -524,7 +566,7 @@ static void test_large_after_small(void)
 	pxfer_sched_add(&s, &tf_set(c, 3, data_file(100), 100, 100)->f);
 	pxfer_sched_add(&s, &tf_set(c, 4, data_file(chunk - 50), chunk - 50,
 				    chunk - 50)->f);
-	while (pxfer_sched_next(&s, &p)) {
+	while (sched_next(&s, &p)) {
 		check_plan(&s, &p, "large after small");
 		if (k >= sizeof(want) / sizeof(want[0])) {
 			T_EXPECT(0, "an extra chunk of %u segments", p.nseg);
@@ -613,10 +655,10 @@ static void test_sparse(void)
 		 "%d regions, %llu data bytes in %llu", t->nreg,
 		 (unsigned long long)data, (unsigned long long)size);
 
-	T_EXPECT(pxfer_sched_init(&s, chunk, PXFER_SEG_MAX, on_end, c) == 0,
+	T_EXPECT(sched_init(&s, chunk, PXFER_SEG_MAX, c) == 0,
 		 "init");
 	pxfer_sched_add(&s, &t->f);
-	while (pxfer_sched_next(&s, &p)) {
+	while (sched_next(&s, &p)) {
 		check_plan(&s, &p, "sparse");
 		for (unsigned int i = 0; i < p.nseg; i++) {
 			const struct pxfer_plan_seg *g = &p.seg[i];
@@ -652,11 +694,11 @@ static void test_nothing_to_send(void)
 	unsigned int n = 0;
 	int r;
 
-	T_EXPECT(pxfer_sched_init(&s, 64 * KiB, PXFER_SEG_MAX, on_end, c) == 0,
+	T_EXPECT(sched_init(&s, 64 * KiB, PXFER_SEG_MAX, c) == 0,
 		 "init");
 	/* an empty file alone: nothing planned, and it ends */
 	pxfer_sched_add(&s, &tf_set(c, 0, tmp_open(), 0, 0)->f);
-	r = pxfer_sched_next(&s, &p);
+	r = sched_next(&s, &p);
 	T_EXPECT(r == 0 && p.nseg == 0, "empty file planned (%d, %u)", r,
 		 p.nseg);
 	T_EXPECT(atomic_load(&c->t[0].ends) == 1 && c->t[0].end_sent == 0 &&
@@ -678,7 +720,7 @@ static void test_nothing_to_send(void)
 	}
 	pxfer_sched_add(&s, &tf_set(c, 3, data_file(777), 777, 777)->f);
 	pxfer_sched_add(&s, &tf_set(c, 4, tmp_open(), 0, 0)->f);
-	while (pxfer_sched_next(&s, &p)) {
+	while (sched_next(&s, &p)) {
 		check_plan(&s, &p, "nothing to send");
 		for (unsigned int i = 0; i < p.nseg; i++)
 			T_EXPECT(p.seg[i].f == &c->t[3].f,
@@ -711,7 +753,7 @@ static void test_errors(void)
 	struct pxfer_plan p0, p1, p;
 	struct tfile *a, *b, *d, *e;
 
-	T_EXPECT(pxfer_sched_init(&s, chunk, PXFER_SEG_MAX, on_end, c) == 0,
+	T_EXPECT(sched_init(&s, chunk, PXFER_SEG_MAX, c) == 0,
 		 "init");
 	a = tf_set(c, 0, data_file(10 * chunk), 10 * chunk, 10 * chunk);
 	b = tf_set(c, 1, data_file(10 * chunk), 10 * chunk, 10 * chunk);
@@ -723,12 +765,12 @@ static void test_errors(void)
 	pxfer_sched_add(&s, &e->f);
 
 	/* a: two pieces in flight, the first fails */
-	T_EXPECT(pxfer_sched_next(&s, &p0) && p0.seg[0].f == &a->f, "a piece 0");
-	T_EXPECT(pxfer_sched_next(&s, &p1) && p1.seg[0].f == &a->f, "a piece 1");
+	T_EXPECT(sched_next(&s, &p0) && p0.seg[0].f == &a->f, "a piece 0");
+	T_EXPECT(sched_next(&s, &p1) && p1.seg[0].f == &a->f, "a piece 1");
 	seg_done(&s, &p0.seg[0], EIO);
 	T_EXPECT(!atomic_load(&a->ends), "a ended with a piece in flight");
 	/* no more of a is planned: the next chunk is b's */
-	T_EXPECT(pxfer_sched_next(&s, &p) && p.nseg == 1 &&
+	T_EXPECT(sched_next(&s, &p) && p.nseg == 1 &&
 		 p.seg[0].f == &b->f && p.seg[0].off == 0,
 		 "after the error, b comes next (file %llu off %llu)",
 		 (unsigned long long)p.seg[0].f->id,
@@ -745,7 +787,7 @@ static void test_errors(void)
 	/* b: its only piece in flight fails, then b is never planned again;
 	 * on_end comes by the time the scheduler moves on */
 	seg_done(&s, &p.seg[0], EACCES);
-	T_EXPECT(pxfer_sched_next(&s, &p) && p.nseg >= 1 &&
+	T_EXPECT(sched_next(&s, &p) && p.nseg >= 1 &&
 		 p.seg[0].f == &d->f,
 		 "after b's error, d comes next (file %llu)",
 		 (unsigned long long)p.seg[0].f->id);
@@ -764,14 +806,14 @@ static void test_errors(void)
 		 "d ended %d times, err %d", atomic_load(&d->ends), d->end_err);
 
 	/* e: two errors; the first is kept, on_end once */
-	T_EXPECT(pxfer_sched_next(&s, &p0) && p0.seg[0].f == &e->f, "e piece 0");
-	T_EXPECT(pxfer_sched_next(&s, &p1) && p1.seg[0].f == &e->f, "e piece 1");
+	T_EXPECT(sched_next(&s, &p0) && p0.seg[0].f == &e->f, "e piece 0");
+	T_EXPECT(sched_next(&s, &p1) && p1.seg[0].f == &e->f, "e piece 1");
 	seg_done(&s, &p1.seg[0], ENOSPC);
 	seg_done(&s, &p0.seg[0], EIO);
-	T_EXPECT(pxfer_sched_next(&s, &p) == 0, "nothing left");
+	T_EXPECT(sched_next(&s, &p) == 0, "nothing left");
 	T_EXPECT(atomic_load(&e->ends) == 1 && e->end_err == ENOSPC,
 		 "e ended %d times, err %d", atomic_load(&e->ends), e->end_err);
-	T_EXPECT(pxfer_sched_next(&s, &p) == 0, "still nothing");
+	T_EXPECT(sched_next(&s, &p) == 0, "still nothing");
 	for (unsigned int i = 0; i < 4; i++)
 		T_EXPECT(atomic_load(&c->t[i].ends) == 1, "file %u ended %d times",
 			 i, atomic_load(&c->t[i].ends));
@@ -784,10 +826,10 @@ static void test_init_limits(void)
 {
 	struct pxfer_sched s;
 
-	T_EXPECT(pxfer_sched_init(&s, 0, 1, on_end, NULL) == -EINVAL, "chunk 0");
-	T_EXPECT(pxfer_sched_init(&s, 4096, 0, on_end, NULL) == -EINVAL,
+	T_EXPECT(sched_init(&s, 0, 1, NULL) == -EINVAL, "chunk 0");
+	T_EXPECT(sched_init(&s, 4096, 0, NULL) == -EINVAL,
 		 "max_seg 0");
-	T_EXPECT(pxfer_sched_init(&s, 4096, PXFER_SEG_MAX + 1, on_end, NULL) ==
+	T_EXPECT(sched_init(&s, 4096, PXFER_SEG_MAX + 1, NULL) ==
 		 -EINVAL, "max_seg over PXFER_SEG_MAX");
 }
 
@@ -829,7 +871,7 @@ static void *conc_main(void *arg)
 	for (;;) {
 		int got = 0;
 
-		if (nheld < CONC_HOLD && pxfer_sched_next(w->s, &held[nheld])) {
+		if (nheld < CONC_HOLD && sched_next(w->s, &held[nheld])) {
 			struct pxfer_plan *p = &held[nheld++];
 
 			got = 1;
@@ -883,7 +925,7 @@ static void test_threads(void)
 	unsigned long chunks = 0;
 	unsigned int order[CONC_FILES];
 
-	T_EXPECT(pxfer_sched_init(&s, chunk, PXFER_SEG_MAX, on_end, c) == 0,
+	T_EXPECT(sched_init(&s, chunk, PXFER_SEG_MAX, c) == 0,
 		 "init");
 	/* make the files first (fixed sizes), add them while threads run */
 	for (unsigned int i = 0; i < CONC_FILES; i++) {
