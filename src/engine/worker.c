@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -129,4 +130,54 @@ const char *pxfer_worker_setup_error(int err)
 	default:
 		return strerror(-err);
 	}
+}
+
+int pxfer_workers_init(struct pxfer_workers *ws, unsigned int n)
+{
+	ws->w = calloc(n, sizeof(*ws->w));
+	if (!ws->w)
+		return -ENOMEM;
+	ws->n = 0;
+	ws->cap = n;
+	atomic_store(&ws->stop, 0);
+	return 0;
+}
+
+void pxfer_workers_add(struct pxfer_workers *ws, struct pxfer_worker *w)
+{
+	w->idx = ws->n;
+	w->wake_fd = -1;
+	ws->w[ws->n++] = w;
+}
+
+int pxfer_workers_start(struct pxfer_workers *ws, void *(*fn)(void *),
+			const char *role)
+{
+	for (unsigned int i = 0; i < ws->n; i++) {
+		struct pxfer_worker *w = ws->w[i];
+		int ret = pthread_create(&w->thread, NULL, fn, w);
+
+		if (ret)
+			return -ret;
+		w->started = 1;
+		pxfer_thread_name(w->thread, role, i);
+	}
+	return 0;
+}
+
+void pxfer_workers_stop(struct pxfer_workers *ws,
+			const struct pxfer_transport_ops *t, int failed)
+{
+	atomic_store(&ws->stop, 1);
+	for (unsigned int i = 0; i < ws->n; i++)
+		pxfer_worker_kick(ws->w[i], t, failed);
+	for (unsigned int i = 0; i < ws->n; i++)
+		pxfer_worker_join(ws->w[i]);
+}
+
+void pxfer_workers_release(struct pxfer_workers *ws)
+{
+	free(ws->w);
+	ws->w = NULL;
+	ws->n = ws->cap = 0;
 }

@@ -2,13 +2,16 @@
 /*
  * What every worker owns, on either side: its data connection, its ring of
  * slots and the file I/O back-end over it, and its credits with the lock
- * that guards them and the eventfd that wakes it. send.c and recv.c embed
- * this and add what is theirs.
+ * that guards them and the eventfd that wakes it. Each side's worker
+ * embeds struct pxfer_worker and adds what is its own; a session runs its
+ * workers as a set (struct pxfer_workers): started together, stopped and
+ * joined together.
  */
 #ifndef PXFER_WORKER_H
 #define PXFER_WORKER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include "core/credit.h"
 #include "io/io.h"
@@ -37,6 +40,48 @@ struct pxfer_worker {
 	void *prep_mem;		/* the ring's memory, from prep_pool */
 	struct pxfer_pool *prep_pool;
 };
+
+/*
+ * A session's workers. The coordinator adds, starts and stops them; the
+ * workers' loops end when stop is set.
+ */
+struct pxfer_workers {
+	struct pxfer_worker **w;
+	unsigned int n, cap;
+	atomic_int stop;
+};
+
+/* pxfer_workers_init - room for @n workers. 0 or -ENOMEM */
+int pxfer_workers_init(struct pxfer_workers *ws, unsigned int n);
+
+/* pxfer_workers_add - @w becomes worker number ws->n (its idx) */
+void pxfer_workers_add(struct pxfer_workers *ws, struct pxfer_worker *w);
+
+/*
+ * pxfer_workers_start - run @fn(worker) on a thread of each worker, named
+ * "pxfer-@role-N". 0, or -errno when a thread could not be made (those
+ * started are stopped by pxfer_workers_stop).
+ */
+int pxfer_workers_start(struct pxfer_workers *ws, void *(*fn)(void *),
+			const char *role);
+
+/*
+ * pxfer_workers_stop - set the stop flag, wake every worker (after a
+ * failure, @failed, also shut its connection down, so that a send or
+ * receive blocked on a peer that is gone returns) and wait for their
+ * threads. The side then releases each worker.
+ */
+void pxfer_workers_stop(struct pxfer_workers *ws,
+			const struct pxfer_transport_ops *t, int failed);
+
+/* pxfer_workers_stopping - whether the workers' loops should end */
+static inline int pxfer_workers_stopping(struct pxfer_workers *ws)
+{
+	return atomic_load(&ws->stop);
+}
+
+/* pxfer_workers_release - forget the set (not the workers themselves) */
+void pxfer_workers_release(struct pxfer_workers *ws);
 
 /*
  * pxfer_worker_prepare - set up @w before its connection exists: its wake

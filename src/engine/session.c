@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pxfer/pxfer.h"
+#include "core/sys.h"
+#include "engine/session.h"
+
+int pxfer_session_init(struct pxfer_session *s, const char *peer_role)
+{
+	int ret = pxfer_fail_init(&s->fail, -1);
+
+	if (ret)
+		return ret;
+	s->peer_role = peer_role;
+	s->sigfd = pxfer_signals_install();
+	atomic_store(&s->lost, 0);
+	s->lost_at = 0;
+	return 0;
+}
+
+int pxfer_session_ctrl_start(struct pxfer_session *s)
+{
+	if (pxfer_ctrl_init(&s->ctrl, s->cconn))
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
+	s->ctrl_init = 1;
+	s->fail.wake_fd = s->ctrl.wake_fd;
+	return 0;
+}
+
+void pxfer_session_release(struct pxfer_session *s)
+{
+	if (s->ctrl_init)
+		pxfer_ctrl_release(&s->ctrl);
+	s->ctrl_init = 0;
+	s->fail.wake_fd = -1;
+	if (s->cconn)
+		s->t->close(s->cconn);
+	s->cconn = NULL;
+	pxfer_fail_release(&s->fail);
+}
+
+int pxfer_session_wait(struct pxfer_session *s, int timeout_ms,
+		       const char *intr)
+{
+	int ret = pxfer_ctrl_wait(&s->ctrl, s->sigfd, timeout_ms);
+
+	if (ret)
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "lost the connection to the %s %s: %s",
+				  s->peer_role, s->cconn->peer, strerror(-ret));
+	if (pxfer_signal_pending())
+		return pxfer_fail(&s->fail, PXFER_EXIT_INTR, "%s", intr);
+	return 0;
+}
+
+int pxfer_session_keepalive(struct pxfer_session *s)
+{
+	int ret = pxfer_ctrl_keepalive(&s->ctrl);
+
+	if (ret == -ETIMEDOUT)
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "no word from the %s %s for %d s: it is gone or unreachable",
+				  s->peer_role, s->cconn->peer, PXFER_IDLE_SECS);
+	if (ret)
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+				  "cannot queue a message to %s: %s",
+				  s->cconn->peer, strerror(-ret));
+	return 0;
+}
+
+int pxfer_session_read_end(struct pxfer_session *s, int ret)
+{
+	if (ret == -EPIPE)
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "the %s %s closed the connection before the transfer completed",
+				  s->peer_role, s->cconn->peer);
+	if (ret < 0)
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "lost the connection to the %s %s: %s",
+				  s->peer_role, s->cconn->peer, strerror(-ret));
+	return 0;
+}
+
+void pxfer_session_data_lost(struct pxfer_session *s, unsigned int idx,
+			     int err)
+{
+	uint64_t none = 0, lost = (uint64_t)(idx + 1) << 32 | (uint32_t)-err;
+
+	/* the first one is the news; the others follow from it */
+	if (atomic_compare_exchange_strong(&s->lost, &none, lost))
+		pxfer_wake(s->ctrl.wake_fd);
+}
+
+int pxfer_session_data_lost_due(struct pxfer_session *s, unsigned int *idx,
+				int *err)
+{
+	uint64_t lost = atomic_load(&s->lost);
+
+	if (!lost || pxfer_failed(&s->fail))
+		return 0;
+	if (!s->lost_at)
+		s->lost_at = pxfer_now();
+	if (pxfer_now() - s->lost_at < 1.0)
+		return 0;
+	*idx = (lost >> 32) - 1;
+	*err = -(int)(uint32_t)lost;
+	return 1;
+}
+
+int pxfer_session_flush(struct pxfer_session *s, int timeout_ms)
+{
+	const struct pxfer_transport_ops *t = s->cconn->ops;
+	struct pollfd p = { .fd = t->conn_fd(s->cconn),
+			    .events = t->poll_events(s->cconn, 1) };
+	double end = pxfer_now() + timeout_ms / 1000.0;
+	int ret;
+
+	while (pxfer_ctrl_pending(&s->ctrl)) {
+		ret = pxfer_ctrl_flush(&s->ctrl);
+		if (ret)
+			return ret;
+		if (!pxfer_ctrl_pending(&s->ctrl))
+			break;
+		if (pxfer_now() > end)
+			return -ETIMEDOUT;
+		poll(&p, 1, 100);
+	}
+	return 0;
+}
+
+void pxfer_session_abort(struct pxfer_session *s, int code, const char *text,
+			 int flush_ms)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_ABORT };
+
+	if (!s->cconn || !s->ctrl_init)
+		return;
+	m.u.error.code = code;
+	snprintf(m.u.error.text, sizeof(m.u.error.text), "%.*s",
+		 PXFER_TEXT_MAX, text);
+	m.u.error.text_len = strlen(m.u.error.text);
+	if (!pxfer_ctrl_queue(&s->ctrl, &m))
+		pxfer_session_flush(s, flush_ms);
+}

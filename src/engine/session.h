@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a session is on either side, and what both coordinators do the
+ * same way: the control channel and its keepalive, the first-error
+ * failure record, the workers, the parameters and key agreed in the
+ * handshake, one turn of the coordinator's wait, ending with ABORT, and
+ * the moment of grace a peer's ABORT gets to explain a data connection
+ * that broke.
+ *
+ * Each side's session embeds struct pxfer_session and adds its own.
+ * Threads: the coordinator (the thread that runs the session) owns all of
+ * it, except fail (any thread may fail the session) and the lost data
+ * connection, which a worker records and the coordinator reads.
+ */
+#ifndef PXFER_ENGINE_SESSION_H
+#define PXFER_ENGINE_SESSION_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include "core/auth.h"
+#include "core/proto.h"
+#include "engine/ctrl.h"
+#include "engine/fail.h"
+#include "engine/worker.h"
+#include "transport/transport.h"
+
+struct pxfer_session {
+	const struct pxfer_transport_ops *t;
+	const char *peer_role;		/* the other side, for messages */
+	struct pxfer_fail fail;
+	struct pxfer_conn *cconn;	/* the control connection */
+	struct pxfer_ctrl ctrl;
+	int ctrl_init;
+	struct pxfer_welcome wel;	/* the parameters both sides agreed */
+	uint8_t key[PXFER_KEY_LEN];	/* what data connections prove */
+	struct pxfer_workers workers;
+	int sigfd;			/* readable when a signal arrived */
+	/* the data connection lost first: (1 + its index) << 32 | -errno */
+	_Atomic uint64_t lost;
+	double lost_at;			/* when the coordinator noticed */
+	struct pxfer_msg msg;		/* the coordinator's scratch message */
+};
+
+/*
+ * pxfer_session_init - a session with the @peer_role ("sender" or
+ * "receiver") on the other end: the failure record and signal delivery.
+ * 0 or -errno.
+ */
+int pxfer_session_init(struct pxfer_session *s, const char *peer_role);
+
+/*
+ * pxfer_session_ctrl_start - s->cconn is authenticated: start its control
+ * channel (owned by the calling thread from now on) and have a failure
+ * wake that thread. 0, or -1 after failing the session.
+ */
+int pxfer_session_ctrl_start(struct pxfer_session *s);
+
+/*
+ * pxfer_session_release - the control channel and connection, and the
+ * failure record. The side stops and releases its workers first.
+ */
+void pxfer_session_release(struct pxfer_session *s);
+
+/*
+ * pxfer_session_wait - one turn of the coordinator: send what the control
+ * connection takes, wait up to @timeout_ms for the peer, a worker or a
+ * signal. Returns 0, or -1 after failing the session: the connection
+ * broke, or a signal came (@intr says what that leaves behind).
+ */
+int pxfer_session_wait(struct pxfer_session *s, int timeout_ms,
+		       const char *intr);
+
+/*
+ * pxfer_session_keepalive - send a PING after a quiet spell; fail the
+ * session (-1) when the peer said nothing for PXFER_IDLE_SECS.
+ */
+int pxfer_session_keepalive(struct pxfer_session *s);
+
+/*
+ * pxfer_session_read_end - what the control connection's reader makes of
+ * @ret, from pxfer_ctrl_fill: -EPIPE is the peer closing before the
+ * session completed, another error a lost connection; both fail the
+ * session (-1). 0 otherwise.
+ */
+int pxfer_session_read_end(struct pxfer_session *s, int ret);
+
+/*
+ * pxfer_session_data_lost - a worker's data connection @idx broke with
+ * @err (a negative errno) or was closed by the peer. When the peer ended
+ * the session, it says why on the control connection; the coordinator
+ * gives that a moment before it blames the connection. Any thread.
+ */
+void pxfer_session_data_lost(struct pxfer_session *s, unsigned int idx,
+			     int err);
+
+/*
+ * pxfer_session_data_lost_due - coordinator: 1 when a data connection
+ * broke over a second ago and nothing explained it (its index and error
+ * in *idx and *err; the side says so in its own words), else 0.
+ */
+int pxfer_session_data_lost_due(struct pxfer_session *s, unsigned int *idx,
+				int *err);
+
+/* pxfer_session_data_lost_any - whether a data connection broke */
+static inline int pxfer_session_data_lost_any(struct pxfer_session *s)
+{
+	return atomic_load(&s->lost) != 0;
+}
+
+/*
+ * pxfer_session_flush - send what is queued on the control connection,
+ * waiting for it up to @timeout_ms. 0 or -errno.
+ */
+int pxfer_session_flush(struct pxfer_session *s, int timeout_ms);
+
+/*
+ * pxfer_session_abort - tell the peer the session is over and why (an
+ * ABORT with @code and @text), waiting up to @flush_ms for it to leave.
+ */
+void pxfer_session_abort(struct pxfer_session *s, int code, const char *text,
+			 int flush_ms);
+
+#endif
