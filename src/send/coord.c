@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sender's coordinator: the calling thread, which owns the control
+ * connection once the session is set up. Each turn it feeds the manifest
+ * (FILE messages), reads the receiver's replies (FILE_OK hands a file to
+ * the scheduler, CREDIT grants slots to a worker, FILE_DONE/FILE_ERR end
+ * a file), and when the walk is over and no file is in flight it sends
+ * FIN and waits for the ACK.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/sys.h"
+#include "send/send.h"
+
+static int on_file_ok(struct send_session *s, const struct pxfer_file_status *fs,
+		      int *work)
+{
+	struct sentry *e = send_manifest_get(s, fs->id);
+
+	if (!e || e->type != PXFER_FT_REG || e->ok)
+		return -EPROTO;
+	e->ok = 1;
+	pxfer_sched_add(&s->sched, &e->f);
+	*work = 1;
+	return 0;
+}
+
+static int on_file_status(struct send_session *s, uint16_t type,
+			  const struct pxfer_file_status *fs)
+{
+	struct sentry *e = send_manifest_get(s, fs->id);
+
+	if (!e)
+		return -EPROTO;
+	if (type == PXFER_MSG_FILE_DONE && e->type == PXFER_FT_REG &&
+	    (!e->ok || !pxfer_sched_ended(&s->sched, &e->f)))
+		return -EPROTO;
+	if (type == PXFER_MSG_FILE_ERR && e->ok)
+		return -EPROTO;
+	if (fs->code) {
+		/* a read error was reported when it happened */
+		if (!(e->type == PXFER_FT_REG && e->f.err))
+			error("'%s' failed on the receiver: %s", e->f.src,
+			      fs->text_len ? fs->text : strerror(fs->code));
+		s->st->files_failed++;
+	} else if (e->type == PXFER_FT_REG) {
+		s->st->files++;
+		s->st->bytes += e->f.sent;
+	} else if (e->type == PXFER_FT_DIR) {
+		s->st->dirs++;
+	} else {
+		s->st->links++;
+	}
+	send_manifest_done(s, fs->id);
+	return 0;
+}
+
+static int on_credit(struct send_session *s, const struct pxfer_credit *c)
+{
+	struct sworker *w;
+	int ret = 0;
+
+	if (c->worker >= s->b.workers.n)
+		return -EPROTO;
+	w = &s->w[c->worker];
+	pthread_mutex_lock(&w->b.lock);
+	for (unsigned int i = 0; i < c->count && !ret; i++)
+		ret = pxfer_credits_grant(&w->b.cred, c->slots[i]);
+	pthread_mutex_unlock(&w->b.lock);
+	pxfer_wake(w->b.wake_fd);
+	return ret;
+}
+
+static int dispatch(struct send_session *s, const struct pxfer_msg *m,
+		    int *work)
+{
+	switch (m->type) {
+	case PXFER_MSG_FILE_OK:
+		return on_file_ok(s, &m->u.status, work);
+	case PXFER_MSG_FILE_ERR:
+	case PXFER_MSG_FILE_DONE:
+		return on_file_status(s, m->type, &m->u.status);
+	case PXFER_MSG_CREDIT:
+		return on_credit(s, &m->u.credit);
+	case PXFER_MSG_PING:
+		return 0;
+	case PXFER_MSG_ACK:
+		if (!s->fin_sent)
+			return -EPROTO;
+		s->acked = 1;
+		verbose("ACK from the receiver");
+		return 0;
+	case PXFER_MSG_ABORT:
+		pxfer_fail(&s->b.fail, m->u.error.code == EACCES ? PXFER_EXIT_AUTH
+								 : PXFER_EXIT_FAIL,
+			   "the receiver ended the session: %s",
+			   m->u.error.text_len ? m->u.error.text
+					       : strerror(m->u.error.code));
+		return 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+static void wake_workers(struct send_session *s)
+{
+	for (unsigned int i = 0; i < s->b.workers.n; i++)
+		pxfer_wake(s->w[i].b.wake_fd);
+}
+
+static int read_control(struct send_session *s)
+{
+	int ret, work = 0;
+
+	ret = pxfer_ctrl_fill(&s->b.ctrl);
+	while (!pxfer_failed(&s->b.fail)) {
+		int r = pxfer_ctrl_next(&s->b.ctrl, &s->b.msg);
+
+		if (r == 0)
+			break;
+		if (r > 0)
+			r = dispatch(s, &s->b.msg, &work);
+		if (r < 0) {
+			pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+				   "protocol error from the receiver %s: %s",
+				   s->b.cconn->peer, strerror(-r));
+			break;
+		}
+	}
+	if (work)
+		wake_workers(s);
+	if (ret == -EPIPE && s->acked)
+		return 0;
+	return pxfer_session_read_end(&s->b, ret);
+}
+
+void send_draw_progress(struct send_session *s, int final)
+{
+	uint64_t done = s->st->files + s->st->files_failed;
+
+	pxfer_progress_draw(&s->prog, atomic_load(&s->bytes_sent),
+			    s->man.bytes_walked, done, s->man.files_walked,
+			    !s->man.walk_done, final);
+}
+
+/* a data connection broke and no ABORT explained it within a second */
+static int data_conn_failed(struct send_session *s)
+{
+	unsigned int idx;
+	int err;
+
+	if (!pxfer_session_data_lost_due(&s->b, &idx, &err))
+		return 0;
+	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+			  "lost the connection to the receiver %s (data connection %u): %s",
+			  s->b.cconn->peer, idx, strerror(-err));
+}
+
+static int send_fin(struct send_session *s)
+{
+	struct pxfer_msg fin = { .type = PXFER_MSG_FIN };
+
+	fin.u.fin.files = s->st->files;
+	fin.u.fin.bytes = s->st->bytes;
+	if (pxfer_ctrl_queue(&s->b.ctrl, &fin))
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	s->fin_sent = 1;
+	verbose("all data sent; waiting for the receiver's ACK");
+	return 0;
+}
+
+int send_coordinate(struct send_session *s)
+{
+	while (!pxfer_failed(&s->b.fail) && !s->acked) {
+		if (send_manifest_feed(s))
+			break;
+		if (s->man.walk_done && !s->man.in_flight && !s->fin_sent &&
+		    send_fin(s))
+			break;
+		if (pxfer_session_wait(&s->b, send_manifest_can_feed(s) ? 0 :
+				       s->prog.enabled || pxfer_session_data_lost_any(&s->b) ? 200 : 1000,
+				       "interrupted; files not yet complete were not kept by the receiver"))
+			break;
+		if (read_control(s) || data_conn_failed(s) ||
+		    pxfer_session_keepalive(&s->b))
+			break;
+		send_draw_progress(s, 0);
+	}
+	return pxfer_failed(&s->b.fail) ? -1 : 0;
+}

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The sender's manifest: the tree walk turned into FILE messages, a batch
+ * per turn of the coordinator, sent as they are made (the receiver creates
+ * files while the walk goes on), and the files in flight until the
+ * receiver says each is done. At most max_files are in flight; their ids
+ * are reused.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/limits.h"
+#include "core/log.h"
+#include "send/send.h"
+
+#define CTRL_BACKLOG (1u << 20)	/* stop walking while this much is unsent */
+#define FEED_BATCH 256		/* manifest entries per turn of the coordinator */
+#define FEED_FLUSH 32		/* ... sent this many at a time */
+
+int send_manifest_init(struct send_session *s)
+{
+	struct manifest *m = &s->man;
+	unsigned int n = s->b.wel.max_files;
+	unsigned long nofile = pxfer_raise_nofile();
+
+	/* each file in flight holds a descriptor; keep room for the rest */
+	if (nofile > 64 && n > nofile - 64)
+		n = nofile - 64;
+	m->max_files = s->b.wel.max_files;
+	m->win = calloc(m->max_files, sizeof(*m->win));
+	m->free_ids = calloc(n, sizeof(*m->free_ids));
+	if (!m->win || !m->free_ids)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < n; i++)
+		m->free_ids[m->nfree++] = n - 1 - i;
+	return 0;
+}
+
+static void entry_free(struct manifest *m, uint64_t id)
+{
+	struct sentry *e = m->win[id];
+
+	if (!e)
+		return;
+	if (e->f.fd >= 0)
+		close(e->f.fd);
+	free(e->f.src);
+	free(e);
+	m->win[id] = NULL;
+	m->free_ids[m->nfree++] = id;
+	m->in_flight--;
+}
+
+void send_manifest_release(struct send_session *s)
+{
+	struct manifest *m = &s->man;
+
+	if (m->win)
+		for (unsigned int i = 0; i < m->max_files; i++)
+			entry_free(m, i);
+	free(m->win);
+	free(m->free_ids);
+	m->win = NULL;
+	m->free_ids = NULL;
+}
+
+struct sentry *send_manifest_get(struct send_session *s, uint64_t id)
+{
+	return id < s->man.max_files ? s->man.win[id] : NULL;
+}
+
+void send_manifest_done(struct send_session *s, uint64_t id)
+{
+	entry_free(&s->man, id);
+}
+
+/*
+ * The scheduler is done with these files: close them and say how many
+ * bytes each sent. A file is not touched after its FILE_END is queued:
+ * the coordinator frees it when FILE_DONE comes back.
+ */
+void send_files_ended(struct send_session *s)
+{
+	struct pxfer_sfile *f = pxfer_sched_take_ended(&s->sched), *next;
+	struct pxfer_msg m = { .type = PXFER_MSG_FILE_END };
+
+	for (; f; f = next) {
+		next = f->next;
+		if (f->fd >= 0) {
+			close(f->fd);
+			f->fd = -1;
+		}
+		m.u.end.id = f->id;
+		m.u.end.bytes = f->sent;
+		m.u.end.code = f->err;
+		if (pxfer_ctrl_queue(&s->b.ctrl, &m))
+			pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	}
+}
+
+static int fill_file_msg(struct pxfer_file *fm, const struct pxfer_walk_entry *e,
+			 const struct stat *st, uint8_t type)
+{
+	size_t len = strlen(e->rel);
+
+	if (len > PXFER_PATH_MAX)
+		return -ENAMETOOLONG;
+	fm->type = type;
+	fm->mode = st->st_mode & 07777;
+	fm->size = type == PXFER_FT_REG ? (uint64_t)st->st_size : 0;
+	fm->mtime_sec = st->st_mtim.tv_sec;
+	fm->mtime_nsec = st->st_mtim.tv_nsec;
+	fm->path_len = len;
+	memcpy(fm->path, e->rel, len + 1);
+	fm->target_len = 0;
+	fm->target[0] = 0;
+	if (type == PXFER_FT_SYMLINK) {
+		fm->target_len = strlen(e->target);
+		memcpy(fm->target, e->target, fm->target_len + 1);
+	}
+	return 0;
+}
+
+/*
+ * Open a regular file for sending; the size comes from the open file. A
+ * PATH given on the command line may be a link (it is followed, like
+ * cp -H); below it the walk saw a regular file, so whatever is opened must
+ * be that same file, or it changed under us.
+ */
+static int open_source(const struct pxfer_walk_entry *e, int *fdp,
+		       struct stat *st)
+{
+	int fd = e->fd;
+
+	if (fd >= 0)
+		goto opened;	/* the walk opened it, and st is its fstat */
+	fd = open(e->src, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st)) {
+		int ret = -errno;
+
+		close(fd);
+		return ret;
+	}
+	if (st->st_dev != e->st.st_dev || st->st_ino != e->st.st_ino) {
+		close(fd);
+		return -ESTALE;
+	}
+opened:
+	/* larger read-ahead; a small file is read in one go anyway */
+	if (st->st_size > (off_t)PXFER_AUTO_CHUNK_MIN)
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	*fdp = fd;
+	return 0;
+}
+
+/* what to send for walk entry @e: 1 with *type (and *fd, *st for a file),
+ * 0 when it is not sent (said why, and counted) */
+static int entry_kind(struct send_session *s, const struct pxfer_walk_entry *e,
+		      uint8_t *type, int *fd, struct stat *st)
+{
+	int ret;
+
+	switch (e->kind) {
+	case PXFER_WALK_ERROR:
+		error("cannot read '%s': %s", e->src, strerror(-e->err));
+		s->st->files_failed++;
+		return 0;
+	case PXFER_WALK_SKIP:
+		warning("skipping '%s': not a regular file, directory or symlink",
+			e->src);
+		s->st->files_skipped++;
+		return 0;
+	case PXFER_WALK_FILE:
+		ret = open_source(e, fd, st);
+		if (ret) {
+			error("cannot read '%s': %s", e->src,
+			      ret == -ESTALE ? "it changed while being read"
+					     : strerror(-ret));
+			s->st->files_failed++;
+			return 0;
+		}
+		if (!S_ISREG(st->st_mode)) {
+			close(*fd);
+			*fd = -1;
+			warning("skipping '%s': it changed while being read", e->src);
+			s->st->files_skipped++;
+			return 0;
+		}
+		*type = PXFER_FT_REG;
+		return 1;
+	case PXFER_WALK_DIR:
+		*type = PXFER_FT_DIR;
+		return 1;
+	case PXFER_WALK_SYMLINK:
+		*type = PXFER_FT_SYMLINK;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
+{
+	struct manifest *man = &s->man;
+	struct pxfer_msg *m = &s->b.msg;
+	struct stat st = e->st;
+	struct sentry *se;
+	uint8_t type;
+	int fd = -1, ret;
+
+	if (!entry_kind(s, e, &type, &fd, &st))
+		return 0;
+	se = calloc(1, sizeof(*se));
+	if (!se || !(se->f.src = strdup(e->src))) {
+		free(se);
+		if (fd >= 0)
+			close(fd);
+		return -ENOMEM;
+	}
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_FILE;
+	ret = fill_file_msg(&m->u.file, e, &st, type);
+	if (ret) {
+		error("cannot send '%s': %s", e->src, strerror(-ret));
+		s->st->files_failed++;
+		if (fd >= 0)
+			close(fd);
+		free(se->f.src);
+		free(se);
+		return 0;
+	}
+	se->type = type;
+	se->f.fd = fd;
+	se->f.size = m->u.file.size;
+	/*
+	 * A file whose blocks cover its size has no holes: the scheduler
+	 * needs no SEEK_DATA / SEEK_HOLE for it (two system calls a file,
+	 * made under its lock). Blocks allocated beyond the end could hide
+	 * a hole; it is then sent as zeros, which costs space, not data.
+	 */
+	if (type == PXFER_FT_REG && (uint64_t)st.st_blocks * 512 >= se->f.size)
+		se->f.data_end = se->f.size;
+	se->f.id = man->free_ids[--man->nfree];
+	m->u.file.id = se->f.id;
+	man->win[se->f.id] = se;
+	man->in_flight++;
+	if (type == PXFER_FT_REG) {
+		man->bytes_walked += se->f.size;
+		man->files_walked++;
+	}
+	return pxfer_ctrl_queue(&s->b.ctrl, m);
+}
+
+int send_manifest_can_feed(struct send_session *s)
+{
+	return !s->man.walk_done && s->man.nfree &&
+	       pxfer_ctrl_pending(&s->b.ctrl) < CTRL_BACKLOG;
+}
+
+/*
+ * Walk on and queue manifest entries, a batch per turn of the coordinator,
+ * sent as they are made: the receiver creates files while the walk goes
+ * on, and FILE_OK replies (which let data flow) are read between batches.
+ */
+int send_manifest_feed(struct send_session *s)
+{
+	struct pxfer_walk_entry e;
+	unsigned int n = 0;
+	int ret;
+
+	while (send_manifest_can_feed(s) && n < FEED_BATCH) {
+		ret = pxfer_walk_next(&s->walk, &e);
+		if (ret < 0)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "cannot walk the source tree: %s",
+					  strerror(-ret));
+		if (ret == 0) {
+			s->man.walk_done = 1;
+			break;
+		}
+		ret = feed_entry(s, &e);
+		if (ret)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "cannot queue '%s': %s", e.src,
+					  strerror(-ret));
+		if (++n % FEED_FLUSH == 0)
+			pxfer_ctrl_flush(&s->b.ctrl);	/* errors show in the wait */
+	}
+	return 0;
+}

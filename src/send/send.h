@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the sender (src/send/). pxfer_send (send.c) sets a session
+ * up and tears it down; the coordinator (coord.c) runs the control
+ * connection; the manifest (manifest.c) turns the tree walk into FILE
+ * messages and keeps the files in flight; each worker (worker.c) owns a
+ * data connection and a ring and moves the chunks the scheduler plans.
+ */
+#ifndef PXFER_SEND_SEND_H
+#define PXFER_SEND_SEND_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include "pxfer/pxfer.h"
+#include "core/container_of.h"
+#include "core/ring.h"
+#include "engine/handshake.h"
+#include "engine/progress.h"
+#include "engine/session.h"
+#include "engine/worker.h"
+#include "send/scheduler.h"
+#include "send/walk.h"
+#include "transport/choose.h"
+
+/* a slot's chunk while its reads are in flight */
+struct sslot {
+	struct pxfer_plan plan;
+	uint32_t boff[PXFER_SEG_MAX];	/* where each segment sits in the slot */
+	uint32_t done[PXFER_SEG_MAX];	/* bytes read so far */
+	int err[PXFER_SEG_MAX];		/* positive errno */
+	unsigned int pending;		/* reads in flight */
+};
+
+struct send_session;
+
+struct sworker {
+	struct pxfer_worker b;
+	struct send_session *s;
+	int dead;			/* its connection broke */
+	int no_read_now;		/* RWF_NOWAIT reads are not supported */
+	struct sslot *slots;
+	struct pxfer_chunk desc;
+	uint64_t seq;
+};
+
+static inline struct sworker *to_sworker(struct pxfer_worker *w)
+{
+	return container_of(w, struct sworker, b);
+}
+
+/* one manifest entry in flight, indexed by its file id */
+struct sentry {
+	uint8_t type;
+	int ok;				/* FILE_OK seen */
+	struct pxfer_sfile f;
+};
+
+/*
+ * The files in flight: ids are reused once the receiver says a file is
+ * done, so at most max_files entries exist at once. The coordinator owns
+ * it; workers reach entries only through the scheduler.
+ */
+struct manifest {
+	struct sentry **win;		/* by file id */
+	unsigned int max_files;
+	uint32_t *free_ids;
+	unsigned int nfree;
+	unsigned int in_flight;
+	int walk_done;
+	uint64_t bytes_walked, files_walked;
+};
+
+struct send_session {
+	struct pxfer_session b;
+	const struct pxfer_send_opts *o;
+	struct pxfer_transport_choice tc;	/* bind: --bind, or what --device implies */
+	struct pxfer_hs_target to;
+	struct pxfer_pool pool;		/* ring memory faulted in early */
+	struct pxfer_sched sched;
+	int sched_init;
+	struct pxfer_walk walk;
+	int walk_init;
+	struct manifest man;
+	struct sworker *w;
+	int fin_sent, acked;
+	atomic_int direct;		/* large chunks bypass the ring (send_chunk_fd) */
+	atomic_uint_fast64_t bytes_sent;
+	atomic_uint_fast64_t chunks;
+	struct pxfer_stats *st;
+	struct pxfer_progress prog;
+};
+
+/* manifest.c */
+int send_manifest_init(struct send_session *s);
+void send_manifest_release(struct send_session *s);
+/* walk on and queue FILE messages for one turn; 0 or -1 (failed) */
+int send_manifest_feed(struct send_session *s);
+/* whether the coordinator should feed without waiting */
+int send_manifest_can_feed(struct send_session *s);
+struct sentry *send_manifest_get(struct send_session *s, uint64_t id);
+/* the receiver is done with file @id: its id can be reused */
+void send_manifest_done(struct send_session *s, uint64_t id);
+/* queue FILE_END for the files the scheduler says ended (any thread) */
+void send_files_ended(struct send_session *s);
+
+/* coord.c */
+int send_coordinate(struct send_session *s);
+void send_draw_progress(struct send_session *s, int final);
+
+/* worker.c */
+void *send_worker_main(void *arg);
+
+#endif

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A sender's worker: it owns one data connection and one ring. With a
+ * credit in hand it asks the scheduler for a chunk, reads it from disk
+ * into the granted slot (io_uring READ_FIXED, or at once when the bytes
+ * are cached), checksums it and puts it on the wire; when the transport
+ * reports the send complete, the slot is free again.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "send/send.h"
+
+#define REAP_BATCH 64
+#define DIRECT_MIN (64u << 10)	/* smaller chunks always go through the ring */
+#define READ_NOW_MAX (64u << 10)	/* segments read by the worker itself */
+
+static void sw_wait(struct sworker *w)
+{
+	struct send_session *s = w->s;
+	struct pollfd p[3] = {
+		{ .fd = w->b.wake_fd, .events = POLLIN },
+		{ .fd = s->b.t->conn_fd(w->b.conn), .events = POLLIN },
+		{ .fd = w->b.io->event_fd, .events = POLLIN },
+	};
+
+	poll(p, w->b.io->event_fd >= 0 ? 3 : 2, 1000);
+	pxfer_drain(w->b.wake_fd);
+}
+
+/* the worker's data connection broke: the coordinator reports it */
+static int sw_conn_failed(struct sworker *w, int err)
+{
+	pxfer_session_data_lost(&w->s->b, w->b.idx, err);
+	w->dead = 1;
+	return -1;
+}
+
+static int sw_reap_sent(struct sworker *w)
+{
+	struct send_session *s = w->s;
+	uint16_t done[REAP_BATCH];
+	int n;
+
+	while ((n = s->b.t->reap_sent(w->b.conn, done, REAP_BATCH)) != 0) {
+		if (n < 0)
+			return sw_conn_failed(w, n);
+		for (int k = 0; k < n; k++) {
+			struct sslot *ss = &w->slots[done[k]];
+
+			for (unsigned int i = 0; i < ss->plan.nseg; i++)
+				pxfer_sched_done(&s->sched, ss->plan.seg[i].f,
+						 ss->plan.seg[i].len, 0);
+			pthread_mutex_lock(&w->b.lock);
+			pxfer_credits_put(&w->b.cred, done[k]);
+			pthread_mutex_unlock(&w->b.lock);
+		}
+	}
+	return 0;
+}
+
+/*
+ * Drop the segments whose read failed: report them, tell the scheduler,
+ * and close up the slot so the rest can still go. Rare, so it may copy.
+ */
+static void sw_drop_failed(struct sworker *w, struct sslot *ss, uint8_t *buf)
+{
+	struct send_session *s = w->s;
+	unsigned int k = 0;
+	uint32_t off = 0;
+
+	for (unsigned int i = 0; i < ss->plan.nseg; i++) {
+		struct pxfer_plan_seg *seg = &ss->plan.seg[i];
+
+		if (ss->err[i]) {
+			/* one message per file, not one per segment */
+			if (pxfer_sched_done(&s->sched, seg->f, seg->len, ss->err[i]))
+				error("cannot read '%s': %s", seg->f->src,
+				      ss->err[i] == ENODATA ? "the file shrank while being sent"
+							    : strerror(ss->err[i]));
+			continue;
+		}
+		memmove(buf + off, buf + ss->boff[i], seg->len);
+		ss->plan.seg[k++] = *seg;
+		off += seg->len;
+	}
+	ss->plan.nseg = k;
+	ss->plan.len = off;
+}
+
+static void sw_unuse(struct sworker *w, unsigned int slot)
+{
+	pthread_mutex_lock(&w->b.lock);
+	pxfer_credits_unuse(&w->b.cred, slot);
+	pthread_mutex_unlock(&w->b.lock);
+}
+
+static void sw_sent(struct sworker *w, uint32_t len)
+{
+	atomic_fetch_add(&w->s->bytes_sent, len);
+	atomic_fetch_add(&w->s->chunks, 1);
+}
+
+static int sw_send_slot(struct sworker *w, unsigned int slot)
+{
+	struct send_session *s = w->s;
+	struct sslot *ss = &w->slots[slot];
+	uint8_t *buf = pxfer_ring_slot(&w->b.ring, slot);
+	struct pxfer_chunk *d = &w->desc;
+	int ret;
+
+	for (unsigned int i = 0; i < ss->plan.nseg; i++) {
+		if (ss->err[i]) {
+			sw_drop_failed(w, ss, buf);
+			break;
+		}
+	}
+	if (!ss->plan.nseg) {
+		sw_unuse(w, slot);
+		return 0;
+	}
+	d->slot = slot;
+	d->nseg = ss->plan.nseg;
+	d->len = ss->plan.len;
+	d->xxh3 = pxfer_hash(buf, d->len);
+	d->seq = w->seq++;
+	for (unsigned int i = 0; i < d->nseg; i++) {
+		d->seg[i].file = ss->plan.seg[i].f->id;
+		d->seg[i].offset = ss->plan.seg[i].off;
+		d->seg[i].len = ss->plan.seg[i].len;
+	}
+	ret = s->b.t->send_chunk(w->b.conn, d, buf);
+	if (ret)
+		return sw_conn_failed(w, ret);
+	sw_sent(w, d->len);
+	return sw_reap_sent(w);
+}
+
+static int sw_prep_read(struct sworker *w, unsigned int slot, unsigned int i)
+{
+	struct sslot *ss = &w->slots[slot];
+	struct pxfer_plan_seg *seg = &ss->plan.seg[i];
+	uint8_t *buf = pxfer_ring_slot(&w->b.ring, slot) + ss->boff[i];
+	uint32_t done = ss->done[i];
+
+	ss->pending++;
+	return w->b.io->ops->prep(w->b.io, PXFER_IO_READ, seg->f->fd, slot,
+				buf + done, seg->len - done, seg->off + done,
+				((uint64_t)slot << 8) | i);
+}
+
+static int sw_read_done(struct sworker *w, uint64_t tag, int res);
+
+/*
+ * A small segment whose bytes are in the page cache is read here and now
+ * (preadv2 with RWF_NOWAIT, which never waits for the disk): through
+ * io_uring it costs a submission and a completion, and its slot would be
+ * registered, pinned whole, for a few KiB. Anything else (not cached, not
+ * all of it, a file system without RWF_NOWAIT such as tmpfs) goes through
+ * io_uring, where reads from a disk run in parallel.
+ */
+static int sw_read_now(struct sworker *w, unsigned int slot, unsigned int i)
+{
+	struct sslot *ss = &w->slots[slot];
+	struct pxfer_plan_seg *seg = &ss->plan.seg[i];
+	struct iovec iov = {
+		.iov_base = pxfer_ring_slot(&w->b.ring, slot) + ss->boff[i],
+		.iov_len = seg->len,
+	};
+	ssize_t n;
+
+	if (w->no_read_now)
+		return sw_prep_read(w, slot, i);
+	n = preadv2(seg->f->fd, &iov, 1, seg->off, RWF_NOWAIT);
+	if (n < 0 && errno == EOPNOTSUPP)
+		w->no_read_now = 1;
+	if (n < 0 && (errno == EAGAIN || errno == EOPNOTSUPP || errno == EINTR))
+		return sw_prep_read(w, slot, i);
+	ss->pending++;
+	return sw_read_done(w, ((uint64_t)slot << 8) | i, n < 0 ? -errno : (int)n);
+}
+
+static int sw_read_done(struct sworker *w, uint64_t tag, int res)
+{
+	unsigned int slot = tag >> 8, i = tag & 0xff;
+	struct sslot *ss = &w->slots[slot];
+
+	ss->pending--;
+	if (res < 0) {
+		ss->err[i] = -res;
+	} else if (res == 0) {
+		ss->err[i] = ENODATA;
+	} else {
+		ss->done[i] += res;
+		if (ss->done[i] < ss->plan.seg[i].len)
+			return sw_prep_read(w, slot, i);	/* short read */
+	}
+	if (ss->pending)
+		return 0;
+	return sw_send_slot(w, slot);
+}
+
+/*
+ * A chunk of one large segment, where the transport can take the payload
+ * from the file itself (tcp: sendfile): checksum it in the page cache and
+ * hand it over without reading it into the ring. 1 when it is sent (or
+ * dropped because the file shrank), 0 to read it through the ring after
+ * all (the file cannot be mapped), -1 when the session failed.
+ */
+static int sw_send_direct(struct sworker *w, unsigned int slot)
+{
+	struct send_session *s = w->s;
+	struct sslot *ss = &w->slots[slot];
+	struct pxfer_plan_seg *seg = &ss->plan.seg[0];
+	struct pxfer_chunk *d = &w->desc;
+	int ret;
+
+	ret = pxfer_hash_file(seg->f->fd, seg->off, seg->len, &d->xxh3);
+	if (ret == -ENODATA) {
+		ss->pending = 0;
+		ss->err[0] = ENODATA;
+		return sw_send_slot(w, slot) ? -1 : 1;
+	}
+	if (ret) {
+		atomic_store(&s->direct, 0);
+		return 0;
+	}
+	d->slot = slot;
+	d->nseg = 1;
+	d->len = seg->len;
+	d->seq = w->seq++;
+	d->seg[0].file = seg->f->id;
+	d->seg[0].offset = seg->off;
+	d->seg[0].len = seg->len;
+	ret = s->b.t->send_chunk_fd(w->b.conn, d, seg->f->fd,
+				    pxfer_ring_slot(&w->b.ring, slot));
+	if (ret == -ENODATA)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				  "'%s' shrank while being sent, after the checksum of a chunk went out; the session cannot go on",
+				  seg->f->src);
+	if (ret)
+		return sw_conn_failed(w, ret);
+	sw_sent(w, d->len);
+	return sw_reap_sent(w) ? -1 : 1;
+}
+
+/* take a credit, plan a chunk into its slot and start the reads */
+static int sw_fill_one(struct sworker *w)
+{
+	struct send_session *s = w->s;
+	struct sslot *ss;
+	uint32_t off = 0;
+	int slot, ret;
+
+	pthread_mutex_lock(&w->b.lock);
+	slot = pxfer_credits_take(&w->b.cred);
+	pthread_mutex_unlock(&w->b.lock);
+	if (slot < 0)
+		return 0;
+	ss = &w->slots[slot];
+	if (!pxfer_sched_next(&s->sched, &ss->plan)) {
+		sw_unuse(w, slot);
+		return 0;
+	}
+	if (ss->plan.nseg == 1 && ss->plan.len >= DIRECT_MIN &&
+	    atomic_load(&s->direct)) {
+		ret = sw_send_direct(w, slot);
+		if (ret)
+			return ret;
+	}
+	ss->pending = 1;	/* not sent before every read is under way */
+	for (unsigned int i = 0; i < ss->plan.nseg; i++) {
+		ss->boff[i] = off;
+		ss->done[i] = 0;
+		ss->err[i] = 0;
+		off += ss->plan.seg[i].len;
+	}
+	for (unsigned int i = 0; i < ss->plan.nseg; i++) {
+		ret = ss->plan.seg[i].len <= READ_NOW_MAX ? sw_read_now(w, slot, i)
+							  : sw_prep_read(w, slot, i);
+		if (ret)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "cannot queue a read: %s", strerror(-ret));
+	}
+	if (!--ss->pending && sw_send_slot(w, slot))
+		return -1;
+	return 1;
+}
+
+static int sw_running(struct sworker *w)
+{
+	struct send_session *s = w->s;
+
+	return !pxfer_workers_stopping(&s->b.workers) &&
+	       !pxfer_failed(&s->b.fail) && !w->dead;
+}
+
+void *send_worker_main(void *arg)
+{
+	struct sworker *w = to_sworker(arg);
+	struct send_session *s = w->s;
+	struct pxfer_io_cqe cqe[REAP_BATCH];
+	int n, busy, ret;
+
+	while (sw_running(w)) {
+		busy = 0;
+		n = w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 0);
+		for (int i = 0; i < n; i++)
+			if (sw_read_done(w, cqe[i].tag, cqe[i].res))
+				break;
+		busy |= n > 0;
+		if (sw_reap_sent(w))
+			break;
+		while (!pxfer_failed(&s->b.fail) && sw_fill_one(w) > 0)
+			busy = 1;
+		/* the files this turn finished, or gave up on */
+		send_files_ended(s);
+		ret = w->b.io->ops->submit(w->b.io);
+		if (ret) {
+			pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				   "cannot submit reads: %s", strerror(-ret));
+			break;
+		}
+		if (!busy)
+			sw_wait(w);
+	}
+	send_files_ended(s);
+	/* the ring stays mapped until every read into it has finished */
+	while (w->b.io->inflight) {
+		if (w->b.io->ops->submit(w->b.io) ||
+		    w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 1) < 0)
+			break;
+	}
+	return NULL;
+}
