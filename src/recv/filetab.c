@@ -3,22 +3,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/sys.h"
 #include "recv/filetab.h"
 
-int pxfer_filetab_init(struct pxfer_filetab *t, unsigned int n, int wake_fd)
+int pxfer_filetab_init(struct pxfer_filetab *t, unsigned int n)
 {
 	memset(t, 0, sizeof(*t));
 	t->f = calloc(n, sizeof(*t->f));
-	t->doneq = calloc(n, sizeof(*t->doneq));
-	if (!t->f || !t->doneq) {
-		free(t->f);
-		free(t->doneq);
+	if (!t->f)
 		return -ENOMEM;
-	}
 	t->n = n;
-	t->wake_fd = wake_fd;
 	return -pthread_mutex_init(&t->lock, NULL);
+}
+
+/* call with the lock held */
+static void forget_ranges(struct pxfer_filetab *t, struct pxfer_fstate *f)
+{
+	t->nranges -= f->nrng;
+	if (f->rng != f->rng_in)
+		free(f->rng);
+	f->rng = NULL;
+	f->nrng = f->rng_cap = 0;
 }
 
 void pxfer_filetab_release(struct pxfer_filetab *t)
@@ -26,18 +30,70 @@ void pxfer_filetab_release(struct pxfer_filetab *t)
 	if (!t->f)
 		return;
 	for (unsigned int i = 0; i < t->n; i++)
-		pxfer_filetab_forget(t, &t->f[i]);
+		forget_ranges(t, &t->f[i]);
 	pthread_mutex_destroy(&t->lock);
 	free(t->f);
-	free(t->doneq);
 	t->f = NULL;
 }
 
-/* call with the lock held: 1 if @id just became complete */
-static int check_done(struct pxfer_filetab *t, uint64_t id)
+int pxfer_filetab_open(struct pxfer_filetab *t, uint64_t id, uint64_t size)
 {
-	struct pxfer_rfile *f = &t->f[id];
+	struct pxfer_fstate *f;
+	int ret = -EPROTO;
 
+	if (id >= t->n)
+		return ret;
+	f = &t->f[id];
+	pthread_mutex_lock(&t->lock);
+	if (!f->used) {
+		memset(f, 0, sizeof(*f));
+		f->used = 1;
+		f->size = size;
+		t->used++;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
+void pxfer_filetab_close(struct pxfer_filetab *t, uint64_t id)
+{
+	struct pxfer_fstate *f = &t->f[id];
+
+	pthread_mutex_lock(&t->lock);
+	if (f->used) {
+		forget_ranges(t, f);
+		memset(f, 0, sizeof(*f));
+		t->used--;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+int pxfer_filetab_in_use(struct pxfer_filetab *t, uint64_t id)
+{
+	int used;
+
+	if (id >= t->n)
+		return 0;
+	pthread_mutex_lock(&t->lock);
+	used = t->f[id].used;
+	pthread_mutex_unlock(&t->lock);
+	return used;
+}
+
+unsigned int pxfer_filetab_count(struct pxfer_filetab *t)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&t->lock);
+	n = t->used;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+/* call with the lock held: 1 if @f just became complete */
+static int check_done(struct pxfer_fstate *f)
+{
 	if (f->end_known == 1 && f->written == f->total &&
 	    f->submitted == f->written) {
 		/* no further bytes can arrive: it completes only once */
@@ -47,58 +103,8 @@ static int check_done(struct pxfer_filetab *t, uint64_t id)
 	return 0;
 }
 
-/* this thread's batch (pxfer_filetab_batch_begin), if any */
-static __thread struct pxfer_filetab *batch_tab;
-static __thread int batch_wake;
-
-void pxfer_filetab_batch_begin(struct pxfer_filetab *t)
-{
-	batch_tab = t;
-	batch_wake = 0;
-}
-
-int pxfer_filetab_batch_end(struct pxfer_filetab *t)
-{
-	int wake = batch_tab == t && batch_wake;
-
-	batch_tab = NULL;
-	batch_wake = 0;
-	return wake;
-}
-
-void pxfer_filetab_push_done(struct pxfer_filetab *t, uint64_t id)
-{
-	pthread_mutex_lock(&t->lock);
-	t->doneq[(t->dhead + t->dcount) % t->n] = id;
-	/* the coordinator empties the queue each time it wakes */
-	if (t->dcount++ == 0) {
-		if (batch_tab == t)
-			batch_wake = 1;
-		else
-			pxfer_wake(t->wake_fd);
-	}
-	pthread_mutex_unlock(&t->lock);
-}
-
-/* call without the lock, for a file check_done found complete */
-static void complete(struct pxfer_filetab *t, uint64_t id)
-{
-	if (t->finish && t->finish(t->finish_arg, &t->f[id]))
-		return;		/* handed on: pushed when finished */
-	pxfer_filetab_push_done(t, id);
-}
-
-void pxfer_filetab_forget(struct pxfer_filetab *t, struct pxfer_rfile *f)
-{
-	t->nranges -= f->nrng;
-	if (f->rng != f->rng_in)
-		free(f->rng);
-	f->rng = NULL;
-	f->nrng = f->rng_cap = 0;
-}
-
 /* the first range of @f that ends after @lo */
-static unsigned int range_find(const struct pxfer_rfile *f, uint64_t lo)
+static unsigned int range_find(const struct pxfer_fstate *f, uint64_t lo)
 {
 	unsigned int a = 0, b = f->nrng;
 
@@ -114,7 +120,7 @@ static unsigned int range_find(const struct pxfer_rfile *f, uint64_t lo)
 }
 
 /* 1 if [lo, hi) meets a range of @f */
-static int range_overlaps(const struct pxfer_rfile *f, uint64_t lo, uint64_t hi)
+static int range_overlaps(const struct pxfer_fstate *f, uint64_t lo, uint64_t hi)
 {
 	unsigned int i = range_find(f, lo);
 
@@ -122,7 +128,7 @@ static int range_overlaps(const struct pxfer_rfile *f, uint64_t lo, uint64_t hi)
 }
 
 /* add [lo, hi), which overlaps nothing, merging with its neighbours */
-static int range_add(struct pxfer_filetab *t, struct pxfer_rfile *f,
+static int range_add(struct pxfer_filetab *t, struct pxfer_fstate *f,
 		     uint64_t lo, uint64_t hi)
 {
 	unsigned int i = range_find(f, lo);
@@ -170,7 +176,7 @@ static int range_add(struct pxfer_filetab *t, struct pxfer_rfile *f,
 static int seg_ok(struct pxfer_filetab *t, const struct pxfer_seg *s,
 		  uint64_t extra)
 {
-	struct pxfer_rfile *f;
+	struct pxfer_fstate *f;
 
 	if (s->file >= t->n)
 		return 0;
@@ -188,8 +194,7 @@ static int seg_ok(struct pxfer_filetab *t, const struct pxfer_seg *s,
 	return !range_overlaps(f, s->offset, s->offset + s->len);
 }
 
-int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch,
-			  int *fds)
+int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch)
 {
 	int ret = 0;
 
@@ -212,7 +217,7 @@ int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch,
 			ret = -EPROTO;
 	}
 	for (unsigned int i = 0; i < ch->nseg && !ret; i++) {
-		struct pxfer_rfile *f = &t->f[ch->seg[i].file];
+		struct pxfer_fstate *f = &t->f[ch->seg[i].file];
 
 		if (ch->seg[i].len)
 			ret = range_add(t, f, ch->seg[i].offset,
@@ -220,33 +225,30 @@ int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch,
 		if (ret)
 			break;
 		f->submitted += ch->seg[i].len;
-		fds[i] = f->fd;
 	}
 	pthread_mutex_unlock(&t->lock);
 	return ret;
 }
 
-void pxfer_filetab_written(struct pxfer_filetab *t, uint64_t id, uint32_t len,
-			   int err)
+int pxfer_filetab_written(struct pxfer_filetab *t, uint64_t id, uint32_t len,
+			  int err)
 {
-	struct pxfer_rfile *f = &t->f[id];
-
+	struct pxfer_fstate *f = &t->f[id];
 	int done;
 
 	pthread_mutex_lock(&t->lock);
 	f->written += len;
 	if (err && !f->err)
 		f->err = err;
-	done = check_done(t, id);
+	done = check_done(f);
 	pthread_mutex_unlock(&t->lock);
-	if (done)
-		complete(t, id);
+	return done;
 }
 
 int pxfer_filetab_end(struct pxfer_filetab *t, uint64_t id, uint64_t total,
 		      int code)
 {
-	struct pxfer_rfile *f;
+	struct pxfer_fstate *f;
 	int ret = 0, done = 0;
 
 	if (id >= t->n)
@@ -260,25 +262,22 @@ int pxfer_filetab_end(struct pxfer_filetab *t, uint64_t id, uint64_t total,
 		f->end_known = 1;
 		f->total = total;
 		f->end_code = code;
-		done = check_done(t, id);
+		done = check_done(f);
 	}
 	pthread_mutex_unlock(&t->lock);
-	if (done)
-		complete(t, id);
-	return ret;
+	return ret ? ret : done;
 }
 
-int pxfer_filetab_pop_done(struct pxfer_filetab *t, uint64_t *id)
+int pxfer_filetab_outcome(struct pxfer_filetab *t, uint64_t id,
+			  uint64_t *total, int *by_sender)
 {
-	int ret = 0;
+	struct pxfer_fstate *f = &t->f[id];
+	int err;
 
 	pthread_mutex_lock(&t->lock);
-	if (t->dcount) {
-		*id = t->doneq[t->dhead];
-		t->dhead = (t->dhead + 1) % t->n;
-		t->dcount--;
-		ret = 1;
-	}
+	*total = f->total;
+	*by_sender = f->end_code != 0;
+	err = f->end_code ? f->end_code : f->err;
 	pthread_mutex_unlock(&t->lock);
-	return ret;
+	return err;
 }

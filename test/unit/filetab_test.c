@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * filetab_test: the receiver's per-file byte accounting (src/filetab.c).
- *
- * Entries are opened the way the receiver's coordinator opens them
- * (src/recv.c on_regular: fields set under t->lock, then used = 1) and
- * dropped the way it drops them (memset under the lock, used--).
+ * filetab_test: the receiver's per-file byte accounting (src/recv/filetab.c)
+ * and the queue of ids (src/core/idq.h) on which complete files are handed
+ * from the workers to the coordinator.
  *
  *  - reserve refuses unknown ids, closed slots, segments beyond the size or
  *    beyond the total announced by FILE_END, and two segments of one file
@@ -15,21 +13,18 @@
  *    unsent; the ranges merge, scattered ones included, and are freed
  *    with their file or the table;
  *  - written counts bytes and keeps the first error;
- *  - a file is queued as done exactly once, when FILE_END is known and all
- *    its bytes are written, whichever comes last; the wake fd fires, once
- *    for a burst of files done before the coordinator empties the queue,
- *    and not at all inside a batch, whose end says if it must be woken;
+ *  - a file is complete exactly once, when FILE_END is known and all its
+ *    bytes are written, whichever comes last: the call that completes it
+ *    returns 1, every other call 0;
  *  - FILE_END with a total below what was submitted, above the size, twice,
- *    or for an unknown id is refused;
- *  - a finish callback that hands the file on keeps it off the queue until
- *    pxfer_filetab_push_done;
- *  - worker threads and a coordinator racing still queue each file once,
- *    and the finish callback runs once per file, after its last byte and
- *    before the file can be popped.
+ *    or for an unknown id is refused; open refuses an id in use;
+ *  - the outcome says how a complete file ended: its total, the sender's
+ *    code, or the first write error;
+ *  - ids reused many times through the queue of ids: it wraps around;
+ *  - worker threads and a coordinator racing still complete each file
+ *    once, after its last byte.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -37,39 +32,62 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/idq.h"
 #include "recv/filetab.h"
 #include "test.h"
 
-static int efd;
+/* the files the calls below completed, since the last pops() */
+static unsigned int completed[64], ncompleted;
 
-/* open slot @id as the coordinator does */
-static void open_file(struct pxfer_filetab *t, uint64_t id, uint64_t size,
-		      int fd)
+static void mark(uint64_t id)
 {
-	struct pxfer_rfile *rf = &t->f[id];
-
-	pthread_mutex_lock(&t->lock);
-	memset(rf, 0, sizeof(*rf));
-	rf->fd = fd;
-	rf->dirfd = -1;
-	rf->size = size;
-	rf->mode = 0644;
-	rf->used = 1;
-	t->used++;
-	pthread_mutex_unlock(&t->lock);
+	if (id < 64)
+		completed[id]++;
+	ncompleted++;
 }
 
-/* drop slot @id as the coordinator does after finalizing it */
+static void open_file(struct pxfer_filetab *t, uint64_t id, uint64_t size)
+{
+	T_EXPECT(pxfer_filetab_open(t, id, size) == 0, "open %llu",
+		 (unsigned long long)id);
+}
+
 static void drop_file(struct pxfer_filetab *t, uint64_t id)
 {
-	pthread_mutex_lock(&t->lock);
-	pxfer_filetab_forget(t, &t->f[id]);
-	memset(&t->f[id], 0, sizeof(t->f[id]));
-	t->used--;
-	pthread_mutex_unlock(&t->lock);
+	pxfer_filetab_close(t, id);
+}
+
+static void written(struct pxfer_filetab *t, uint64_t id, uint32_t len,
+		    int err)
+{
+	if (pxfer_filetab_written(t, id, len, err) == 1)
+		mark(id);
+}
+
+/* FILE_END: 0 or -EPROTO, as the coordinator sees it */
+static int end(struct pxfer_filetab *t, uint64_t id, uint64_t total, int code)
+{
+	int ret = pxfer_filetab_end(t, id, total, code);
+
+	if (ret == 1)
+		mark(id);
+	return ret < 0 ? ret : 0;
+}
+
+/* how many times @id completed (and, in *others, the rest); forgets them */
+static unsigned int pops(struct pxfer_filetab *t, uint64_t id,
+			 unsigned int *others)
+{
+	unsigned int n = id < 64 ? completed[id] : 0;
+
+	(void)t;
+	if (others)
+		*others = ncompleted - n;
+	memset(completed, 0, sizeof(completed));
+	ncompleted = 0;
+	return n;
 }
 
 static uint64_t field(struct pxfer_filetab *t, uint64_t id, int which)
@@ -119,101 +137,67 @@ static struct pxfer_chunk *two(uint64_t f0, uint64_t o0, uint32_t l0,
 	return &chbuf;
 }
 
-/* Is the wake fd readable? Reading it clears it. */
-static int woken(void)
-{
-	struct pollfd p = { .fd = efd, .events = POLLIN };
-	uint64_t v;
-
-	if (poll(&p, 1, 0) != 1)
-		return 0;
-	if (read(efd, &v, sizeof(v)) != sizeof(v))
-		return 0;
-	return 1;
-}
-
-/* pop everything: how many times @id came out, and how many others */
-static unsigned int pops(struct pxfer_filetab *t, uint64_t id,
-			 unsigned int *others)
-{
-	unsigned int n = 0;
-	uint64_t got;
-
-	if (others)
-		*others = 0;
-	while (pxfer_filetab_pop_done(t, &got)) {
-		if (got == id)
-			n++;
-		else if (others)
-			(*others)++;
-	}
-	return n;
-}
-
 /* ---- reserve ----------------------------------------------------------- */
 
 static void test_reserve(void)
 {
 	struct pxfer_filetab t;
-	int fds[PXFER_SEG_MAX];
 
-	T_EXPECT(pxfer_filetab_init(&t, 8, efd) == 0, "init");
-	open_file(&t, 1, 1000, 101);
-	open_file(&t, 2, 500, 102);
-	open_file(&t, 3, 0, 103);
+	T_EXPECT(pxfer_filetab_init(&t, 8) == 0, "init");
+	open_file(&t, 1, 1000);
+	open_file(&t, 2, 500);
+	open_file(&t, 3, 0);
 
 	/* unknown or closed ids */
-	T_EXPECT(pxfer_filetab_reserve(&t, one(8, 0, 1), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(8, 0, 1)) == -EPROTO,
 		 "id == n");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(UINT64_MAX, 0, 1), fds) ==
+	T_EXPECT(pxfer_filetab_reserve(&t, one(UINT64_MAX, 0, 1)) ==
 		 -EPROTO, "id UINT64_MAX");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(0, 0, 1), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(0, 0, 1)) == -EPROTO,
 		 "closed slot 0");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(7, 0, 1), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(7, 0, 1)) == -EPROTO,
 		 "closed slot 7");
 
 	/* beyond the size */
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 900, 101), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 900, 101)) == -EPROTO,
 		 "one byte beyond");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 1000, 1), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 1000, 1)) == -EPROTO,
 		 "at the end");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 1001, 1), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 1001, 1)) == -EPROTO,
 		 "offset beyond");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, UINT64_MAX - 10, 100), fds) ==
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, UINT64_MAX - 10, 100)) ==
 		 -EPROTO, "offset + len wrapping");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 1001), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 1001)) == -EPROTO,
 		 "longer than the file");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 0, 1), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 0, 1)) == -EPROTO,
 		 "a byte of an empty file");
 	T_EXPECT(SUBMITTED(&t, 1) == 0, "nothing reserved: %llu",
 		 (unsigned long long)SUBMITTED(&t, 1));
 
-	/* inside: fds filled */
-	fds[0] = fds[1] = -1;
-	T_EXPECT(pxfer_filetab_reserve(&t, two(1, 0, 400, 2, 100, 400), fds) ==
+	/* inside */
+	T_EXPECT(pxfer_filetab_reserve(&t, two(1, 0, 400, 2, 100, 400)) ==
 		 0, "two files");
-	T_EXPECT(fds[0] == 101 && fds[1] == 102, "fds %d %d", fds[0], fds[1]);
 	T_EXPECT(SUBMITTED(&t, 1) == 400 && SUBMITTED(&t, 2) == 400,
 		 "submitted %llu %llu", (unsigned long long)SUBMITTED(&t, 1),
 		 (unsigned long long)SUBMITTED(&t, 2));
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 999, 1), fds) == 0,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 999, 1)) == 0,
 		 "the last byte");
 
 	/* more bytes than the file holds, in separate chunks */
-	T_EXPECT(pxfer_filetab_reserve(&t, one(2, 0, 101), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(2, 0, 101)) == -EPROTO,
 		 "file 2 over its size in total");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(2, 0, 100), fds) == 0,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(2, 0, 100)) == 0,
 		 "file 2 up to its size");
 	T_EXPECT(SUBMITTED(&t, 2) == 500, "file 2 full");
 
 	/* two segments of one file, each inside, together beyond: nothing */
-	open_file(&t, 4, 100, 104);
-	open_file(&t, 5, 100, 105);
+	open_file(&t, 4, 100);
+	open_file(&t, 5, 100);
 	memset(&chbuf, 0, sizeof(chbuf));
 	chunk_set(&chbuf, 0, 5, 0, 10);		/* fine on its own */
 	chunk_set(&chbuf, 1, 4, 0, 60);
 	chunk_set(&chbuf, 2, 4, 40, 60);	/* 120 bytes of a 100-byte file */
-	T_EXPECT(pxfer_filetab_reserve(&t, &chbuf, fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, &chbuf) == -EPROTO,
 		 "two segments of one file beyond its size");
 	T_EXPECT(SUBMITTED(&t, 4) == 0 && SUBMITTED(&t, 5) == 0,
 		 "all or nothing: %llu %llu",
@@ -224,37 +208,41 @@ static void test_reserve(void)
 	chunk_set(&chbuf, 0, 5, 0, 10);
 	chunk_set(&chbuf, 1, 4, 0, 50);
 	chunk_set(&chbuf, 2, 0, 0, 10);		/* closed */
-	T_EXPECT(pxfer_filetab_reserve(&t, &chbuf, fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, &chbuf) == -EPROTO,
 		 "a closed file last");
 	T_EXPECT(SUBMITTED(&t, 4) == 0 && SUBMITTED(&t, 5) == 0,
 		 "all or nothing again: %llu %llu",
 		 (unsigned long long)SUBMITTED(&t, 4),
 		 (unsigned long long)SUBMITTED(&t, 5));
 	/* exactly the size in two segments is fine */
-	T_EXPECT(pxfer_filetab_reserve(&t, two(4, 0, 50, 4, 50, 50), fds) == 0,
+	T_EXPECT(pxfer_filetab_reserve(&t, two(4, 0, 50, 4, 50, 50)) == 0,
 		 "two halves");
-	T_EXPECT(SUBMITTED(&t, 4) == 100 && fds[0] == 104 && fds[1] == 104,
-		 "two halves reserved: %llu",
+	T_EXPECT(SUBMITTED(&t, 4) == 100, "two halves reserved: %llu",
 		 (unsigned long long)SUBMITTED(&t, 4));
 
 	/* beyond the total announced by FILE_END */
-	open_file(&t, 6, 1000, 106);
-	T_EXPECT(pxfer_filetab_reserve(&t, one(6, 0, 100), fds) == 0, "f6 a");
-	T_EXPECT(pxfer_filetab_end(&t, 6, 300, 0) == 0, "f6 end 300");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(6, 500, 201), fds) == -EPROTO,
+	open_file(&t, 6, 1000);
+	T_EXPECT(pxfer_filetab_reserve(&t, one(6, 0, 100)) == 0, "f6 a");
+	T_EXPECT(end(&t, 6, 300, 0) == 0, "f6 end 300");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(6, 500, 201)) == -EPROTO,
 		 "beyond the announced total");
-	T_EXPECT(pxfer_filetab_reserve(&t, two(6, 500, 150, 6, 700, 51), fds) ==
+	T_EXPECT(pxfer_filetab_reserve(&t, two(6, 500, 150, 6, 700, 51)) ==
 		 -EPROTO, "two segments beyond the announced total");
 	T_EXPECT(SUBMITTED(&t, 6) == 100, "f6 submitted %llu",
 		 (unsigned long long)SUBMITTED(&t, 6));
-	T_EXPECT(pxfer_filetab_reserve(&t, one(6, 500, 200), fds) == 0,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(6, 500, 200)) == 0,
 		 "up to the announced total");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(6, 800, 1), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(6, 800, 1)) == -EPROTO,
 		 "one past the announced total");
 	T_EXPECT(!pops(&t, 6, NULL), "f6 not done before its writes");
+	T_EXPECT(pxfer_filetab_open(&t, 6, 10) == -EPROTO, "open an id in use");
+	T_EXPECT(pxfer_filetab_open(&t, 8, 10) == -EPROTO, "open id n");
+	T_EXPECT(pxfer_filetab_in_use(&t, 6) && !pxfer_filetab_in_use(&t, 7) &&
+		 !pxfer_filetab_in_use(&t, UINT64_MAX), "in use");
+	T_EXPECT(pxfer_filetab_count(&t) == 6, "6 open: %u",
+		 pxfer_filetab_count(&t));
 	pxfer_filetab_release(&t);
 	pxfer_filetab_release(&t);	/* harmless twice */
-	woken();
 }
 
 /* ---- overlapping bytes --------------------------------------------------- */
@@ -272,52 +260,50 @@ static unsigned int nranges(struct pxfer_filetab *t, uint64_t id)
 static void test_overlap(void)
 {
 	struct pxfer_filetab t;
-	int fds[PXFER_SEG_MAX];
 
-	T_EXPECT(pxfer_filetab_init(&t, 8, efd) == 0, "init");
-	open_file(&t, 1, 100, 101);
+	T_EXPECT(pxfer_filetab_init(&t, 8) == 0, "init");
+	open_file(&t, 1, 100);
 
 	/* the same bytes twice: the count would fit, the file would not */
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 50), fds) == 0, "0..50");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 50), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 50)) == 0, "0..50");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 50)) == -EPROTO,
 		 "0..50 again");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 49, 2), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 49, 2)) == -EPROTO,
 		 "49..51 (one byte again)");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 25, 50), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 25, 50)) == -EPROTO,
 		 "25..75");
 	T_EXPECT(SUBMITTED(&t, 1) == 50, "submitted %llu",
 		 (unsigned long long)SUBMITTED(&t, 1));
-	T_EXPECT(pxfer_filetab_end(&t, 1, 100, 0) == 0, "FILE_END 100");
-	pxfer_filetab_written(&t, 1, 50, 0);
+	T_EXPECT(end(&t, 1, 100, 0) == 0, "FILE_END 100");
+	written(&t, 1, 50, 0);
 	T_EXPECT(!pops(&t, 1, NULL), "50 of 100 bytes: not complete");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 50, 50), fds) == 0, "50..100");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 50, 50)) == 0, "50..100");
 	T_EXPECT(nranges(&t, 1) == 1, "merged into one range: %u",
 		 nranges(&t, 1));
-	pxfer_filetab_written(&t, 1, 50, 0);
+	written(&t, 1, 50, 0);
 	T_EXPECT(pops(&t, 1, NULL) == 1, "complete once all of it arrived");
-	woken();
 
 	/* twice in one chunk, and all or nothing */
-	open_file(&t, 2, 100, 102);
-	T_EXPECT(pxfer_filetab_reserve(&t, two(2, 0, 10, 2, 5, 10), fds) ==
+	open_file(&t, 2, 100);
+	T_EXPECT(pxfer_filetab_reserve(&t, two(2, 0, 10, 2, 5, 10)) ==
 		 -EPROTO, "5..15 after 0..10 in one chunk");
 	T_EXPECT(SUBMITTED(&t, 2) == 0 && nranges(&t, 2) == 0,
 		 "nothing reserved: %llu, %u ranges",
 		 (unsigned long long)SUBMITTED(&t, 2), nranges(&t, 2));
-	T_EXPECT(pxfer_filetab_reserve(&t, two(2, 10, 10, 2, 0, 10), fds) == 0,
+	T_EXPECT(pxfer_filetab_reserve(&t, two(2, 10, 10, 2, 0, 10)) == 0,
 		 "10..20 then 0..10 in one chunk");
 	T_EXPECT(nranges(&t, 2) == 1, "adjacent, merged: %u", nranges(&t, 2));
 
 	/* out of order and scattered: every other piece, then the gaps */
-	open_file(&t, 3, 1000, 103);
+	open_file(&t, 3, 1000);
 	for (unsigned int i = 0; i < 50; i += 2)
-		T_EXPECT(pxfer_filetab_reserve(&t, one(3, 20 * i, 20), fds) == 0,
+		T_EXPECT(pxfer_filetab_reserve(&t, one(3, 20 * i, 20)) == 0,
 			 "piece %u", i);
 	T_EXPECT(nranges(&t, 3) == 25, "25 ranges: %u", nranges(&t, 3));
-	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 30, 20), fds) == -EPROTO,
+	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 30, 20)) == -EPROTO,
 		 "across a piece and a gap");
 	for (unsigned int i = 49; i < 50; i -= 2)
-		T_EXPECT(pxfer_filetab_reserve(&t, one(3, 20 * i, 20), fds) == 0,
+		T_EXPECT(pxfer_filetab_reserve(&t, one(3, 20 * i, 20)) == 0,
 			 "gap %u", i);
 	T_EXPECT(nranges(&t, 3) == 1 && SUBMITTED(&t, 3) == 1000,
 		 "one range of 1000 bytes: %u, %llu", nranges(&t, 3),
@@ -326,232 +312,162 @@ static void test_overlap(void)
 	drop_file(&t, 3);
 	T_EXPECT(t.nranges == 2, "dropped with its range: %u", t.nranges);
 	/* a file that keeps its ranges is freed with the table (ASan) */
-	open_file(&t, 4, 1000, 104);
+	open_file(&t, 4, 1000);
 	for (unsigned int i = 0; i < 20; i += 2)
-		pxfer_filetab_reserve(&t, one(4, 20 * i, 20), fds);
+		pxfer_filetab_reserve(&t, one(4, 20 * i, 20));
 	pxfer_filetab_release(&t);
-	woken();
 }
 
 /* ---- written and done --------------------------------------------------- */
 
-/* a finish callback that hands every file on, counting the calls */
-static int defer_calls;
-
-static int defer_finish(void *arg, struct pxfer_rfile *f)
-{
-	(void)f;
-	(*(int *)arg)++;
-	return 1;
-}
-
 static void test_done(void)
 {
 	struct pxfer_filetab t;
-	int fds[PXFER_SEG_MAX];
 	unsigned int others;
+	uint64_t total;
+	int by_sender;
 
-	T_EXPECT(pxfer_filetab_init(&t, 4, efd) == 0, "init");
-	woken();
+	T_EXPECT(pxfer_filetab_init(&t, 4) == 0, "init");
 
 	/* FILE_END after the last write */
-	open_file(&t, 0, 300, 100);
-	T_EXPECT(pxfer_filetab_reserve(&t, one(0, 0, 100), fds) == 0, "a");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(0, 100, 200), fds) == 0, "b");
-	pxfer_filetab_written(&t, 0, 200, 0);
+	open_file(&t, 0, 300);
+	T_EXPECT(pxfer_filetab_reserve(&t, one(0, 0, 100)) == 0, "a");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(0, 100, 200)) == 0, "b");
+	written(&t, 0, 200, 0);
 	T_EXPECT(WRITTEN(&t, 0) == 200, "written %llu",
 		 (unsigned long long)WRITTEN(&t, 0));
-	pxfer_filetab_written(&t, 0, 100, 0);
+	written(&t, 0, 100, 0);
 	T_EXPECT(WRITTEN(&t, 0) == 300, "written %llu",
 		 (unsigned long long)WRITTEN(&t, 0));
-	T_EXPECT(!pops(&t, 0, NULL) && !woken(), "done before FILE_END");
-	T_EXPECT(pxfer_filetab_end(&t, 0, 299, 0) == -EPROTO,
-		 "total below what was submitted");
-	T_EXPECT(pxfer_filetab_end(&t, 0, 301, 0) == -EPROTO,
-		 "total above the size");
-	T_EXPECT(!pops(&t, 0, NULL), "done after a refused FILE_END");
-	T_EXPECT(pxfer_filetab_end(&t, 0, 300, 0) == 0, "end 300");
-	T_EXPECT(woken(), "wake fd after done");
-	T_EXPECT(pxfer_filetab_end(&t, 0, 300, 0) == -EPROTO, "end twice");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(0, 0, 1), fds) == -EPROTO,
-		 "reserve after done");
-	T_EXPECT(pops(&t, 0, &others) == 1 && !others, "done once");
-	T_EXPECT(!pxfer_filetab_pop_done(&t, &(uint64_t){ 0 }), "queue empty");
+	T_EXPECT(!pops(&t, 0, NULL), "complete before FILE_END");
+	T_EXPECT(end(&t, 0, 299, 0) == -EPROTO, "total below what was submitted");
+	T_EXPECT(end(&t, 0, 301, 0) == -EPROTO, "total above the size");
+	T_EXPECT(!pops(&t, 0, NULL), "complete after a refused FILE_END");
+	T_EXPECT(pxfer_filetab_end(&t, 0, 300, 0) == 1,
+		 "FILE_END completing the file returns 1");
+	T_EXPECT(end(&t, 0, 300, 0) == -EPROTO, "end twice");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(0, 0, 1)) == -EPROTO,
+		 "reserve after complete");
+	T_EXPECT(pxfer_filetab_outcome(&t, 0, &total, &by_sender) == 0 &&
+		 total == 300 && !by_sender, "outcome: 300 bytes, no error");
+	T_EXPECT(!pops(&t, 0, &others) && !others, "nothing else completed");
 	drop_file(&t, 0);
-	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == -EPROTO, "end after drop");
+	T_EXPECT(end(&t, 0, 0, 0) == -EPROTO, "end after drop");
 
 	/* FILE_END before the last write, and before the last chunk */
-	open_file(&t, 1, 1000, 101);
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 400), fds) == 0, "c");
-	T_EXPECT(pxfer_filetab_end(&t, 1, 600, 0) == 0, "end 600 early");
-	T_EXPECT(!pops(&t, 1, NULL) && !woken(), "done with bytes to come");
-	pxfer_filetab_written(&t, 1, 400, 0);
-	T_EXPECT(!pops(&t, 1, NULL) && !woken(),
-		 "done with a chunk still to arrive");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 600, 200), fds) == 0, "d");
-	pxfer_filetab_written(&t, 1, 200, 0);
-	T_EXPECT(pops(&t, 1, &others) == 1 && !others && woken(),
-		 "done once the last write completes");
+	open_file(&t, 1, 1000);
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 400)) == 0, "c");
+	T_EXPECT(end(&t, 1, 600, 0) == 0, "end 600 early");
+	T_EXPECT(!pops(&t, 1, NULL), "complete with bytes to come");
+	written(&t, 1, 400, 0);
+	T_EXPECT(!pops(&t, 1, NULL), "complete with a chunk still to arrive");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 600, 200)) == 0, "d");
+	T_EXPECT(pxfer_filetab_written(&t, 1, 200, 0) == 1,
+		 "the last write completing the file returns 1");
 
-	/* FILE_END while writes are in flight: done at the last write */
-	open_file(&t, 2, 100, 102);
-	T_EXPECT(pxfer_filetab_reserve(&t, two(2, 0, 50, 2, 50, 50), fds) == 0,
-		 "e");
-	T_EXPECT(pxfer_filetab_end(&t, 2, 100, 0) == 0, "end 100");
-	pxfer_filetab_written(&t, 2, 50, 0);
-	T_EXPECT(!pops(&t, 2, NULL), "done with a write in flight");
-	pxfer_filetab_written(&t, 2, 50, 0);
-	T_EXPECT(pops(&t, 2, NULL) == 1, "done at the last write");
+	/* FILE_END while writes are in flight: complete at the last write */
+	open_file(&t, 2, 100);
+	T_EXPECT(pxfer_filetab_reserve(&t, two(2, 0, 50, 2, 50, 50)) == 0, "e");
+	T_EXPECT(end(&t, 2, 100, 0) == 0, "end 100");
+	written(&t, 2, 50, 0);
+	T_EXPECT(!pops(&t, 2, NULL), "complete with a write in flight");
+	written(&t, 2, 50, 0);
+	T_EXPECT(pops(&t, 2, &others) == 1 && !others, "complete at the last write");
 
 	/* a write error is kept (the first), and the file still completes */
-	open_file(&t, 3, 30, 103);
-	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 0, 10), fds) == 0, "f");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 10, 10), fds) == 0, "g");
-	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 20, 10), fds) == 0, "h");
-	pxfer_filetab_written(&t, 3, 10, 0);
-	pxfer_filetab_written(&t, 3, 10, ENOSPC);
-	pxfer_filetab_written(&t, 3, 10, EIO);
+	open_file(&t, 3, 30);
+	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 0, 10)) == 0, "f");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 10, 10)) == 0, "g");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(3, 20, 10)) == 0, "h");
+	written(&t, 3, 10, 0);
+	written(&t, 3, 10, ENOSPC);
+	written(&t, 3, 10, EIO);
 	T_EXPECT(ERR(&t, 3) == ENOSPC, "first error kept: %llu",
 		 (unsigned long long)ERR(&t, 3));
-	T_EXPECT(pxfer_filetab_end(&t, 3, 30, 0) == 0, "end 30");
-	T_EXPECT(pops(&t, 3, NULL) == 1, "done with an error");
+	T_EXPECT(end(&t, 3, 30, 0) == 0, "end 30");
+	T_EXPECT(pops(&t, 3, NULL) == 1, "complete with an error");
+	T_EXPECT(pxfer_filetab_outcome(&t, 3, &total, &by_sender) == ENOSPC &&
+		 !by_sender, "outcome: the write error");
 
 	/* an empty file, and a file the sender gave up on */
 	drop_file(&t, 1);
 	drop_file(&t, 2);
 	drop_file(&t, 3);
-	open_file(&t, 1, 0, 101);
-	T_EXPECT(pxfer_filetab_end(&t, 1, 0, 0) == 0, "empty end");
-	T_EXPECT(pops(&t, 1, NULL) == 1, "empty file done at FILE_END");
-	open_file(&t, 2, 100, 102);
-	T_EXPECT(pxfer_filetab_reserve(&t, one(2, 0, 40), fds) == 0, "i");
-	pxfer_filetab_written(&t, 2, 40, 0);
-	T_EXPECT(pxfer_filetab_end(&t, 2, 40, EIO) == 0, "end with a code");
-	T_EXPECT(pops(&t, 2, NULL) == 1, "given-up file done");
-	pthread_mutex_lock(&t.lock);
-	T_EXPECT(t.f[2].end_code == EIO && t.f[2].total == 40,
-		 "end code %d total %llu", t.f[2].end_code,
-		 (unsigned long long)t.f[2].total);
-	pthread_mutex_unlock(&t.lock);
-
-	/* a burst of done files wakes the coordinator once; it empties the
-	 * queue, and the next done file wakes it again */
-	woken();
-	pops(&t, 0, NULL);
-	open_file(&t, 0, 10, 100);
-	open_file(&t, 3, 10, 103);
-	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == 0, "end empty 0");
-	T_EXPECT(pxfer_filetab_end(&t, 3, 0, 0) == 0, "end empty 3");
-	T_EXPECT(woken() && !woken(), "one wake for two done files");
-	T_EXPECT(pops(&t, 0, &others) == 1 && others == 1, "both queued");
-	drop_file(&t, 0);
-	open_file(&t, 0, 10, 100);
-	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == 0, "end empty 0 again");
-	T_EXPECT(woken(), "a wake once the queue was emptied");
-	T_EXPECT(pops(&t, 0, NULL) == 1, "queued again");
-	drop_file(&t, 0);
-	drop_file(&t, 3);
-
-	/* in a batch, files done wake no one; the batch's end says whether
-	 * the coordinator must be woken (once), and a batch with nothing
-	 * done says no */
-	woken();
-	pxfer_filetab_batch_begin(&t);
-	T_EXPECT(pxfer_filetab_batch_end(&t) == 0, "an empty batch wants a wake");
-	pxfer_filetab_batch_begin(&t);
-	open_file(&t, 0, 10, 100);
-	open_file(&t, 3, 10, 103);
-	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == 0, "batch: end 0");
-	T_EXPECT(!woken(), "a done file in a batch woke the coordinator");
-	T_EXPECT(pops(&t, 0, NULL) == 1, "batch: 0 queued");
-	T_EXPECT(pxfer_filetab_end(&t, 3, 0, 0) == 0, "batch: end 3");
-	T_EXPECT(!woken(), "a second done file in a batch woke it");
-	T_EXPECT(pxfer_filetab_batch_end(&t) == 1, "the batch's end wants no wake");
-	T_EXPECT(pops(&t, 3, NULL) == 1, "batch: 3 queued");
-	drop_file(&t, 0);
-	drop_file(&t, 3);
-	/* after the batch, files done wake at once again */
-	open_file(&t, 0, 10, 100);
-	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == 0, "after batch: end 0");
-	T_EXPECT(woken(), "no wake after the batch ended");
-	T_EXPECT(pops(&t, 0, NULL) == 1, "after batch: queued");
-	drop_file(&t, 0);
-
-	/* a finish callback that hands the file on: not queued until the
-	 * taker pushes it, then queued once */
-	woken();
-	t.finish = defer_finish;
-	t.finish_arg = &defer_calls;
-	open_file(&t, 0, 10, 100);
-	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == 0, "end, finish deferred");
-	T_EXPECT(defer_calls == 1 && !pops(&t, 0, NULL) && !woken(),
-		 "a deferred file is not done yet (%d finish calls)",
-		 defer_calls);
-	pxfer_filetab_push_done(&t, 0);
-	T_EXPECT(woken() && pops(&t, 0, &others) == 1 && !others,
-		 "done once pushed");
-	t.finish = NULL;
-	drop_file(&t, 0);
+	open_file(&t, 1, 0);
+	T_EXPECT(end(&t, 1, 0, 0) == 0, "empty end");
+	T_EXPECT(pops(&t, 1, NULL) == 1, "empty file complete at FILE_END");
+	open_file(&t, 2, 100);
+	T_EXPECT(pxfer_filetab_reserve(&t, one(2, 0, 40)) == 0, "i");
+	written(&t, 2, 40, 0);
+	T_EXPECT(end(&t, 2, 40, EIO) == 0, "end with a code");
+	T_EXPECT(pops(&t, 2, NULL) == 1, "given-up file complete");
+	T_EXPECT(pxfer_filetab_outcome(&t, 2, &total, &by_sender) == EIO &&
+		 by_sender && total == 40, "outcome: the sender's code, 40 bytes");
+	T_EXPECT(pxfer_filetab_count(&t) == 2, "two open: %u",
+		 pxfer_filetab_count(&t));
 
 	/* unknown and closed ids */
-	T_EXPECT(pxfer_filetab_end(&t, 4, 0, 0) == -EPROTO, "end id n");
-	T_EXPECT(pxfer_filetab_end(&t, UINT64_MAX, 0, 0) == -EPROTO,
-		 "end id UINT64_MAX");
-	T_EXPECT(pxfer_filetab_end(&t, 0, 0, 0) == -EPROTO, "end closed id");
+	T_EXPECT(end(&t, 4, 0, 0) == -EPROTO, "end id n");
+	T_EXPECT(end(&t, UINT64_MAX, 0, 0) == -EPROTO, "end id UINT64_MAX");
+	T_EXPECT(end(&t, 0, 0, 0) == -EPROTO, "end closed id");
 	pxfer_filetab_release(&t);
-	woken();
 }
 
-/* ids reused many times: the done queue wraps around correctly */
+/* ids reused many times, handed on through a queue of ids that wraps */
 static void test_reuse(void)
 {
 	enum { N = 3, ROUNDS = 200 };
 	struct pxfer_filetab t;
-	int fds[PXFER_SEG_MAX];
+	struct pxfer_idq q;
 	unsigned int seen[N] = { 0 };
-	uint64_t id;
+	uint32_t id = 0;
 
-	T_EXPECT(pxfer_filetab_init(&t, N, efd) == 0, "init");
+	T_EXPECT(pxfer_filetab_init(&t, N) == 0, "init");
+	T_EXPECT(pxfer_idq_init(&q, N) == 0, "queue");
 	for (unsigned int r = 0; r < ROUNDS; r++) {
-		/* open all, finish them in a rotating order */
+		/* open all, complete them in a rotating order */
 		for (unsigned int i = 0; i < N; i++)
-			open_file(&t, i, 10 + i, 100 + i);
+			open_file(&t, i, 10 + i);
 		for (unsigned int k = 0; k < N; k++) {
 			unsigned int i = (k + r) % N;
+			int done;
 
 			if (r % 2) {
 				T_EXPECT(pxfer_filetab_end(&t, i, 10 + i, 0) == 0,
 					 "end");
 				T_EXPECT(pxfer_filetab_reserve(&t,
-					 one(i, 0, 10 + i), fds) == 0, "reserve");
-				pxfer_filetab_written(&t, i, 10 + i, 0);
+					 one(i, 0, 10 + i)) == 0, "reserve");
+				done = pxfer_filetab_written(&t, i, 10 + i, 0);
 			} else {
 				T_EXPECT(pxfer_filetab_reserve(&t,
-					 one(i, 0, 10 + i), fds) == 0, "reserve");
-				pxfer_filetab_written(&t, i, 10 + i, 0);
-				T_EXPECT(pxfer_filetab_end(&t, i, 10 + i, 0) == 0,
-					 "end");
+					 one(i, 0, 10 + i)) == 0, "reserve");
+				T_EXPECT(pxfer_filetab_written(&t, i, 10 + i, 0) == 0,
+					 "written");
+				done = pxfer_filetab_end(&t, i, 10 + i, 0);
 			}
+			T_EXPECT(done == 1, "round %u: %u complete", r, i);
+			T_EXPECT(pxfer_idq_push(&q, i) == (k == 0),
+				 "push says whether the queue was empty");
 		}
+		T_EXPECT(pxfer_idq_push(&q, 0) == -ENOSPC, "a full queue");
 		for (unsigned int k = 0; k < N; k++) {
-			T_EXPECT(pxfer_filetab_pop_done(&t, &id), "pop %u/%u", r,
-				 k);
+			T_EXPECT(pxfer_idq_pop(&q, &id), "pop %u/%u", r, k);
 			if (id == (k + r) % N)
 				seen[id]++;
 			else
-				T_EXPECT(0, "round %u: popped %llu, want %u", r,
-					 (unsigned long long)id, (k + r) % N);
+				T_EXPECT(0, "round %u: popped %u, want %u", r, id,
+					 (k + r) % N);
 		}
-		T_EXPECT(!pxfer_filetab_pop_done(&t, &id), "round %u: extra pop",
-			 r);
+		T_EXPECT(!pxfer_idq_pop(&q, &id), "round %u: extra pop", r);
 		for (unsigned int i = 0; i < N; i++)
 			drop_file(&t, i);
 	}
 	for (unsigned int i = 0; i < N; i++)
 		T_EXPECT(seen[i] == ROUNDS, "id %u done %u times", i, seen[i]);
-	T_EXPECT(t.used == 0, "used %u", t.used);
+	T_EXPECT(pxfer_filetab_count(&t) == 0, "open %u",
+		 pxfer_filetab_count(&t));
+	pxfer_idq_release(&q);
 	pxfer_filetab_release(&t);
-	woken();
 }
 
 /* ---- workers racing the coordinator ------------------------------------ */
@@ -560,6 +476,12 @@ static void test_reuse(void)
 #define RACE_THREADS	4
 #define RACE_SEG	100
 
+/*
+ * As the receiver runs it: workers reserve and write pieces, the
+ * coordinator sends FILE_END at some point; whichever call completes a
+ * file "finishes" it (counted) and queues it; the coordinator pops the
+ * queue. Each file must complete once, after its last byte.
+ */
 struct race {
 	struct pxfer_filetab *t;
 	atomic_uint next_piece;		/* next piece to hand out */
@@ -567,22 +489,22 @@ struct race {
 	uint64_t size[RACE_FILES];
 	atomic_uint_fast64_t wrote[RACE_FILES];
 	atomic_int refused;
-	atomic_uint finished[RACE_FILES];	/* finish callback calls */
-	atomic_int finish_early;		/* called with bytes missing */
+	atomic_uint finished[RACE_FILES];	/* completions */
+	atomic_int finish_early;		/* completed with bytes missing */
+	pthread_mutex_t lock;			/* guards q */
+	struct pxfer_idq q;
 };
 
-/* the finish callback: once per file, after its last byte, before it pops */
-static int race_finish(void *arg, struct pxfer_rfile *f)
+static void race_complete(struct race *r, uint64_t id)
 {
-	struct race *r = arg;
-	uint64_t id = f - r->t->f;
-
 	if (id >= RACE_FILES)
 		abort();
 	if (atomic_load(&r->wrote[id]) != r->size[id])
 		atomic_fetch_add(&r->finish_early, 1);
 	atomic_fetch_add(&r->finished[id], 1);
-	return 0;
+	pthread_mutex_lock(&r->lock);
+	pxfer_idq_push(&r->q, id);
+	pthread_mutex_unlock(&r->lock);
 }
 
 /* piece k: file k % RACE_FILES, offset (k / RACE_FILES) * RACE_SEG */
@@ -590,7 +512,6 @@ static void *race_worker(void *arg)
 {
 	struct race *r = arg;
 	struct pxfer_chunk ch;
-	int fds[PXFER_SEG_MAX];
 	unsigned int k;
 
 	while ((k = atomic_fetch_add(&r->next_piece, 1)) < r->npieces) {
@@ -604,16 +525,27 @@ static void *race_worker(void *arg)
 						       RACE_SEG;
 		memset(&ch, 0, sizeof(ch));
 		chunk_set(&ch, 0, file, off, len);
-		if (pxfer_filetab_reserve(r->t, &ch, fds)) {
+		if (pxfer_filetab_reserve(r->t, &ch)) {
 			atomic_fetch_add(&r->refused, 1);
 			continue;
 		}
 		if (k % 3 == 0)
 			sched_yield();
 		atomic_fetch_add(&r->wrote[file], len);
-		pxfer_filetab_written(r->t, file, len, 0);
+		if (pxfer_filetab_written(r->t, file, len, 0) == 1)
+			race_complete(r, file);
 	}
 	return NULL;
+}
+
+static int race_pop(struct race *r, uint32_t *id)
+{
+	int got;
+
+	pthread_mutex_lock(&r->lock);
+	got = pxfer_idq_pop(&r->q, id);
+	pthread_mutex_unlock(&r->lock);
+	return got;
 }
 
 static void test_race(void)
@@ -623,20 +555,20 @@ static void test_race(void)
 	pthread_t th[RACE_THREADS];
 	unsigned int done[RACE_FILES] = { 0 }, ended = 0, maxp = 0;
 	int endsent[RACE_FILES] = { 0 };
-	uint64_t seed = 99, id;
+	uint64_t seed = 99;
+	uint32_t id;
 
-	if (!r)
+	if (!r || pxfer_idq_init(&r->q, RACE_FILES))
 		abort();
-	T_EXPECT(pxfer_filetab_init(&t, RACE_FILES, efd) == 0, "init");
+	pthread_mutex_init(&r->lock, NULL);
+	T_EXPECT(pxfer_filetab_init(&t, RACE_FILES) == 0, "init");
 	r->t = &t;
-	t.finish = race_finish;
-	t.finish_arg = r;
 	for (unsigned int i = 0; i < RACE_FILES; i++) {
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		r->size[i] = (seed >> 33) % (40 * RACE_SEG);
 		if (r->size[i] / RACE_SEG + 1 > maxp)
 			maxp = r->size[i] / RACE_SEG + 1;
-		open_file(&t, i, r->size[i], 200 + i);
+		open_file(&t, i, r->size[i]);
 	}
 	r->npieces = maxp * RACE_FILES;
 	for (unsigned int i = 0; i < RACE_THREADS; i++)
@@ -645,47 +577,40 @@ static void test_race(void)
 	 * sends it once all is sent, which may be before it is received) */
 	while (ended < RACE_FILES) {
 		unsigned int i;
+		int ret;
 
 		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
 		i = (seed >> 33) % RACE_FILES;
 		if (!endsent[i]) {
-			T_EXPECT(pxfer_filetab_end(&t, i, r->size[i], 0) == 0,
-				 "end of %u", i);
+			ret = pxfer_filetab_end(&t, i, r->size[i], 0);
+			T_EXPECT(ret >= 0, "end of %u", i);
+			if (ret == 1)
+				race_complete(r, i);
 			endsent[i] = 1;
 			ended++;
 		}
 		sched_yield();
-		while (pxfer_filetab_pop_done(&t, &id)) {
-			if (id >= RACE_FILES) {
-				T_EXPECT(0, "popped id %llu",
-					 (unsigned long long)id);
-				continue;
-			}
-			T_EXPECT(atomic_load(&r->finished[id]) == 1,
-				 "file %llu popped before its finish callback",
-				 (unsigned long long)id);
+		while (race_pop(r, &id)) {
 			T_EXPECT(atomic_load(&r->wrote[id]) == r->size[id],
-				 "file %llu done with %llu of %llu bytes written",
-				 (unsigned long long)id,
-				 (unsigned long long)atomic_load(&r->wrote[id]),
+				 "file %u complete with %llu of %llu bytes written",
+				 id, (unsigned long long)atomic_load(&r->wrote[id]),
 				 (unsigned long long)r->size[id]);
 			done[id]++;
 		}
 	}
 	for (unsigned int i = 0; i < RACE_THREADS; i++)
 		pthread_join(th[i], NULL);
-	while (pxfer_filetab_pop_done(&t, &id))
-		if (id < RACE_FILES)
-			done[id]++;
+	while (race_pop(r, &id))
+		done[id]++;
 	T_EXPECT(!atomic_load(&r->refused), "%d pieces refused",
 		 atomic_load(&r->refused));
 	T_EXPECT(!atomic_load(&r->finish_early),
-		 "%d finish callbacks before the last byte",
+		 "%d files complete before the last byte",
 		 atomic_load(&r->finish_early));
 	for (unsigned int i = 0; i < RACE_FILES; i++) {
 		T_EXPECT(done[i] == 1, "file %u done %u times", i, done[i]);
 		T_EXPECT(atomic_load(&r->finished[i]) == 1,
-			 "file %u finished %u times", i,
+			 "file %u complete %u times", i,
 			 atomic_load(&r->finished[i]));
 		T_EXPECT(atomic_load(&r->wrote[i]) == r->size[i] &&
 			 WRITTEN(&t, i) == r->size[i],
@@ -695,22 +620,17 @@ static void test_race(void)
 			 (unsigned long long)r->size[i]);
 	}
 	pxfer_filetab_release(&t);
+	pxfer_idq_release(&r->q);
+	pthread_mutex_destroy(&r->lock);
 	free(r);
-	woken();
 }
 
 int main(void)
 {
-	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (efd < 0) {
-		perror("eventfd");
-		return 1;
-	}
 	test_reserve();
 	test_overlap();
 	test_done();
 	test_reuse();
 	test_race();
-	close(efd);
 	return t_result();
 }

@@ -1,0 +1,319 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The receiver's coordinator: the session's thread, which owns the
+ * control connection. It creates each file the sender announces (FILE;
+ * recv/rfile.c) and answers FILE_OK or FILE_ERR, records FILE_END, hands
+ * files that FILE_END completed to the workers to finish, reports each
+ * complete file with FILE_DONE, grants freed slots back as CREDIT, and
+ * answers FIN with ACK once every file is in.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/sys.h"
+#include "recv/path.h"
+#include "recv/recv.h"
+
+#define REPLY_FLUSH 32		/* control messages handled between sends */
+
+/* ---- complete files ------------------------------------------------------ */
+
+int recv_file_done(struct recv_session *s, uint32_t id)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->done_lock);
+	/* room for every id: a file is in it at most once */
+	ret = pxfer_idq_push(&s->done, id);
+	pthread_mutex_unlock(&s->done_lock);
+	return ret > 0;
+}
+
+static int file_done_pop(struct recv_session *s, uint32_t *id)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->done_lock);
+	ret = pxfer_idq_pop(&s->done, id);
+	pthread_mutex_unlock(&s->done_lock);
+	return ret;
+}
+
+void recv_file_finish(struct recv_session *s, uint32_t id)
+{
+	uint64_t total;
+	int by_sender;
+
+	/* a file that failed is reported as is and removed */
+	if (!pxfer_filetab_outcome(&s->tab, id, &total, &by_sender))
+		pxfer_rfile_finish(&s->files, id, total);
+}
+
+/*
+ * FILE_END completed file @id here, as it usually does with small files
+ * (their data is written before the FILE_END arrives): the workers take
+ * turns finishing them, so that the coordinator only creates files.
+ */
+static void hand_on(struct recv_session *s, uint32_t id)
+{
+	uint64_t total;
+	struct rworker *w;
+	int by_sender, wake;
+
+	if (pxfer_filetab_outcome(&s->tab, id, &total, &by_sender)) {
+		recv_file_done(s, id);
+		return;
+	}
+	w = &s->w[s->finish_next++ % s->b.workers.n];
+	pthread_mutex_lock(&w->b.lock);
+	wake = pxfer_idq_push(&w->finq, id) > 0;	/* room for every id */
+	pthread_mutex_unlock(&w->b.lock);
+	if (wake)
+		pxfer_wake(w->b.wake_fd);
+}
+
+static void reply_status(struct recv_session *s, uint16_t type, uint64_t id,
+			 int code, const char *text)
+{
+	struct pxfer_msg m = { .type = type };
+
+	m.u.status.id = id;
+	m.u.status.code = code;
+	if (text) {
+		size_t n = strlen(text);
+
+		if (n > PXFER_TEXT_MAX)
+			n = PXFER_TEXT_MAX;
+		memcpy(m.u.status.text, text, n);
+		m.u.status.text[n] = 0;
+		m.u.status.text_len = n;
+	}
+	if (pxfer_ctrl_queue(&s->b.ctrl, &m))
+		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+}
+
+/* report complete file @id with FILE_DONE, and forget it */
+static void finalize(struct recv_session *s, uint32_t id)
+{
+	struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, id);
+	char text[PXFER_TEXT_MAX + 1];
+	uint64_t total;
+	int by_sender, err;
+
+	err = pxfer_filetab_outcome(&s->tab, id, &total, &by_sender);
+	if (!err && !rf->finished)
+		pxfer_rfile_finish(&s->files, id, total);
+	if (!err)
+		err = rf->finish_err;
+	pxfer_filetab_close(&s->tab, id);
+	if (!err) {
+		s->files_ok++;
+		s->bytes += total;
+		reply_status(s, PXFER_MSG_FILE_DONE, id, 0, NULL);
+		pxfer_rfile_drop(&s->files, id, 0);
+		return;
+	}
+	if (by_sender) {
+		snprintf(text, sizeof(text), "the sender could not read it: %s",
+			 strerror(err));
+	} else {
+		snprintf(text, sizeof(text), "cannot write it: %s", strerror(err));
+		if (!s->o->quiet)
+			error("cannot write '%s': %s", rf->path, strerror(err));
+	}
+	s->failed++;
+	reply_status(s, PXFER_MSG_FILE_DONE, id, err, text);
+	pxfer_rfile_drop(&s->files, id, 1);
+}
+
+/* ---- the sender's messages ----------------------------------------------- */
+
+static void refuse_file(struct recv_session *s, const struct pxfer_file *f,
+			int err, const char *what)
+{
+	char text[PXFER_TEXT_MAX + 1];
+
+	snprintf(text, sizeof(text), "%s: %s", what, strerror(err));
+	if (!s->o->quiet)
+		warning("refused '%s' from %s: %s", f->path, s->b.cconn->peer, text);
+	s->failed++;
+	reply_status(s, PXFER_MSG_FILE_ERR, f->id, err, text);
+}
+
+static int on_file(struct recv_session *s, const struct pxfer_file *f)
+{
+	const char *what = "unsafe path";
+	int ret;
+
+	if (f->id >= s->b.wel.max_files || pxfer_filetab_in_use(&s->tab, f->id))
+		return -EPROTO;
+	ret = pxfer_path_check(f->path, f->path_len);
+	if (!ret) {
+		switch (f->type) {
+		case PXFER_FT_DIR:
+			ret = pxfer_rfile_mkdir(&s->files, f, &what);
+			if (ret == -ENOMEM)
+				return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+						  "out of memory");
+			break;
+		case PXFER_FT_SYMLINK:
+			ret = pxfer_rfile_symlink(&s->files, f, &what);
+			break;
+		default:
+			ret = pxfer_rfile_create(&s->files, f, &what);
+			if (!ret && pxfer_filetab_open(&s->tab, f->id, f->size))
+				return -EPROTO;	/* checked above */
+			if (!ret) {
+				reply_status(s, PXFER_MSG_FILE_OK, f->id, 0, NULL);
+				return 0;
+			}
+			break;
+		}
+	}
+	if (ret)
+		refuse_file(s, f, -ret, what);
+	else
+		reply_status(s, PXFER_MSG_FILE_DONE, f->id, 0, NULL);
+	return 0;
+}
+
+static int on_file_end(struct recv_session *s, const struct pxfer_file_end *e)
+{
+	int ret = pxfer_filetab_end(&s->tab, e->id, e->bytes, e->code);
+
+	if (ret > 0)
+		hand_on(s, e->id);
+	return ret < 0 ? ret : 0;
+}
+
+static int on_fin(struct recv_session *s, const struct pxfer_fin *fin)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_ACK };
+
+	if (pxfer_filetab_count(&s->tab))
+		return -EPROTO;
+	pxfer_rfiles_apply_dirs(&s->files);
+	atomic_store(&s->fin_seen, 1);
+	m.u.fin.files = s->files_ok;
+	m.u.fin.bytes = s->bytes;
+	m.u.fin.code = 0;
+	if (pxfer_ctrl_queue(&s->b.ctrl, &m))
+		return -ENOMEM;
+	s->acked = 1;
+	verbose("FIN from %s: all files in; ACK", s->b.cconn->peer);
+	return 0;
+}
+
+static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
+{
+	switch (m->type) {
+	case PXFER_MSG_FILE:
+		return on_file(s, &m->u.file);
+	case PXFER_MSG_FILE_END:
+		return on_file_end(s, &m->u.end);
+	case PXFER_MSG_FIN:
+		return on_fin(s, &m->u.fin);
+	case PXFER_MSG_PING:
+		return 0;
+	case PXFER_MSG_ABORT:
+		pxfer_fail(&s->b.fail, PXFER_EXIT_FAIL,
+			   "the sender %s ended the session: %s", s->b.cconn->peer,
+			   m->u.error.text_len ? m->u.error.text
+					       : strerror(m->u.error.code));
+		return 0;
+	default:
+		return -EPROTO;
+	}
+}
+
+static int read_control(struct recv_session *s)
+{
+	unsigned int n = 0;
+	int ret, r;
+
+	ret = pxfer_ctrl_fill(&s->b.ctrl);
+	while (!pxfer_failed(&s->b.fail) && !s->acked) {
+		const char *what = "a malformed message";
+
+		r = pxfer_ctrl_next(&s->b.ctrl, &s->b.msg);
+		if (r == 0)
+			break;
+		if (r > 0) {
+			what = pxfer_msg_name(s->b.msg.type);
+			r = dispatch(s, &s->b.msg);
+			/* replies go out as they are made, not after the batch:
+			 * FILE_OK is what lets the sender's data flow */
+			if (++n % REPLY_FLUSH == 0)
+				pxfer_ctrl_flush(&s->b.ctrl);
+		}
+		if (r < 0)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+					  "protocol error from the sender %s (%s): %s",
+					  s->b.cconn->peer, what, strerror(-r));
+	}
+	if (s->acked)
+		return 0;
+	return pxfer_session_read_end(&s->b, ret);
+}
+
+/* ---- credits ------------------------------------------------------------- */
+
+static int grant_credits(struct recv_session *s)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_CREDIT };
+	struct pxfer_credit *c = &m.u.credit;
+
+	for (unsigned int i = 0; i < s->b.workers.n; i++) {
+		struct rworker *w = &s->w[i];
+
+		c->worker = i;
+		pthread_mutex_lock(&w->b.lock);
+		c->count = pxfer_credits_collect(&w->b.cred, c->slots,
+						 PXFER_CREDIT_MAX);
+		pthread_mutex_unlock(&w->b.lock);
+		if (c->count && pxfer_ctrl_queue(&s->b.ctrl, &m))
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "out of memory");
+	}
+	return 0;
+}
+
+/* ---- the loop ------------------------------------------------------------ */
+
+/* a data connection closed before FIN and no ABORT explained it in time */
+static int data_closed_early(struct recv_session *s)
+{
+	unsigned int idx;
+	int err;
+
+	if (s->acked || !pxfer_session_data_lost_due(&s->b, &idx, &err))
+		return 0;
+	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+			  "the sender %s closed data connection %u before the transfer completed",
+			  s->b.cconn->peer, idx);
+}
+
+int recv_coordinate(struct recv_session *s)
+{
+	uint32_t id;
+
+	if (grant_credits(s))
+		return -1;
+	while (!pxfer_failed(&s->b.fail) && !s->acked) {
+		if (pxfer_session_wait(&s->b, pxfer_session_data_lost_any(&s->b) ? 200 : 1000,
+				       "interrupted; incomplete files were removed") ||
+		    read_control(s))
+			break;
+		while (file_done_pop(s, &id))
+			finalize(s, id);
+		if (data_closed_early(s) || pxfer_session_keepalive(&s->b) ||
+		    grant_credits(s))
+			break;
+	}
+	if (s->acked && pxfer_session_flush(&s->b, PXFER_HANDSHAKE_MS))
+		warning("could not confirm completion to the sender %s",
+			s->b.cconn->peer);
+	return pxfer_failed(&s->b.fail) ? -1 : 0;
+}

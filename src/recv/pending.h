@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Connections that were sent a CHALLENGE and have not answered yet: new
+ * control connections before their HELLO (server.c), data connections
+ * before their DATA_HELLO (session.c). They are read together as their
+ * bytes come, each with a deadline, so that one that says nothing, which
+ * anybody can open, holds up no other.
+ */
+#ifndef PXFER_RECV_PENDING_H
+#define PXFER_RECV_PENDING_H
+
+#include <poll.h>
+#include <stdint.h>
+#include "core/proto.h"
+#include "engine/ctrl.h"
+
+#define RECV_PENDING_MAX 16
+#define RECV_PENDING_SECS 15
+
+struct recv_pending {
+	struct pxfer_conn *c;
+	struct pxfer_ctrl ctrl;		/* frames what it sends */
+	uint8_t nonce[PXFER_NONCE_LEN];	/* of its CHALLENGE */
+	double deadline;
+};
+
+struct recv_pendings {
+	struct recv_pending p[RECV_PENDING_MAX];
+	unsigned int n;
+};
+
+/*
+ * recv_pending_add - challenge @c and wait for its answer (the set owns
+ * @c from now on). When the set is full, the oldest makes room.
+ */
+void recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c);
+
+/* recv_pending_drop - close pending connection @i */
+void recv_pending_drop(struct recv_pendings *ps, unsigned int i);
+
+/* recv_pending_clear - close them all */
+void recv_pending_clear(struct recv_pendings *ps);
+
+/*
+ * recv_pending_next - the first message pending connection @i sent: 1
+ * with @m filled, 0 while it is incomplete, -1 when the connection
+ * failed or sent something malformed.
+ */
+int recv_pending_next(struct recv_pendings *ps, unsigned int i,
+		      struct pxfer_msg *m);
+
+/*
+ * recv_pending_take - pending connection @i leaves the set: returned, its
+ * CHALLENGE's nonce into @nonce; the caller owns it now.
+ */
+struct pxfer_conn *recv_pending_take(struct recv_pendings *ps, unsigned int i,
+				     uint8_t *nonce);
+
+/* recv_pending_poll - fill @p (room for RECV_PENDING_MAX) to wait for
+ * them; how many */
+unsigned int recv_pending_poll(struct recv_pendings *ps, struct pollfd *p);
+
+#endif

@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "core/log.h"
+#include "recv/path.h"
+#include "recv/rfile.h"
+
+_Static_assert(sizeof(((struct pxfer_rfiles *)0)->tmp_key) ==
+	       crypto_shorthash_KEYBYTES, "the temporary names' key");
+
+/* files above this are sized when created */
+#define PRESIZE_MIN PXFER_UNNAMED_MAX
+
+/*
+ * A temporary name no one can guess without the session's key (a keyed
+ * hash of a counter, so it costs no system call).
+ */
+static int make_tmp_name(struct pxfer_rfiles *r, char *buf, size_t len,
+			 const char *base)
+{
+	uint64_t seq = atomic_fetch_add(&r->tmp_seq, 1);
+	uint8_t h[crypto_shorthash_BYTES];
+	uint32_t v;
+	int n;
+
+	crypto_shorthash(h, (const uint8_t *)&seq, sizeof(seq), r->tmp_key);
+	memcpy(&v, h, sizeof(v));
+	n = snprintf(buf, len, ".pxfer-%.200s.%08x.part", base, v);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* ---- open parent directories ------------------------------------------ */
+
+/* the open parent directory of @path, shared; *base is its last part */
+static int dcache_get(struct pxfer_rfiles *r, const char *path,
+		      const char **base)
+{
+	const char *slash = strrchr(path, '/');
+	size_t plen = slash ? (size_t)(slash - path) : 0;
+	struct pxfer_dcache *d, *victim = NULL;
+	char *copy;
+	int fd;
+
+	for (unsigned int i = 0; i < PXFER_DCACHE_N; i++) {
+		d = &r->dcache[i];
+		if (d->fd < 0) {
+			if (!victim || victim->fd >= 0)
+				victim = d;
+			continue;
+		}
+		if (strlen(d->path) == plen && !memcmp(d->path, path, plen)) {
+			d->refs++;
+			d->used = ++r->dcache_tick;
+			*base = slash ? slash + 1 : path;
+			return d->fd;
+		}
+		if (!d->refs && (!victim || (victim->fd >= 0 &&
+					     d->used < victim->used)))
+			victim = d;
+	}
+	fd = pxfer_path_open_parent(r->basefd, path, 1, base);
+	if (fd < 0 || !victim)
+		return fd;	/* every entry busy: this one is not shared */
+	copy = strndup(path, plen);
+	if (!copy)
+		return fd;
+	if (victim->fd >= 0)
+		close(victim->fd);
+	free(victim->path);
+	victim->path = copy;
+	victim->fd = fd;
+	victim->refs = 1;
+	victim->used = ++r->dcache_tick;
+	return fd;
+}
+
+/* a file is done with its directory @fd from dcache_get */
+static void dcache_put(struct pxfer_rfiles *r, int fd)
+{
+	for (unsigned int i = 0; i < PXFER_DCACHE_N; i++) {
+		if (r->dcache[i].fd == fd) {
+			r->dcache[i].refs--;
+			return;
+		}
+	}
+	close(fd);
+}
+
+static void dcache_release(struct pxfer_rfiles *r)
+{
+	for (unsigned int i = 0; i < PXFER_DCACHE_N; i++) {
+		struct pxfer_dcache *d = &r->dcache[i];
+
+		if (d->fd >= 0)
+			close(d->fd);
+		free(d->path);
+		d->path = NULL;
+		d->fd = -1;
+		d->refs = 0;
+	}
+}
+
+/* ---- naming unnamed files ---------------------------------------------- */
+
+/* link @fd (O_TMPFILE) as @name in @dfd, the way pxfer_rfiles_probe() found */
+static int link_fd(enum pxfer_link_how how, int fd, int dfd, const char *name)
+{
+	char proc[40];
+
+	if (how == PXFER_LINK_EMPTY_PATH)
+		return linkat(fd, "", dfd, name, AT_EMPTY_PATH) ? -errno : 0;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dfd, name, AT_SYMLINK_FOLLOW) ? -errno : 0;
+}
+
+/*
+ * Give a complete unnamed file its name. A name that exists is replaced
+ * at once, as rename does: linked under a temporary name, renamed over it.
+ */
+static int link_unnamed(struct pxfer_rfiles *r, struct pxfer_rfile *rf)
+{
+	char tmp[PXFER_NAME_MAX + 1];
+	int ret = link_fd(r->link_how, rf->fd, rf->dirfd, rf->base);
+
+	if (ret != -EEXIST)
+		return ret;
+	ret = make_tmp_name(r, tmp, sizeof(tmp), rf->base);
+	if (!ret)
+		ret = link_fd(r->link_how, rf->fd, rf->dirfd, tmp);
+	if (ret)
+		return ret;
+	if (renameat(rf->dirfd, tmp, rf->dirfd, rf->base)) {
+		ret = -errno;
+		unlinkat(rf->dirfd, tmp, 0);
+	}
+	return ret;
+}
+
+/*
+ * Can this process name an unnamed file? linkat(AT_EMPTY_PATH) needs
+ * Linux 6.10 or CAP_DAC_READ_SEARCH; the /proc/self/fd link needs /proc.
+ * Tried once per session on a file in the destination; with neither (or
+ * no O_TMPFILE there), every file gets a temporary name.
+ */
+void pxfer_rfiles_probe(struct pxfer_rfiles *r)
+{
+	static const enum pxfer_link_how ways[] = { PXFER_LINK_EMPTY_PATH,
+						    PXFER_LINK_PROC };
+	/* PXFER_RECV_LINK=proc or =rename: what some systems are left
+	 * with, to test those ways here */
+	const char *force = getenv("PXFER_RECV_LINK");
+	unsigned int first = force && !strcmp(force, "proc");
+	char name[PXFER_NAME_MAX + 1];
+	int fd = -1;
+
+	r->link_how = PXFER_LINK_NONE;
+	if (!force || strcmp(force, "rename"))
+		fd = openat(r->basefd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+	if (fd >= 0 && !make_tmp_name(r, name, sizeof(name), "probe")) {
+		for (unsigned int i = first; i < 2; i++) {
+			if (!link_fd(ways[i], fd, r->basefd, name)) {
+				r->link_how = ways[i];
+				unlinkat(r->basefd, name, 0);
+				break;
+			}
+		}
+	}
+	if (fd >= 0)
+		close(fd);
+	if (r->link_how == PXFER_LINK_NONE)
+		verbose("files arrive under temporary names, renamed when complete");
+	else
+		verbose("files up to %u KiB arrive unnamed, linked when complete (%s)",
+			PXFER_UNNAMED_MAX >> 10, r->link_how == PXFER_LINK_EMPTY_PATH ?
+			"linkat AT_EMPTY_PATH" : "linkat of /proc/self/fd");
+}
+
+/* ---- the files of a session -------------------------------------------- */
+
+static int open_dest(int rootfd, const char *dest, size_t dest_len)
+{
+	int ret, fd;
+
+	if (!dest_len) {
+		fd = dup(rootfd);
+		return fd < 0 ? -errno : fd;
+	}
+	ret = pxfer_path_check(dest, dest_len);
+	if (!ret)
+		ret = pxfer_path_mkdir(rootfd, dest, 0755);
+	if (ret)
+		return ret;
+	return pxfer_path_open_dir(rootfd, dest);
+}
+
+int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
+		      size_t dest_len, unsigned int n, int fsync)
+{
+	memset(r, 0, sizeof(*r));
+	for (unsigned int i = 0; i < PXFER_DCACHE_N; i++)
+		r->dcache[i].fd = -1;
+	r->fsync = fsync;
+	r->basefd = open_dest(rootfd, dest, dest_len);
+	if (r->basefd < 0)
+		return r->basefd;
+	r->f = calloc(n, sizeof(*r->f));
+	if (!r->f)
+		return -ENOMEM;
+	r->n = n;
+	crypto_shorthash_keygen(r->tmp_key);
+	atomic_store(&r->tmp_seq, 0);
+	return 0;
+}
+
+void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, int unlink_tmp)
+{
+	struct pxfer_rfile *rf = &r->f[id];
+
+	if (!rf->path)
+		return;
+	if (unlink_tmp && rf->tmp)
+		unlinkat(rf->dirfd, rf->tmp, 0);
+	if (rf->fd >= 0)
+		close(rf->fd);
+	dcache_put(r, rf->dirfd);
+	free(rf->path);
+	free(rf->tmp);
+	memset(rf, 0, sizeof(*rf));
+}
+
+void pxfer_rfiles_release(struct pxfer_rfiles *r)
+{
+	for (unsigned int i = 0; r->f && i < r->n; i++)
+		pxfer_rfile_drop(r, i, 1);
+	free(r->f);
+	r->f = NULL;
+	for (size_t i = 0; i < r->ndirs; i++)
+		free(r->dirs[i].path);
+	free(r->dirs);
+	r->dirs = NULL;
+	r->ndirs = r->dirs_cap = 0;
+	dcache_release(r);
+	if (r->basefd >= 0)
+		close(r->basefd);
+	r->basefd = -1;
+}
+
+static void set_times(struct timespec *ts, const struct pxfer_file *m)
+{
+	ts[0].tv_sec = 0;
+	ts[0].tv_nsec = UTIME_OMIT;
+	ts[1].tv_sec = m->mtime_sec;
+	ts[1].tv_nsec = m->mtime_nsec;
+}
+
+/* ---- creating --------------------------------------------------------- */
+
+static int remember_dir(struct pxfer_rfiles *r, const struct pxfer_file *m)
+{
+	struct pxfer_rdir *d;
+
+	if (r->ndirs == r->dirs_cap) {
+		size_t cap = r->dirs_cap ? 2 * r->dirs_cap : 64;
+
+		d = realloc(r->dirs, cap * sizeof(*d));
+		if (!d)
+			return -ENOMEM;
+		r->dirs = d;
+		r->dirs_cap = cap;
+	}
+	d = &r->dirs[r->ndirs];
+	d->path = strdup(m->path);
+	if (!d->path)
+		return -ENOMEM;
+	d->mode = m->mode;
+	set_times(d->times, m);
+	r->ndirs++;
+	return 0;
+}
+
+int pxfer_rfile_mkdir(struct pxfer_rfiles *r, const struct pxfer_file *m,
+		      const char **what)
+{
+	/* owner-writable until the end, when the real mode is applied */
+	int ret = pxfer_path_mkdir(r->basefd, m->path, 0700);
+
+	*what = "cannot create the directory";
+	if (!ret)
+		ret = remember_dir(r, m);
+	return ret;
+}
+
+int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
+			const char **what)
+{
+	char tmp[PXFER_NAME_MAX + 1];
+	struct timespec ts[2];
+	const char *base;
+	int dfd, ret;
+
+	*what = "unsafe or unusable path";
+	dfd = pxfer_path_open_parent(r->basefd, m->path, 1, &base);
+	if (dfd < 0)
+		return dfd;
+	*what = "cannot create the link";
+	ret = make_tmp_name(r, tmp, sizeof(tmp), base);
+	/* the link is created, never followed: its target is only text */
+	if (!ret && symlinkat(m->target, dfd, tmp))
+		ret = -errno;
+	if (!ret && renameat(dfd, tmp, dfd, base)) {
+		ret = -errno;
+		unlinkat(dfd, tmp, 0);
+	}
+	if (!ret) {
+		set_times(ts, m);
+		utimensat(dfd, base, ts, AT_SYMLINK_NOFOLLOW);
+	}
+	close(dfd);
+	return ret;
+}
+
+int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
+		       const char **what)
+{
+	struct pxfer_rfile *rf = &r->f[m->id];
+	char tmp[PXFER_NAME_MAX + 1];
+	const char *base;
+	char *path = NULL, *tname = NULL;
+	int dfd, fd = -1, ret, mode_set;
+
+	*what = "unsafe or unusable path";
+	dfd = dcache_get(r, m->path, &base);
+	if (dfd < 0)
+		return dfd;
+	*what = "cannot create the file";
+	/*
+	 * A small file is made unnamed and linked when complete: cheaper for
+	 * the directory than a temporary name and a rename, and nothing is
+	 * left behind if the receiver dies. A large one keeps a visible
+	 * temporary name, which shows how far it got.
+	 */
+	ret = 0;
+	tmp[0] = 0;
+	if (r->link_how != PXFER_LINK_NONE && m->size <= PXFER_UNNAMED_MAX)
+		fd = openat(dfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+	if (fd < 0)
+		ret = make_tmp_name(r, tmp, sizeof(tmp), base);
+	if (fd < 0 && !ret) {
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+				      O_NOFOLLOW, 0600);
+		if (fd < 0)
+			ret = -errno;
+	}
+	/*
+	 * A large file is sized up front: holes stay holes, and writes need
+	 * not extend it. A small one only at the end, if it has holes.
+	 */
+	if (!ret && m->size > PRESIZE_MIN && ftruncate(fd, m->size))
+		ret = -errno;
+	/* no one can open an unnamed file: it can have its mode now, here
+	 * rather than in the worker that completes it */
+	mode_set = !ret && !tmp[0] && !fchmod(fd, m->mode & 01777);
+	if (!ret) {
+		path = strdup(m->path);
+		tname = tmp[0] ? strdup(tmp) : NULL;
+		if (!path || (tmp[0] && !tname))
+			ret = -ENOMEM;
+	}
+	if (ret) {
+		if (fd >= 0) {
+			close(fd);
+			if (tmp[0])
+				unlinkat(dfd, tmp, 0);
+		}
+		dcache_put(r, dfd);
+		free(path);
+		free(tname);
+		return ret;
+	}
+	memset(rf, 0, sizeof(*rf));
+	rf->fd = fd;
+	rf->dirfd = dfd;
+	rf->path = path;
+	rf->base = path + (base - m->path);
+	rf->tmp = tname;
+	rf->size = m->size;
+	rf->mode = m->mode & 01777;	/* never set-id bits from a peer */
+	rf->mode_set = mode_set;
+	set_times(rf->times, m);
+	return 0;
+}
+
+/* ---- finishing -------------------------------------------------------- */
+
+static int finish(struct pxfer_rfiles *r, struct pxfer_rfile *rf,
+		  uint64_t total)
+{
+	int ret;
+
+	if (rf->size <= PRESIZE_MIN && total < rf->size &&
+	    ftruncate(rf->fd, rf->size))
+		return -errno;		/* it ends in a hole */
+	if (r->fsync && fsync(rf->fd))
+		return -errno;
+	if ((!rf->mode_set && fchmod(rf->fd, rf->mode)) ||
+	    futimens(rf->fd, rf->times))
+		return -errno;
+	if (rf->tmp)
+		ret = renameat(rf->dirfd, rf->tmp, rf->dirfd, rf->base) ? -errno : 0;
+	else
+		ret = link_unnamed(r, rf);
+	if (ret)
+		return ret;
+	if (r->fsync && fsync(rf->dirfd))
+		return -errno;
+	return 0;
+}
+
+void pxfer_rfile_finish(struct pxfer_rfiles *r, uint64_t id, uint64_t total)
+{
+	struct pxfer_rfile *rf = &r->f[id];
+
+	rf->finish_err = -finish(r, rf, total);
+	if (!rf->finish_err) {
+		close(rf->fd);
+		rf->fd = -1;
+	}
+	rf->finished = 1;
+}
+
+void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r)
+{
+	/* deepest first: setting a mode may forbid entering what is below */
+	for (size_t i = r->ndirs; i-- > 0;) {
+		struct pxfer_rdir *d = &r->dirs[i];
+		int fd = pxfer_path_open_dir(r->basefd, d->path);
+
+		if (fd < 0)
+			continue;
+		if (fchmod(fd, d->mode & 01777) || futimens(fd, d->times))
+			warning("cannot set the mode or time of '%s': %s",
+				d->path, strerror(errno));
+		close(fd);
+	}
+}

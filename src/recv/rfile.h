@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A receiving file's whole life, from its FILE message to its final name:
+ * created beneath the session's destination (recv/path.c decides what is
+ * allowed), unnamed (O_TMPFILE) or under a temporary name no one can
+ * guess, finished (size, fsync, mode, times) and named only when every
+ * byte is in, or removed. Directories are made at once and get their
+ * mode and times at the end; symbolic links are made at once. The byte
+ * accounting that says when a file is complete is recv/filetab.c's.
+ *
+ * Threads: the coordinator creates, drops and reports; a worker may
+ * finish a file (pxfer_rfile_finish) once the file table said it is
+ * complete, and the file is then not touched by anyone else until the
+ * coordinator takes it back.
+ */
+#ifndef PXFER_RECV_RFILE_H
+#define PXFER_RECV_RFILE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include "core/proto.h"
+
+/* files up to this size are made unnamed, larger ones are sized at once */
+#define PXFER_UNNAMED_MAX (1u << 20)
+
+/* how an unnamed (O_TMPFILE) file gets its name: pxfer_rfiles_probe() */
+enum pxfer_link_how {
+	PXFER_LINK_NONE,	/* no unnamed files: temporary names */
+	PXFER_LINK_EMPTY_PATH,	/* linkat(AT_EMPTY_PATH) */
+	PXFER_LINK_PROC,	/* linkat of /proc/self/fd/N */
+};
+
+struct pxfer_rfile {
+	int fd;			/* open for writing; -1 once named */
+	int dirfd;		/* its directory (shared: see dcache) */
+	char *path;		/* relative path, for messages */
+	const char *base;	/* final name, inside path */
+	char *tmp;		/* temporary name in dirfd, NULL if unnamed */
+	uint64_t size;
+	uint32_t mode;
+	int mode_set;		/* already applied (an unnamed file) */
+	struct timespec times[2];
+	int finished;		/* a worker named it */
+	int finish_err;		/* ... or failed to, with this errno */
+};
+
+/*
+ * Parent directories of files in flight, kept open and shared: files of
+ * one directory usually arrive together, and opening the parent (a
+ * confined walk from the destination) would otherwise cost two system
+ * calls a file.
+ */
+#define PXFER_DCACHE_N 8
+
+struct pxfer_dcache {
+	char *path;		/* relative to the destination; "" for itself */
+	int fd;			/* -1: unused */
+	unsigned int refs;	/* files in flight that use fd */
+	uint64_t used;		/* for eviction of the least recently used */
+};
+
+struct pxfer_rdir {
+	char *path;
+	uint32_t mode;
+	struct timespec times[2];
+};
+
+struct pxfer_rfiles {
+	int basefd;			/* the destination */
+	int fsync;			/* fsync each file and its directory */
+	struct pxfer_rfile *f;		/* by file id */
+	unsigned int n;
+	struct pxfer_dcache dcache[PXFER_DCACHE_N];
+	uint64_t dcache_tick;
+	uint8_t tmp_key[16];		/* keys the temporary names */
+	atomic_uint_fast64_t tmp_seq;	/* workers name files too */
+	enum pxfer_link_how link_how;
+	struct pxfer_rdir *dirs;	/* made, to be given mode and times */
+	size_t ndirs, dirs_cap;
+};
+
+/*
+ * pxfer_rfiles_init - the files of a session that writes into @dest
+ * (@dest_len bytes, a wire path checked here; empty: @rootfd itself)
+ * below @rootfd, made if missing, for ids below @n. 0 or -errno (the
+ * destination cannot be used); pxfer_rfiles_release undoes what was done
+ * either way.
+ */
+int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
+		      size_t dest_len, unsigned int n, int fsync);
+
+/*
+ * pxfer_rfiles_probe - find out how unnamed files can be named in the
+ * destination, before the first file (a few system calls: done while
+ * the sender makes its data connections).
+ */
+void pxfer_rfiles_probe(struct pxfer_rfiles *r);
+
+/*
+ * pxfer_rfiles_release - remove every file still there (what did not
+ * complete never shows under its real name), close what is open, free.
+ */
+void pxfer_rfiles_release(struct pxfer_rfiles *r);
+
+/*
+ * pxfer_rfile_create - regular file @m (its path checked) as @m->id: 0,
+ * or -errno with what failed in *what, for the sender.
+ */
+int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
+		       const char **what);
+
+/* pxfer_rfile_mkdir - directory @m, given its mode and time at the end */
+int pxfer_rfile_mkdir(struct pxfer_rfiles *r, const struct pxfer_file *m,
+		      const char **what);
+
+/* pxfer_rfile_symlink - symbolic link @m, made at once (never followed) */
+int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
+			const char **what);
+
+static inline struct pxfer_rfile *pxfer_rfile_get(struct pxfer_rfiles *r,
+						  uint64_t id)
+{
+	return &r->f[id];
+}
+
+/*
+ * pxfer_rfile_finish - complete file @id, @total bytes of it written:
+ * its size (if it ends in a hole), fsync, mode, times, its real name;
+ * its descriptor closed. Records the result in finished / finish_err.
+ * Any thread, one file at a time per thread.
+ */
+void pxfer_rfile_finish(struct pxfer_rfiles *r, uint64_t id, uint64_t total);
+
+/*
+ * pxfer_rfile_drop - forget file @id (coordinator); @unlink_tmp: remove
+ * its temporary name, for a file that did not complete.
+ */
+void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, int unlink_tmp);
+
+/* pxfer_rfiles_apply_dirs - give the directories made their mode and
+ * times, deepest first (at the end of a session) */
+void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r);
+
+#endif

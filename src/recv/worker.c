@@ -1,0 +1,283 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A receiver's worker: it owns one data connection and one ring. It takes
+ * each chunk's descriptor off the connection, checks it (a granted slot,
+ * segments inside their files and not sent before) before any payload
+ * byte lands, verifies the checksum and writes each segment at its
+ * offset (io_uring WRITE_FIXED, or at once when small). A slot is
+ * returned for granting once its writes complete. The worker whose write
+ * completes a file finishes it (recv/rfile.c), and it finishes the files
+ * the coordinator hands it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/hash.h"
+#include "core/log.h"
+#include "core/sys.h"
+#include "recv/recv.h"
+
+#define REAP_BATCH 64
+#define WRITE_NOW_MAX (64u << 10)	/* segments written by the worker itself */
+
+static int fatal_write_error(int err)
+{
+	return err == ENOSPC || err == EDQUOT || err == EIO || err == EROFS ||
+	       err == EFBIG;
+}
+
+/* file @id is complete: finish it here and have it reported */
+static void rw_complete(struct rworker *w, uint32_t id)
+{
+	recv_file_finish(w->s, id);
+	if (recv_file_done(w->s, id))
+		w->done_wake = 1;	/* told once, at the end of the turn */
+}
+
+static int rw_prep_write(struct rworker *w, unsigned int slot, unsigned int i)
+{
+	struct rslot *rs = &w->slots[slot];
+	uint8_t *buf = pxfer_ring_slot(&w->b.ring, slot) + rs->boff[i];
+	uint32_t done = rs->done[i];
+
+	rs->pending++;
+	return w->b.io->ops->prep(w->b.io, PXFER_IO_WRITE, rs->fd[i], slot,
+				buf + done, rs->seg[i].len - done,
+				rs->seg[i].offset + done, ((uint64_t)slot << 8) | i);
+}
+
+static int rw_write_done(struct rworker *w, uint64_t tag, int res);
+
+/*
+ * A small segment is written here and now. io_uring would hand it to one
+ * of its own threads anyway (buffered writes to ext4 or tmpfs cannot be
+ * tried without blocking), and with thousands of small files that thread
+ * and this one took turns for every file (two context switches a file).
+ */
+static int rw_write_now(struct rworker *w, unsigned int slot, unsigned int i)
+{
+	struct rslot *rs = &w->slots[slot];
+	uint8_t *buf = pxfer_ring_slot(&w->b.ring, slot) + rs->boff[i];
+	ssize_t n;
+
+	rs->pending++;
+	do {
+		n = pwrite(rs->fd[i], buf, rs->seg[i].len, rs->seg[i].offset);
+	} while (n < 0 && errno == EINTR);
+	return rw_write_done(w, ((uint64_t)slot << 8) | i, n < 0 ? -errno : (int)n);
+}
+
+/* the coordinator is told once per turn of the worker (recv_worker_main) */
+static void rw_slot_free(struct rworker *w, unsigned int slot)
+{
+	pthread_mutex_lock(&w->b.lock);
+	pxfer_credits_put(&w->b.cred, slot);
+	pthread_mutex_unlock(&w->b.lock);
+	w->slots_freed = 1;
+}
+
+static int rw_write_done(struct rworker *w, uint64_t tag, int res)
+{
+	struct recv_session *s = w->s;
+	unsigned int slot = tag >> 8, i = tag & 0xff;
+	struct rslot *rs = &w->slots[slot];
+	struct pxfer_seg *seg = &rs->seg[i];
+	int err = 0;
+
+	rs->pending--;
+	if (res > 0) {
+		rs->done[i] += res;
+		if (rs->done[i] < seg->len)
+			return rw_prep_write(w, slot, i);	/* short write */
+	} else {
+		err = res < 0 ? -res : EIO;
+	}
+	if (err && fatal_write_error(err))
+		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+			   "cannot write into '%s': %s", s->o->dir, strerror(err));
+	if (pxfer_filetab_written(&s->tab, seg->file, seg->len, err))
+		rw_complete(w, seg->file);
+	if (!rs->pending)
+		rw_slot_free(w, slot);
+	return 0;
+}
+
+/*
+ * The chunk's descriptor is known and its payload not yet read: it must
+ * be the next on this connection, into a slot we granted, for bytes its
+ * files still expect. Then its segments' files are known to be open.
+ */
+static int rw_check(struct rworker *w, const struct pxfer_chunk *ch)
+{
+	struct recv_session *s = w->s;
+	struct rslot *rs = &w->slots[ch->slot];
+	int ret;
+
+	if (ch->seq != w->seq)
+		return -EPROTO;
+	pthread_mutex_lock(&w->b.lock);
+	ret = pxfer_credits_accept(&w->b.cred, ch->slot);
+	pthread_mutex_unlock(&w->b.lock);
+	if (!ret)
+		ret = pxfer_filetab_reserve(&s->tab, ch);
+	for (unsigned int i = 0; !ret && i < ch->nseg; i++)
+		rs->fd[i] = pxfer_rfile_get(&s->files, ch->seg[i].file)->fd;
+	return ret;
+}
+
+static int rw_chunk(struct rworker *w)
+{
+	struct recv_session *s = w->s;
+	struct pxfer_chunk *d = &w->desc;
+	struct rslot *rs = &w->slots[d->slot];
+	uint8_t *buf = pxfer_ring_slot(&w->b.ring, d->slot);
+	uint32_t off = 0;
+	int ret;
+
+	w->seq++;
+	if (pxfer_hash(buf, d->len) != d->xxh3)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+				  "checksum mismatch in chunk %llu from %s (data connection %u): data was corrupted in transit",
+				  (unsigned long long)d->seq, w->b.conn->peer, w->b.idx);
+	rs->nseg = d->nseg;
+	rs->pending = 1;	/* the slot stays taken until all are under way */
+	for (unsigned int i = 0; i < d->nseg; i++) {
+		rs->seg[i] = d->seg[i];
+		rs->boff[i] = off;
+		rs->done[i] = 0;
+		off += d->seg[i].len;
+	}
+	for (unsigned int i = 0; i < d->nseg; i++) {
+		ret = d->seg[i].len <= WRITE_NOW_MAX ? rw_write_now(w, d->slot, i)
+						      : rw_prep_write(w, d->slot, i);
+		if (ret)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "cannot queue a write: %s", strerror(-ret));
+	}
+	if (!--rs->pending)
+		rw_slot_free(w, d->slot);
+	return 0;
+}
+
+/* 0: go on; 1: the connection ended (no more chunks); -1: failed */
+static int rw_receive(struct rworker *w)
+{
+	struct recv_session *s = w->s;
+	const struct pxfer_transport_ops *t = s->b.t;
+	int ret, n = 0;
+
+	/* bounded, so completions and the ring's slots keep moving */
+	while (n < 16) {
+		ret = t->recv_chunk(w->b.conn, &w->b.ring, &w->desc);
+		if (ret == 0)
+			break;
+		if (ret > 0)
+			ret = rw_check(w, &w->desc);
+		if (!ret && t->recv_payload)
+			ret = t->recv_payload(w->b.conn, &w->b.ring, &w->desc);
+		if (ret == -EPIPE && atomic_load(&s->fin_seen))
+			return 1;
+		if (ret == -EPIPE || ret == -ECONNRESET) {
+			/* the coordinator decides, after a moment in which the
+			 * sender's ABORT, if any, can arrive and say why */
+			pxfer_session_data_lost(&s->b, w->b.idx, ret);
+			return 1;
+		}
+		if (ret == -EPROTO)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+					  "protocol error on data connection %u from %s: a chunk that was not granted, does not fit its file or repeats bytes already sent",
+					  w->b.idx, w->b.conn->peer);
+		if (ret < 0)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+					  "data connection %u from %s failed: %s",
+					  w->b.idx, w->b.conn->peer, strerror(-ret));
+		if (rw_chunk(w))
+			return -1;
+		n++;
+	}
+	return 0;
+}
+
+/* finish what the coordinator handed to this worker */
+static void rw_finish_queued(struct rworker *w)
+{
+	uint32_t id;
+	int got;
+
+	for (;;) {
+		pthread_mutex_lock(&w->b.lock);
+		got = pxfer_idq_pop(&w->finq, &id);
+		pthread_mutex_unlock(&w->b.lock);
+		if (!got)
+			return;
+		rw_complete(w, id);
+	}
+}
+
+/* at the end of a turn, the coordinator hears of it all at once */
+static void rw_tell(struct rworker *w)
+{
+	if (w->done_wake || w->slots_freed) {
+		w->done_wake = w->slots_freed = 0;
+		pxfer_wake(w->s->b.ctrl.wake_fd);
+	}
+}
+
+void *recv_worker_main(void *arg)
+{
+	struct rworker *w = to_rworker(arg);
+	struct recv_session *s = w->s;
+	struct pxfer_io *io = w->b.io;
+	struct pxfer_io_cqe cqe[REAP_BATCH];
+	struct pollfd p[3];
+	int n, ret, closed = 0;
+
+	while (!pxfer_workers_stopping(&s->b.workers) && !pxfer_failed(&s->b.fail)) {
+		p[0].fd = w->b.wake_fd;
+		p[0].events = POLLIN;
+		p[1].fd = s->b.t->conn_fd(w->b.conn);
+		p[1].events = closed ? 0 : POLLIN;
+		p[2].fd = io->event_fd;
+		p[2].events = POLLIN;
+		poll(p, io->event_fd >= 0 ? 3 : 2,
+		     !io->inflight ? 1000 : io->event_fd >= 0 ? 100 : 0);
+		pxfer_drain(w->b.wake_fd);
+		if (!closed && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+			ret = rw_receive(w);
+			if (ret < 0)
+				break;
+			closed = ret > 0;
+		}
+		ret = io->ops->submit(io);
+		if (ret) {
+			pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				   "cannot submit writes: %s", strerror(-ret));
+			break;
+		}
+		/*
+		 * Take every completion that is ready: reaping drains the
+		 * eventfd, so what is left behind would wake nobody and the
+		 * slots would sit until the poll timeout.
+		 */
+		do {
+			n = io->ops->reap(io, cqe, REAP_BATCH, 0);
+			for (int i = 0; i < n; i++)
+				rw_write_done(w, cqe[i].tag, cqe[i].res);
+			io->ops->submit(io);
+		} while (n == REAP_BATCH);
+		rw_finish_queued(w);
+		rw_tell(w);
+	}
+	rw_tell(w);	/* what a break left */
+	/* every write into the ring finishes before the ring goes away */
+	while (io->inflight) {
+		if (io->ops->submit(io))
+			break;
+		n = io->ops->reap(io, cqe, REAP_BATCH, 1);
+		if (n < 0)
+			break;
+	}
+	return NULL;
+}
