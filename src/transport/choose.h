@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "transport/transport.h"
+#include "transport/registry.h"
 
 struct pxfer_transport_choice {
 	const char *name;	/* "auto", "tcp" or "rdma"; NULL: auto */

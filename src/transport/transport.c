@@ -2,22 +2,10 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "core/sys.h"
 #include "transport/transport.h"
-#include "transport/rdma/rdma.h"
-#include "transport/tcp/tcp.h"
-
-const struct pxfer_transport_ops *pxfer_transport_find(const char *name)
-{
-	if (!strcmp(name, "tcp"))
-		return &pxfer_tcp_ops;
-	if (!strcmp(name, "rdma"))
-		return &pxfer_rdma_ops;
-	return NULL;
-}
 
 static int wait_fd(struct pxfer_conn *c, short ev, int64_t deadline)
 {

@@ -103,9 +103,6 @@ struct pxfer_transport_ops {
 	void (*close)(struct pxfer_conn *c);
 };
 
-/* pxfer_transport_find - the ops for "tcp" (or "rdma"), or NULL */
-const struct pxfer_transport_ops *pxfer_transport_find(const char *name);
-
 /*
  * pxfer_conn_send_all / pxfer_conn_recv_exact - blocking helpers over the
  * non-blocking send/recv, for handshakes: wait at most @timeout_ms in all.

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 #include "core/container_of.h"
-#include "transport/tcp/tcp.h"
+#include "transport/transport.h"
 
 #define TCP_SENT_MAX 64
 

@@ -17,6 +17,7 @@
 
 #include "core/netaddr.h"
 #include "transport/tcp/priv.h"
+#include "transport/tcp/tcp.h"
 
 static void tune_socket(int fd)
 {
