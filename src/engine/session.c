@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pxfer/pxfer.h"
+#include "core/log.h"
 #include "core/sys.h"
 #include "engine/session.h"
 
@@ -144,4 +145,26 @@ void pxfer_session_abort(struct pxfer_session *s, int code, const char *text,
 	m.u.error.text_len = strlen(m.u.error.text);
 	if (!pxfer_ctrl_queue(&s->ctrl, &m))
 		pxfer_session_flush(s, flush_ms);
+}
+
+int pxfer_session_start_workers(struct pxfer_session *s, void *(*fn)(void *),
+				const char *role)
+{
+	unsigned int n = s->workers.n;
+	int ret = pxfer_workers_start(&s->workers, fn, role);
+
+	if (ret)
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+				  "cannot start a worker thread: %s", strerror(-ret));
+	verbose("%u data connection%s ready", n, n == 1 ? "" : "s");
+	return 0;
+}
+
+int pxfer_session_peer_abort(struct pxfer_session *s,
+			     const struct pxfer_error *e)
+{
+	pxfer_fail(&s->fail, e->code == EACCES ? PXFER_EXIT_AUTH : PXFER_EXIT_FAIL,
+		   "the %s %s ended the session: %s", s->peer_role,
+		   s->cconn->peer, e->text_len ? e->text : strerror(e->code));
+	return 0;
 }

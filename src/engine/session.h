@@ -108,6 +108,22 @@ static inline int pxfer_session_data_lost_any(struct pxfer_session *s)
 }
 
 /*
+ * pxfer_session_start_workers - the data connections are ready: run
+ * @fn on a thread of each worker ("pxfer-@role-N"). 0, or -1 after
+ * failing the session.
+ */
+int pxfer_session_start_workers(struct pxfer_session *s, void *(*fn)(void *),
+				const char *role);
+
+/*
+ * pxfer_session_peer_abort - the peer ended the session with ABORT @e:
+ * fail it with the peer's reason (a refused secret: PXFER_EXIT_AUTH).
+ * Returns 0: the message itself was well formed.
+ */
+int pxfer_session_peer_abort(struct pxfer_session *s,
+			     const struct pxfer_error *e);
+
+/*
  * pxfer_session_flush - send what is queued on the control connection,
  * waiting for it up to @timeout_ms. 0 or -errno.
  */

@@ -218,11 +218,7 @@ static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 	case PXFER_MSG_PING:
 		return 0;
 	case PXFER_MSG_ABORT:
-		pxfer_fail(&s->b.fail, PXFER_EXIT_FAIL,
-			   "the sender %s ended the session: %s", s->b.cconn->peer,
-			   m->u.error.text_len ? m->u.error.text
-					       : strerror(m->u.error.code));
-		return 0;
+		return pxfer_session_peer_abort(&s->b, &m->u.error);
 	default:
 		return -EPROTO;
 	}

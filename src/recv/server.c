@@ -75,10 +75,8 @@ static int listen_all(struct recv_server *srv)
 	unsigned int n;
 	int code, optional;
 
-	srv->tc.name = srv->o->transport;
-	srv->tc.device = srv->o->device;
-	srv->tc.gid_index = srv->o->gid_index;
-	srv->tc.bind = srv->o->bind;
+	pxfer_transport_choice_init(&srv->tc, srv->o->transport, srv->o->device,
+				    srv->o->gid_index, srv->o->bind);
 	code = pxfer_transport_resolve(&srv->tc);
 	if (code)
 		return code;

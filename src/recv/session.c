@@ -210,7 +210,6 @@ static int accept_workers(struct recv_session *s)
 	struct recv_pendings pend = { .n = 0 };
 	struct pollfd p[RECV_PENDING_MAX + 2];
 	unsigned int have = 0, want = s->b.workers.n, n, i;
-	int ret;
 
 	while (have < want && !pxfer_failed(&s->b.fail)) {
 		double now = pxfer_now();
@@ -248,12 +247,7 @@ static int accept_workers(struct recv_session *s)
 	recv_pending_clear(&pend);
 	if (pxfer_failed(&s->b.fail))
 		return -1;
-	ret = pxfer_workers_start(&s->b.workers, recv_worker_main, "recv");
-	if (ret)
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
-				  "cannot start a worker thread: %s", strerror(-ret));
-	verbose("%u data connection%s ready", want, want == 1 ? "" : "s");
-	return 0;
+	return pxfer_session_start_workers(&s->b, recv_worker_main, "recv");
 }
 
 static void report(struct recv_session *s, double secs)

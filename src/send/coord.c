@@ -93,12 +93,7 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 		verbose("ACK from the receiver");
 		return 0;
 	case PXFER_MSG_ABORT:
-		pxfer_fail(&s->b.fail, m->u.error.code == EACCES ? PXFER_EXIT_AUTH
-								 : PXFER_EXIT_FAIL,
-			   "the receiver ended the session: %s",
-			   m->u.error.text_len ? m->u.error.text
-					       : strerror(m->u.error.code));
-		return 0;
+		return pxfer_session_peer_abort(&s->b, &m->u.error);
 	default:
 		return -EPROTO;
 	}

@@ -19,10 +19,8 @@ static int pick_transport(struct send_session *s)
 {
 	int code;
 
-	s->tc.name = s->o->transport;
-	s->tc.device = s->o->device;
-	s->tc.gid_index = s->o->gid_index;
-	s->tc.bind = s->o->bind;
+	pxfer_transport_choice_init(&s->tc, s->o->transport, s->o->device,
+				    s->o->gid_index, s->o->bind);
 	code = pxfer_transport_resolve(&s->tc);
 	if (code)
 		return pxfer_fail_quiet(&s->b.fail, code);
@@ -105,12 +103,7 @@ static int workers_start(struct send_session *s)
 	for (unsigned int i = 0; i < n; i++)
 		if (worker_connect(s, &s->w[i]))
 			return -1;
-	ret = pxfer_workers_start(&s->b.workers, send_worker_main, "send");
-	if (ret)
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
-				  "cannot start a worker thread: %s", strerror(-ret));
-	verbose("%u data connection%s ready", n, n == 1 ? "" : "s");
-	return 0;
+	return pxfer_session_start_workers(&s->b, send_worker_main, "send");
 }
 
 static void workers_stop(struct send_session *s)

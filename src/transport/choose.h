@@ -21,6 +21,18 @@ struct pxfer_transport_choice {
 	char bind_buf[64];
 };
 
+/* pxfer_transport_choice_init - the command line's choice, into @c */
+static inline void pxfer_transport_choice_init(struct pxfer_transport_choice *c,
+					       const char *name,
+					       const char *device,
+					       int gid_index, const char *bind)
+{
+	c->name = name;
+	c->device = device;
+	c->gid_index = gid_index;
+	c->bind = bind;
+}
+
 /*
  * pxfer_transport_resolve - apply --device and --gid-index (rdma; the
  * address to bind goes to c->bind and c->name becomes "rdma") and check
