@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,7 @@
 #include "core/log.h"
 
 int pxfer_verbose;
-static void (*progress_clear)(void);
+static void (*_Atomic progress_clear)(void);	/* any thread calls it */
 static struct timespec log_t0;
 
 void pxfer_log_start(void)
@@ -19,11 +20,12 @@ void pxfer_log_start(void)
 
 void pxfer_log_set_progress_clear(void (*clear)(void))
 {
-	progress_clear = clear;
+	atomic_store(&progress_clear, clear);
 }
 
 static void vreport(const char *prefix, const char *fmt, va_list ap)
 {
+	void (*clear)(void) = atomic_load(&progress_clear);
 	char buf[1024];
 	int n, m;
 	int saved = errno;
@@ -36,8 +38,8 @@ static void vreport(const char *prefix, const char *fmt, va_list ap)
 	if (n > (int)sizeof(buf) - 2)
 		n = sizeof(buf) - 2;
 	buf[n++] = '\n';
-	if (progress_clear)
-		progress_clear();
+	if (clear)
+		clear();
 	if (write(STDERR_FILENO, buf, n) < 0) {
 		/* nowhere left to report it */
 	}

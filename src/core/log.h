@@ -27,7 +27,13 @@ const char *pxfer_human(char *buf, size_t len, double bytes);
 /* Note the time -vv measures from (the start of the process). */
 void pxfer_log_start(void);
 
-/* Replace the progress line (if any) before printing a message. */
+/*
+ * pxfer_log_set_progress_clear - @clear takes the progress line off the
+ * terminal before a message is printed. It runs in whichever thread
+ * prints, so it must be safe in any; the progress line (engine/progress.c)
+ * sets it while it is shown and unsets it (NULL) when it ends, before any
+ * other thread can print. The only call from core up into the engine.
+ */
 void pxfer_log_set_progress_clear(void (*clear)(void));
 
 #endif

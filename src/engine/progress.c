@@ -7,17 +7,20 @@
 #include "core/sys.h"
 #include "engine/progress.h"
 
-static struct pxfer_progress *current;
+/* the line shown, if any: cleared by any thread that prints */
+static struct pxfer_progress *_Atomic current;
 
 static void progress_clear(void)
 {
 	static const char clear[] = "\r\033[K";
 
-	if (current && current->drawn) {
+	struct pxfer_progress *p = atomic_load(&current);
+
+	/* whoever takes the line off the terminal writes the clearing */
+	if (p && atomic_exchange(&p->drawn, 0)) {
 		if (write(STDERR_FILENO, clear, sizeof(clear) - 1) < 0) {
 			/* the terminal went away */
 		}
-		current->drawn = 0;
 	}
 }
 
@@ -27,7 +30,7 @@ void pxfer_progress_init(struct pxfer_progress *p, int enabled)
 	p->enabled = enabled;
 	p->start = p->last = pxfer_now();
 	if (enabled) {
-		current = p;
+		atomic_store(&current, p);
 		pxfer_log_set_progress_clear(progress_clear);
 	}
 }
@@ -74,15 +77,15 @@ void pxfer_progress_draw(struct pxfer_progress *p, uint64_t bytes,
 		n = sizeof(line) - 1;
 	if (write(STDERR_FILENO, line, n) < 0)
 		return;
-	p->drawn = 1;
+	atomic_store(&p->drawn, 1);
 }
 
 void pxfer_progress_end(struct pxfer_progress *p)
 {
 	if (p->enabled)
 		progress_clear();
-	if (current == p) {
-		current = NULL;
+	if (atomic_load(&current) == p) {
 		pxfer_log_set_progress_clear(NULL);
+		atomic_store(&current, NULL);
 	}
 }

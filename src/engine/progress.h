@@ -3,11 +3,12 @@
 #ifndef PXFER_PROGRESS_H
 #define PXFER_PROGRESS_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct pxfer_progress {
 	int enabled;
-	int drawn;
+	atomic_int drawn;	/* a line is on the terminal (any thread clears it) */
 	double start, last;
 	double rate;		/* smoothed bytes per second */
 	uint64_t last_bytes;
