@@ -45,7 +45,7 @@ static int sw_reap_sent(struct sworker *w)
 {
 	struct send_session *s = w->s;
 	uint16_t done[REAP_BATCH];
-	int n;
+	int n, reaped = 0;
 
 	while ((n = s->b.t->reap_sent(w->b.conn, done, REAP_BATCH)) != 0) {
 		if (n < 0)
@@ -60,7 +60,12 @@ static int sw_reap_sent(struct sworker *w)
 			pxfer_credits_put(&w->b.cred, done[k]);
 			pthread_mutex_unlock(&w->b.lock);
 		}
+		reaped = 1;
 	}
+	/* FILE_END as soon as a file's last bytes are sent: the receiver
+	 * finishes it, and its id comes back, that much sooner */
+	if (reaped)
+		send_files_ended(s);
 	return 0;
 }
 
@@ -318,7 +323,7 @@ void *send_worker_main(void *arg)
 			break;
 		while (!pxfer_failed(&s->b.fail) && sw_fill_one(w) > 0)
 			busy = 1;
-		/* the files this turn finished, or gave up on */
+		/* the files planning ended (empty, a hole to the end, errors) */
 		send_files_ended(s);
 		ret = w->b.io->ops->submit(w->b.io);
 		if (ret) {
