@@ -1,7 +1,8 @@
 # pxfer - plain GNU make.
 #   make                 build build/release/pxfer
 #   make test            build with AddressSanitizer + UBSan and run the suite
-#   make bench           release build, then the benchmarks (bench/bench.sh)
+#   make bench           release build, then the benchmarks (bench/);
+#                        BASELINE=<rev> compares with that commit's build
 #   make install PREFIX=/usr/local DESTDIR=
 #   make demo            the README's loopback demo
 
@@ -74,9 +75,20 @@ check:
 	PXFER_BUILD=$(CURDIR)/build/san PXFER_SKIP_VM=1 test/runtests.sh
 
 # TCP peers over loopback, then RDMA against ib_write_bw in the test VM.
-bench: all
-	PXFER_BUILD=$(CURDIR)/build/release bench/bench.sh
+# BASELINE=<rev>: also the build of that commit, alternated with this one
+# in the same run of the TCP benchmark, and compared.
+BASELINE ?=
+BASELINE_DIR = build/baseline/$(BASELINE)
+bench: all $(if $(BASELINE),bench-baseline)
+	PXFER_BUILD=$(CURDIR)/build/release \
+	$(if $(BASELINE),PXFER_BASELINE=$(CURDIR)/$(BASELINE_DIR)/build/release/pxfer) \
+	bench/bench.sh
 	PXFER_BUILD=$(CURDIR)/build/release bench/rdma.sh
+
+bench-baseline:
+	rm -rf $(BASELINE_DIR) && mkdir -p $(BASELINE_DIR)
+	git archive --format=tar $(BASELINE) | tar -x -C $(BASELINE_DIR)
+	$(MAKE) -C $(BASELINE_DIR) build/release/pxfer
 
 demo: all
 	PXFER_BUILD=$(CURDIR)/build/release examples/demo.sh
@@ -89,7 +101,7 @@ install: $(BUILD)/pxfer
 clean:
 	rm -rf build/release build/san
 
-.PHONY: all test check bench demo install clean
+.PHONY: all test check bench bench-baseline demo install clean
 # keep test and tool objects between builds
 .SECONDARY:
 

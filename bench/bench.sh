@@ -5,6 +5,7 @@
 # measured the same way in the same run.
 #
 #   bench/bench.sh [--quick] [--out FILE] [--reps N] [--only LIST] [--keep]
+#                  [--baseline PXFER]
 #
 #   --quick      256 MiB file, 1,000 small files, 1 repetition (sanity run)
 #   --out FILE   also write the results as Markdown to FILE
@@ -12,7 +13,10 @@
 #   --only LIST  run only the sections whose id matches one of the
 #                comma-separated shell patterns, e.g. 'A/*' or 'B/pxfer*'
 #   --keep       keep the work directory (data and logs)
-#
+#   --baseline PXFER  also run this other pxfer binary (an earlier build:
+#                `make bench BASELINE=<rev>` builds one) at every -j, right
+#                after the current one in each repetition, and compare
+##
 # Environment:
 #   PXFER_BUILD       directory holding the pxfer binary (default build/release)
 #   PXFER_BENCH_DIR   parent of the work directory (default /tmp); when set,
@@ -23,6 +27,7 @@
 #                     most 8 times that in all; 0: no waiting. The CPU other
 #                     processes used during each run is reported either way
 #                     ("other CPU" column).
+#   PXFER_BASELINE    the same as --baseline
 #   PXFER_BENCH_RETRIES  how many times a run that other processes disturbed
 #                     (> 0.1 CPU) is repeated; default 2. The last attempt is
 #                     kept, but the medians leave disturbed runs out when the
@@ -64,8 +69,8 @@ TIME=/usr/bin/time
 TFMT='%e %U %S %M'
 RUN_TIMEOUT=600         # seconds; a run that takes longer has failed
 
-quick=0 out='' reps='' only='' keep=0
-usage() { sed -n '7,16s/^# \{0,1\}//p' "$0"; }
+quick=0 out='' reps='' only='' keep=0 BASE=${PXFER_BASELINE:-}
+usage() { sed -n '7,20s/^# \{0,1\}//p' "$0"; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1;;
@@ -76,6 +81,8 @@ while [ $# -gt 0 ]; do
 	--only) [ $# -ge 2 ] || { usage >&2; exit 2; }; only=$2; shift;;
 	--only=*) only=${1#--only=};;
 	--keep) keep=1;;
+	--baseline) [ $# -ge 2 ] || { usage >&2; exit 2; }; BASE=$2; shift;;
+	--baseline=*) BASE=${1#--baseline=};;
 	-h|--help) usage; exit 0;;
 	*) echo "bench: unknown argument '$1'" >&2; usage >&2; exit 2;;
 	esac
@@ -100,6 +107,7 @@ fi
 missing=()
 [ -x "$PXFER" ] || { echo "bench: no pxfer binary at $PXFER (run 'make' first)" >&2; exit 2; }
 [ -x "$FLOOR" ] || { echo "bench: no $FLOOR (run 'make' first)" >&2; exit 2; }
+[ -z "$BASE" ] || [ -x "$BASE" ] || { echo "bench: no baseline binary at $BASE" >&2; exit 2; }
 [ -x "$TIME" ] || missing+=("$TIME (Debian package: time)")
 for t in iperf3:iperf3 nc:netcat-openbsd rsync:rsync ss:iproute2 timeout:coreutils \
 	 cmp:diffutils diff:diffutils tar:tar split:coreutils awk:gawk/mawk pgrep:procps; do
@@ -306,12 +314,16 @@ peer_iperf3_A() {       # memory to memory: the ceiling of this link
 		"$RUN.cli.log" >"$RUN.iperf3_bps"
 }
 
-pxfer_pair() {          # $1 jobs, $2 path to send
-	measure "exec '$PXFER' recv --dir '$DST' --once --bind 127.0.0.1 --port $PORT --transport tcp -q" \
-		"exec '$PXFER' send -j $1 --transport tcp -q '$2' 127.0.0.1:$PORT"
+pxfer_pair() {          # $1 jobs, $2 path to send, $3 the binary (default $PXFER)
+	local px=${3:-$PXFER}
+	measure "exec '$px' recv --dir '$DST' --once --bind 127.0.0.1 --port $PORT --transport tcp -q" \
+		"exec '$px' send -j $1 --transport tcp -q '$2' 127.0.0.1:$PORT"
 }
 peer_pxfer_A() { pxfer_pair "$1" "$DATA/a.bin" && verify_file "$DATA/a.bin" "$DST/a.bin"; }
 peer_pxfer_B() { pxfer_pair "$1" "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"; }
+# the baseline (--baseline): the same runs with the earlier build
+peer_base_A() { pxfer_pair "$1" "$DATA/a.bin" "$BASE" && verify_file "$DATA/a.bin" "$DST/a.bin"; }
+peer_base_B() { pxfer_pair "$1" "$DATA/tree" "$BASE" && verify_tree "$DATA/tree" "$DST/tree"; }
 
 peer_nc_A() {
 	measure "exec nc -l 127.0.0.1 $PORT >'$DST/a.bin'" \
@@ -369,11 +381,17 @@ peer_rsync_B() { rsync_pair "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"
 # ---------------------------------------------------------------- sections
 # id;workload;label;function [args]
 SECTIONS=("A/iperf3;A;iperf3 (mem-to-mem);peer_iperf3_A")
-for j in "${PX_JOBS[@]}"; do SECTIONS+=("A/pxfer-j$j;A;pxfer -j$j;peer_pxfer_A $j"); done
+for j in "${PX_JOBS[@]}"; do
+	SECTIONS+=("A/pxfer-j$j;A;pxfer -j$j;peer_pxfer_A $j")
+	[ -z "$BASE" ] || SECTIONS+=("A/base-j$j;A;baseline -j$j;peer_base_A $j")
+done
 SECTIONS+=("A/nc;A;nc;peer_nc_A" "A/rsync;A;rsync daemon;peer_rsync_A")
 SECTIONS+=("A/floor;A;sendfile -> recv+pwrite, 2 conns (ref.);peer_floor_A")
 SECTIONS+=("A/cp;A;cp (local, ref.);peer_cp_A")
-for j in "${PX_JOBS[@]}"; do SECTIONS+=("B/pxfer-j$j;B;pxfer -j$j;peer_pxfer_B $j"); done
+for j in "${PX_JOBS[@]}"; do
+	SECTIONS+=("B/pxfer-j$j;B;pxfer -j$j;peer_pxfer_B $j")
+	[ -z "$BASE" ] || SECTIONS+=("B/base-j$j;B;baseline -j$j;peer_base_B $j")
+done
 SECTIONS+=("B/nc;B;tar | nc;peer_nc_B" "B/rsync;B;rsync daemon;peer_rsync_B")
 SECTIONS+=("B/cp;B;cp -a (local, ref.);peer_cp_B")
 
@@ -422,6 +440,7 @@ machine_info() {
 		{ git -C "$top" diff --quiet HEAD -- src include Makefile 2>/dev/null ||
 		  rev="$rev + uncommitted changes"; }
 	echo "pxfer:   $("$PXFER" --version 2>/dev/null | head -n 1), ${rev:+commit $rev, }$PXFER"
+	[ -z "$BASE" ] || echo "baseline: $("$BASE" --version 2>/dev/null | head -n 1), $BASE"
 	echo "peers:   $(iperf3 --version 2>/dev/null | head -n 1 | awk '{print $1, $2}'),"\
 	     "$(rsync --version | head -n 1 | awk '{print $1, $3}'),"\
 	     "OpenBSD nc $(dpkg-query -W -f='${Version}' netcat-openbsd 2>/dev/null)"
@@ -592,10 +611,10 @@ table() {
 	done
 }
 
-best_pxfer() {          # $1 workload: the pxfer section with the highest throughput
+best_pxfer() {          # $1 workload, [$2 pxfer or base]: the -j with the highest throughput
 	local best='' bw=0 j w
 	for j in "${PX_JOBS[@]}"; do
-		w=$(mibps "$1/pxfer-j$j") || continue
+		w=$(mibps "$1/${2:-pxfer}-j$j") || continue
 		if [ "$(calc "$w > $bw" d)" = 1 ]; then best=$j bw=$w; fi
 	done
 	echo "$best"
@@ -657,6 +676,19 @@ report() {
 		ratio_line "B: pxfer -j$d (default) / rsync" "B/pxfer-j$d" B/rsync
 	fi
 
+	if [ -n "$BASE" ]; then
+		local bb
+		for w in A B; do
+			for j in "${PX_JOBS[@]}"; do
+				ratio_line "$w: pxfer -j$j / baseline -j$j" "$w/pxfer-j$j" "$w/base-j$j"
+			done
+			bb=$(best_pxfer $w base)
+			[ $w = A ] && r=$bA || r=$bB
+			t=$(ge "$w/pxfer-j$r" "$w/base-j$bb" 0.95)
+			target "$w: no loss against the baseline (best -j of each, >= 0.95x)" "$t" \
+				"pxfer -j$r $(mibps "$w/pxfer-j$r" 2>/dev/null) vs baseline -j$bb $(mibps "$w/base-j$bb" 2>/dev/null) MiB/s"
+		done
+	fi
 	t=$(ge "A/pxfer-j$bA" A/iperf3 0.9); target "A: pxfer >= 0.9x iperf3" "$t" \
 		"pxfer -j$bA $(mibps "A/pxfer-j$bA" 2>/dev/null) vs iperf3 $(mibps A/iperf3 2>/dev/null) MiB/s"
 	for w in A B; do
