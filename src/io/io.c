@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <stdatomic.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "io/io.h"
@@ -9,11 +8,11 @@
 
 static atomic_int fallback_warned;
 
-static int io_try(const struct pxfer_io_ops *ops, size_t size,
+static int io_try(const struct pxfer_io_ops *ops,
 		  const struct pxfer_ring *ring, unsigned int depth,
 		  struct pxfer_io **out)
 {
-	struct pxfer_io *io = calloc(1, size);
+	struct pxfer_io *io = ops->alloc();
 	int ret;
 
 	if (!io)
@@ -22,7 +21,7 @@ static int io_try(const struct pxfer_io_ops *ops, size_t size,
 	io->event_fd = -1;
 	ret = ops->init(io, ring, depth);
 	if (ret) {
-		free(io);
+		ops->free(io);
 		return ret;
 	}
 	*out = io;
@@ -37,12 +36,10 @@ int pxfer_io_create(const char *kind, const struct pxfer_ring *ring,
 	if (!kind)
 		kind = "auto";
 	if (!strcmp(kind, "sync"))
-		return io_try(&pxfer_io_sync_ops, pxfer_io_sync_size(), ring,
-			      depth, out);
+		return io_try(&pxfer_io_sync_ops, ring, depth, out);
 	if (strcmp(kind, "auto") && strcmp(kind, "uring"))
 		return -EINVAL;
-	ret = io_try(&pxfer_io_uring_ops, pxfer_io_uring_size(), ring, depth,
-		     out);
+	ret = io_try(&pxfer_io_uring_ops, ring, depth, out);
 	if (!ret || ret == -ENOMEM)
 		return ret;
 	if (!strcmp(kind, "uring"))
@@ -50,8 +47,7 @@ int pxfer_io_create(const char *kind, const struct pxfer_ring *ring,
 	if (!atomic_exchange(&fallback_warned, 1))
 		warning("io_uring is unavailable (%s); using pread/pwrite",
 			strerror(-ret));
-	return io_try(&pxfer_io_sync_ops, pxfer_io_sync_size(), ring, depth,
-		      out);
+	return io_try(&pxfer_io_sync_ops, ring, depth, out);
 }
 
 void pxfer_io_destroy(struct pxfer_io *io)
@@ -59,5 +55,5 @@ void pxfer_io_destroy(struct pxfer_io *io)
 	if (!io)
 		return;
 	io->ops->exit(io);
-	free(io);
+	io->ops->free(io);
 }

@@ -30,6 +30,9 @@ struct pxfer_io;
 
 struct pxfer_io_ops {
 	const char *name;
+	/* the back-end's object, zeroed, returned as its base; and its end */
+	struct pxfer_io *(*alloc)(void);
+	void (*free)(struct pxfer_io *io);
 	int (*init)(struct pxfer_io *io, const struct pxfer_ring *ring,
 		    unsigned int depth);
 	void (*exit)(struct pxfer_io *io);
@@ -60,9 +63,5 @@ void pxfer_io_destroy(struct pxfer_io *io);
 
 extern const struct pxfer_io_ops pxfer_io_uring_ops;
 extern const struct pxfer_io_ops pxfer_io_sync_ops;
-
-/* size of the back-end object for @ops, for the allocator in io.c */
-size_t pxfer_io_uring_size(void);
-size_t pxfer_io_sync_size(void);
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "core/container_of.h"
 #include "io/io.h"
 
 struct sync_op {
@@ -25,11 +26,21 @@ struct sync_io {
 	unsigned int cap, queued, done, head;
 };
 
-#define to_sync(p) ((struct sync_io *)(p))
-
-size_t pxfer_io_sync_size(void)
+static inline struct sync_io *to_sync(struct pxfer_io *io)
 {
-	return sizeof(struct sync_io);
+	return container_of(io, struct sync_io, io);
+}
+
+static struct pxfer_io *sync_alloc(void)
+{
+	struct sync_io *s = calloc(1, sizeof(*s));
+
+	return s ? &s->io : NULL;
+}
+
+static void sync_free(struct pxfer_io *io)
+{
+	free(to_sync(io));
 }
 
 static int sync_init(struct pxfer_io *io, const struct pxfer_ring *ring,
@@ -116,6 +127,8 @@ static int sync_reap(struct pxfer_io *io, struct pxfer_io_cqe *cqe,
 
 const struct pxfer_io_ops pxfer_io_sync_ops = {
 	.name = "pread/pwrite",
+	.alloc = sync_alloc,
+	.free = sync_free,
 	.init = sync_init,
 	.exit = sync_exit,
 	.prep = sync_prep,

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <liburing.h>
 
+#include "core/container_of.h"
 #include "io/io.h"
 #include "core/log.h"
 
@@ -33,11 +34,21 @@ struct uring_io {
 	unsigned int queued;	/* prepped, not submitted */
 };
 
-#define to_uring(p) ((struct uring_io *)(p))
-
-size_t pxfer_io_uring_size(void)
+static inline struct uring_io *to_uring(struct pxfer_io *io)
 {
-	return sizeof(struct uring_io);
+	return container_of(io, struct uring_io, io);
+}
+
+static struct pxfer_io *uring_alloc(void)
+{
+	struct uring_io *u = calloc(1, sizeof(*u));
+
+	return u ? &u->io : NULL;
+}
+
+static void uring_free(struct pxfer_io *io)
+{
+	free(to_uring(io));
 }
 
 /* all slots at once, where the kernel has no sparse tables */
@@ -234,6 +245,8 @@ static int uring_reap(struct pxfer_io *io, struct pxfer_io_cqe *cqe,
 
 const struct pxfer_io_ops pxfer_io_uring_ops = {
 	.name = "io_uring",
+	.alloc = uring_alloc,
+	.free = uring_free,
 	.init = uring_init,
 	.exit = uring_exit,
 	.prep = uring_prep,
