@@ -15,7 +15,7 @@
 #include "transport/tcp/priv.h"
 
 int tcp_ring_register(struct pxfer_conn *c, struct pxfer_ring *r,
-			     uint8_t *blob, uint16_t *blob_len)
+		      uint8_t *blob, uint16_t *blob_len)
 {
 	if (blob_len)
 		*blob_len = 0;
@@ -23,7 +23,7 @@ int tcp_ring_register(struct pxfer_conn *c, struct pxfer_ring *r,
 }
 
 int tcp_ring_remote(struct pxfer_conn *c, const uint8_t *blob,
-			   uint16_t blob_len)
+		    uint16_t blob_len)
 {
 	return blob_len ? -EPROTO : 0;
 }
@@ -69,7 +69,7 @@ static ssize_t chunk_head(uint8_t *head, size_t cap, const struct pxfer_chunk *c
 }
 
 int tcp_send_chunk(struct pxfer_conn *c, const struct pxfer_chunk *ch,
-			  const void *payload)
+		   const void *payload)
 {
 	struct tcp_conn *t = to_tcp(c);
 	uint8_t head[PXFER_HDR_LEN + PXFER_CHUNK_DESC_MAX];
@@ -126,7 +126,7 @@ static int send_by_copy(int sock, int fd, off_t off, size_t left,
  * the receiver's recv).
  */
 int tcp_send_chunk_fd(struct pxfer_conn *c, const struct pxfer_chunk *ch,
-			     int fd, void *scratch)
+		      int fd, void *scratch)
 {
 	struct tcp_conn *t = to_tcp(c);
 	uint8_t head[PXFER_HDR_LEN + PXFER_CHUNK_DESC_MAX];
@@ -175,7 +175,7 @@ int tcp_send_chunk_fd(struct pxfer_conn *c, const struct pxfer_chunk *ch,
 }
 
 int tcp_reap_sent(struct pxfer_conn *c, uint16_t *slots,
-			 unsigned int max)
+		  unsigned int max)
 {
 	struct tcp_conn *t = to_tcp(c);
 	unsigned int n = t->nsent < max ? t->nsent : max;
@@ -253,4 +253,3 @@ int tcp_recv_payload(struct pxfer_conn *c, const struct pxfer_ring *r,
 {
 	return read_full(to_tcp(c)->fd, pxfer_ring_slot(r, ch->slot), ch->len);
 }
-
