@@ -5,6 +5,7 @@
 #                        BASELINE=<rev> compares with that commit's build
 #   make install PREFIX=/usr/local DESTDIR=
 #   make demo            the README's loopback demo
+#   make docs            the diagrams in docs/ from their .dot sources
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
@@ -93,6 +94,12 @@ bench-baseline:
 demo: all
 	PXFER_BUILD=$(CURDIR)/build/release examples/demo.sh
 
+# the diagrams of docs/architecture.md, from their graphviz sources
+DOCS_SVG := $(patsubst %.dot,%.svg,$(wildcard docs/*.dot))
+docs: $(DOCS_SVG)
+docs/%.svg: docs/%.dot
+	dot -Tsvg -o $@ $<
+
 install: $(BUILD)/pxfer
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILD)/pxfer $(DESTDIR)$(BINDIR)/pxfer
@@ -101,7 +108,7 @@ install: $(BUILD)/pxfer
 clean:
 	rm -rf build/release build/san
 
-.PHONY: all test check bench bench-baseline demo install clean
+.PHONY: all test check bench bench-baseline demo docs install clean
 # keep test and tool objects between builds
 .SECONDARY:
 
