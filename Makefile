@@ -32,7 +32,7 @@ LDLIBS := -luring -lsodium -lxxhash -lrdmacm -libverbs
 
 # the library, layer by layer (docs/architecture.md); the CLI links it
 LIB_DIRS := src/core src/io src/transport src/transport/tcp src/transport/rdma \
-	    src/engine src/send src/recv
+	    src/engine src/send src/recv src/api
 LIB_SRC := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c))
 CLI_SRC := $(wildcard src/cli/*.c)
 TEST_SRC := $(wildcard test/unit/*.c)

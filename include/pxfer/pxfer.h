@@ -18,6 +18,8 @@
 #define PXFER_AUTO_CHUNK_MIN	(1u << 20)
 #define PXFER_AUTO_CHUNK_MAX	(4u << 20)
 #define PXFER_DEFAULT_RING_MEM	(32u << 20)	/* per side, all workers */
+#define PXFER_DEFAULT_MAX_CHUNK	(16u << 20)	/* largest chunk a receiver takes */
+#define PXFER_DEFAULT_TIMEOUT_MS 15000		/* connect and handshake */
 #define PXFER_SECRET_MIN	16
 #define PXFER_SECRET_MAX	1024
 #define PXFER_SECRET_ENV	"PXFER_SECRET"
@@ -88,6 +90,22 @@ struct pxfer_recv_opts {
 	uint32_t max_chunk;
 	struct pxfer_secret secret;
 };
+
+/*
+ * pxfer_send_opts_init - fill @o with the defaults the pxfer command uses
+ * (port 7471, transport and file I/O "auto", PXFER_DEFAULT_WORKERS
+ * workers, the chunk size left to the receiver, a 15 s timeout) and
+ * nothing else: set paths, npaths, host and the secret before pxfer_send.
+ */
+void pxfer_send_opts_init(struct pxfer_send_opts *o);
+
+/*
+ * pxfer_recv_opts_init - fill @o with the defaults the pxfer command uses
+ * (the current directory, port 7471 on every address, transport and file
+ * I/O "auto", 32 MiB of ring memory, chunks up to 16 MiB); set the secret
+ * before pxfer_recv.
+ */
+void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
 
 /*
  * pxfer_send - send opts->paths to the receiver. Fills @stats (also on

@@ -70,19 +70,12 @@ int cmd_recv(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct pxfer_recv_opts o = {
-		.dir = ".",
-		.port = PXFER_DEFAULT_PORT,
-		.transport = "auto",
-		.io = "auto",
-		.ring_mem = PXFER_DEFAULT_RING_MEM,
-		.max_chunk = 16u << 20,
-		.gid_index = -1,
-	};
+	struct pxfer_recv_opts o;
 	const char *secret_file = NULL;
 	uint64_t size;
 	int c;
 
+	pxfer_recv_opts_init(&o);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "d:p:qvh", longopts, NULL)) != -1) {
 		switch (c) {

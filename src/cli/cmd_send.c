@@ -150,22 +150,14 @@ int cmd_send(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct pxfer_send_opts o = {
-		.port = PXFER_DEFAULT_PORT,
-		.transport = "auto",
-		.io = "auto",
-		.workers = PXFER_DEFAULT_WORKERS,
-		.chunk_size = PXFER_AUTO_CHUNK_MAX,
-		.chunk_auto = 1,
-		.timeout_ms = 15000,
-		.gid_index = -1,
-	};
+	struct pxfer_send_opts o;
 	const char *secret_file = NULL, *port_opt = NULL;
 	struct pxfer_stats st;
 	unsigned long v;
 	uint64_t size;
 	int c, quiet = 0, json = 0, code;
 
+	pxfer_send_opts_init(&o);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "j:p:qvh", longopts, NULL)) != -1) {
 		switch (c) {

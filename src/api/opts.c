@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The option structs' defaults: one place for the command line and for
+ * programs that call the library.
+ */
+#include <string.h>
+
+#include "pxfer/pxfer.h"
+
+void pxfer_send_opts_init(struct pxfer_send_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->port = PXFER_DEFAULT_PORT;
+	o->transport = "auto";
+	o->gid_index = -1;
+	o->io = "auto";
+	o->workers = PXFER_DEFAULT_WORKERS;
+	/* an upper bound: the receiver picks the size (chunk_auto) */
+	o->chunk_size = PXFER_AUTO_CHUNK_MAX;
+	o->chunk_auto = 1;
+	o->timeout_ms = PXFER_DEFAULT_TIMEOUT_MS;
+}
+
+void pxfer_recv_opts_init(struct pxfer_recv_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->dir = ".";
+	o->port = PXFER_DEFAULT_PORT;
+	o->transport = "auto";
+	o->gid_index = -1;
+	o->io = "auto";
+	o->ring_mem = PXFER_DEFAULT_RING_MEM;
+	o->max_chunk = PXFER_DEFAULT_MAX_CHUNK;
+}
