@@ -3,14 +3,23 @@
  * pxfer - parallel file transfer over RDMA and TCP.
  *
  * The public face of the engine: a sender moves files and directory trees
- * to a receiver that writes them beneath its top directory. The command line
- * (src/cli/) is a thin layer over these two calls.
+ * to a receiver that writes them beneath its top directory. The pxfer
+ * command is a thin layer over these calls. Fill the option structs with
+ * pxfer_send_opts_init() and pxfer_recv_opts_init() rather than by hand, so
+ * that a program gets the defaults of fields it does not set, or know.
+ *
+ * Both sides report on standard error, as the pxfer command does: errors
+ * ("error: ..."), warnings, and what they chose when asked to be verbose.
  */
 #ifndef PXFER_PXFER_H
 #define PXFER_PXFER_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
 
 #define PXFER_DEFAULT_PORT	"7471"
 #define PXFER_DEFAULT_WORKERS	4
@@ -24,7 +33,10 @@
 #define PXFER_SECRET_MAX	1024
 #define PXFER_SECRET_ENV	"PXFER_SECRET"
 
-/* Exit statuses of the pxfer command (documented in pxfer --help). */
+/*
+ * What pxfer_send and pxfer_recv return, and the exit statuses of the pxfer
+ * command (documented in pxfer --help).
+ */
 enum pxfer_exit {
 	PXFER_EXIT_OK = 0,
 	PXFER_EXIT_FAIL = 1,		/* some files failed; the rest arrived */
@@ -35,99 +47,149 @@ enum pxfer_exit {
 	PXFER_EXIT_INTR = 130,		/* interrupted */
 };
 
+/* The shared secret both sides prove (HMAC-SHA256); it never crosses the wire. */
 struct pxfer_secret {
-	uint8_t key[PXFER_SECRET_MAX];
-	size_t len;
+	uint8_t key[PXFER_SECRET_MAX];	/* len bytes, not NUL-terminated */
+	size_t len;			/* PXFER_SECRET_MIN to PXFER_SECRET_MAX */
 };
 
+/* What a pxfer_send did. */
 struct pxfer_stats {
 	uint64_t files;		/* regular files complete on the receiver */
 	uint64_t dirs;
 	uint64_t links;
 	uint64_t bytes;		/* payload bytes moved */
 	uint64_t files_failed;
-	uint64_t files_skipped;
+	uint64_t files_skipped;	/* not a file, directory or symlink: a fifo... */
 	uint64_t chunks;
-	double seconds;
-	const char *transport;
+	double seconds;		/* the whole call */
+	const char *transport;	/* "tcp", "rdma", or NULL if none was chosen;
+				 * a static string */
 };
 
+/*
+ * A sender's options. pxfer_send_opts_init() gives the defaults noted here;
+ * strings are borrowed, not copied, and must outlive the call.
+ */
 struct pxfer_send_opts {
-	char *const *paths;
+	char *const *paths;	/* files and directories to send (none) */
 	int npaths;
-	const char *host;
-	const char *port;
-	const char *bind;	/* source address, or NULL */
+	const char *host;	/* the receiver: a name or an address (none) */
+	const char *port;	/* PXFER_DEFAULT_PORT */
+	const char *bind;	/* source address, or NULL (NULL) */
 	const char *dest;	/* subdirectory below the receiver's DIR, or NULL */
-	const char *transport;	/* "tcp", "rdma" or "auto" */
-	const char *device;	/* rdma device to use, or NULL */
-	int gid_index;		/* its GID to use, or -1 */
-	const char *io;		/* "auto", "uring" or "sync" */
-	int workers;
-	uint32_t chunk_size;
-	int chunk_auto;		/* chunk_size is an upper bound (see recv) */
-	uint32_t ring_mem;
-	int fsync;
-	int verbose;
-	int progress;		/* draw a progress line on stderr */
-	int timeout_ms;		/* connect/handshake timeout */
-	struct pxfer_secret secret;
+	const char *transport;	/* "tcp", "rdma" or "auto" ("auto") */
+	const char *device;	/* rdma device to use, or NULL (NULL) */
+	int gid_index;		/* its GID to use, or -1 (-1) */
+	const char *io;		/* "auto", "uring" or "sync" ("auto") */
+	int workers;		/* 1 to 64 (PXFER_DEFAULT_WORKERS) */
+	uint32_t chunk_size;	/* bytes, a multiple of 4096 from 4 KiB to
+				 * 64 MiB (PXFER_AUTO_CHUNK_MAX) */
+	int chunk_auto;		/* chunk_size is an upper bound and the
+				 * receiver picks the size (1) */
+	uint32_t ring_mem;	/* not used: the receiver sizes the rings (0) */
+	int fsync;		/* have the receiver fsync each file before
+				 * naming it (0) */
+	int verbose;		/* 0, 1 (what was chosen) or 2 (with the
+				 * seconds since the start) (0) */
+	int progress;		/* draw a progress line on stderr (0) */
+	int timeout_ms;		/* connect and handshake timeout
+				 * (PXFER_DEFAULT_TIMEOUT_MS) */
+	struct pxfer_secret secret;	/* (none) */
 };
 
+/*
+ * A receiver's options, with the defaults pxfer_recv_opts_init() gives;
+ * strings are borrowed, not copied, and must outlive the call.
+ */
 struct pxfer_recv_opts {
-	const char *dir;
-	const char *bind;
-	const char *port;
-	const char *transport;
-	const char *device;	/* rdma device to listen on, or NULL */
-	int gid_index;		/* its GID to use, or -1 */
-	const char *io;
-	int once;
-	int fsync;		/* fsync every file even if the sender did not ask */
-	int verbose;
-	int quiet;
-	uint32_t ring_mem;
-	uint32_t max_chunk;
-	struct pxfer_secret secret;
+	const char *dir;	/* the directory to write beneath (".") */
+	const char *bind;	/* address to listen on, or NULL: all (NULL) */
+	const char *port;	/* PXFER_DEFAULT_PORT */
+	const char *transport;	/* "tcp", "rdma" or "auto": both ("auto") */
+	const char *device;	/* rdma device to listen on, or NULL (NULL) */
+	int gid_index;		/* its GID to use, or -1 (-1) */
+	const char *io;		/* "auto", "uring" or "sync" ("auto") */
+	int once;		/* return after one session (0) */
+	int fsync;		/* fsync every file even if the sender did not
+				 * ask (0) */
+	int verbose;		/* as for pxfer_send_opts (0) */
+	int quiet;		/* print only errors (0) */
+	uint32_t ring_mem;	/* bytes for all workers' rings, at least
+				 * 64 KiB (PXFER_DEFAULT_RING_MEM) */
+	uint32_t max_chunk;	/* the largest chunk accepted, 4 KiB to 64 MiB
+				 * (PXFER_DEFAULT_MAX_CHUNK) */
+	struct pxfer_secret secret;	/* (none) */
 };
 
 /*
  * pxfer_send_opts_init - fill @o with the defaults the pxfer command uses
- * (port 7471, transport and file I/O "auto", PXFER_DEFAULT_WORKERS
- * workers, the chunk size left to the receiver, a 15 s timeout) and
- * nothing else: set paths, npaths, host and the secret before pxfer_send.
+ * (noted in struct pxfer_send_opts); set paths, npaths, host and the
+ * secret before pxfer_send.
  */
 void pxfer_send_opts_init(struct pxfer_send_opts *o);
 
 /*
  * pxfer_recv_opts_init - fill @o with the defaults the pxfer command uses
- * (the current directory, port 7471 on every address, transport and file
- * I/O "auto", 32 MiB of ring memory, chunks up to 16 MiB); set the secret
- * before pxfer_recv.
+ * (noted in struct pxfer_recv_opts); set the secret before pxfer_recv.
  */
 void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
 
 /*
- * pxfer_send - send opts->paths to the receiver. Fills @stats (also on
- * failure, with what was done). Returns a PXFER_EXIT_* status; messages go
- * to stderr through the engine's error reporting.
+ * pxfer_send - send opts->paths to the receiver at opts->host, each under
+ * its own name below the receiver's directory (or opts->dest inside it),
+ * and return when the receiver has acknowledged all of it or the transfer
+ * failed. Fills @stats, also on failure with what was done. Returns a
+ * PXFER_EXIT_* status; errors are printed on stderr as they happen, and
+ * with opts->progress a progress line is redrawn there.
+ *
+ * Threads: the calling thread runs the control connection; the call starts
+ * one thread per worker, short-lived ones that prepare the rings, and over
+ * RDMA one that polls the completion queue. All have ended when it returns.
+ *
+ * Process-wide effects: it installs handlers for SIGINT and SIGTERM, which
+ * end the transfer with PXFER_EXIT_INTR, and ignores SIGPIPE; they stay in
+ * place after the call returns, and a signal caught ends later calls too.
+ * It raises the soft limit on open files (RLIMIT_NOFILE) to the hard one,
+ * at most 65536. Run one pxfer_send or pxfer_recv at a time in a process.
  */
 int pxfer_send(const struct pxfer_send_opts *opts, struct pxfer_stats *stats);
 
 /*
- * pxfer_recv - serve sessions until interrupted (SIGINT/SIGTERM), or one
- * session if opts->once. Returns a PXFER_EXIT_* status.
+ * pxfer_recv - listen, then serve senders one session at a time, writing
+ * what they send beneath opts->dir, until interrupted (SIGINT or SIGTERM),
+ * or return after one session if opts->once. Returns a PXFER_EXIT_* status:
+ * with opts->once that session's; otherwise PXFER_EXIT_INTR once
+ * interrupted, or why it could not start (such as PXFER_EXIT_USAGE for an
+ * unusable directory, PXFER_EXIT_NET for a port in use). Unless opts->quiet
+ * it says on stderr where it listens and what each session did; errors are
+ * always printed there.
+ *
+ * Threads, signals and limits: as for pxfer_send, with one thread per
+ * worker of the current session.
  */
 int pxfer_recv(const struct pxfer_recv_opts *opts);
 
 /*
  * pxfer_secret_load - read a secret from @file ("-" for standard input) or,
- * when @file is NULL, from the PXFER_SECRET environment variable. Returns 0,
- * -ENOENT if neither is given, or another negative errno.
+ * when @file is NULL, from the PXFER_SECRET environment variable; trailing
+ * white space is not part of it. Returns 0, -ENOENT if @file is NULL and
+ * the variable is not set, -EINVAL if the secret is shorter than
+ * PXFER_SECRET_MIN, -E2BIG if longer than PXFER_SECRET_MAX, or the negative
+ * errno of opening or reading @file. Prints nothing.
  */
 int pxfer_secret_load(struct pxfer_secret *s, const char *file);
 
-/* pxfer_secret_generate - make a random secret and its printable token. */
+/*
+ * pxfer_secret_generate - make a random secret (from libsodium's generator)
+ * that is also its printable token: s->len hexadecimal digits in s->key,
+ * for the sender's PXFER_SECRET. Returns 0, or -EIO if the generator cannot
+ * be initialised. Prints nothing.
+ */
 int pxfer_secret_generate(struct pxfer_secret *s);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
