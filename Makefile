@@ -24,11 +24,22 @@ SANFLAGS :=
 OPT := -O2
 endif
 
-CPPFLAGS += -D_GNU_SOURCE -DPXFER_VERSION='"$(VERSION)"' -Iinclude -Isrc
+# the libraries the engine uses, by their pkg-config names
+PKG_CONFIG ?= pkg-config
+DEPS := liburing libsodium libxxhash librdmacm libibverbs
+DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS) 2>/dev/null)
+DEPS_LIBS := $(shell $(PKG_CONFIG) --libs $(DEPS) 2>/dev/null)
+ifeq ($(DEPS_LIBS),)
+ifneq ($(filter-out clean uninstall,$(or $(MAKECMDGOALS),all)),)
+$(error $(PKG_CONFIG) finds no $(DEPS): run tools/install-deps.sh)
+endif
+endif
+
+CPPFLAGS += -D_GNU_SOURCE -DPXFER_VERSION='"$(VERSION)"' -Iinclude -Isrc $(DEPS_CFLAGS)
 CFLAGS ?= $(OPT) -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -MMD -MP $(SANFLAGS)
 LDFLAGS += -pthread $(SANFLAGS)
-LDLIBS := -luring -lsodium -lxxhash -lrdmacm -libverbs
+LDLIBS := $(DEPS_LIBS)
 
 # the library, layer by layer (docs/architecture.md); the CLI links it
 LIB_DIRS := src/core src/io src/transport src/transport/tcp src/transport/rdma \
