@@ -1,5 +1,5 @@
 # pxfer - plain GNU make.
-#   make                 build build/release/pxfer
+#   make                 build build/release/pxfer and libpxfer.so
 #   make test            build with AddressSanitizer + UBSan and run the suite
 #   make bench           release build, then the benchmarks (bench/);
 #                        BASELINE=<rev> compares with that commit's build
@@ -51,12 +51,25 @@ HELPER_SRC := $(wildcard test/helper/*.c)
 BENCH_SRC := $(wildcard bench/*.c)
 
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
+# the objects go into libpxfer.so too, which exports only what pxfer.h
+# marks PXFER_API (and src/api/libpxfer.map lists)
+$(LIB_OBJ): CFLAGS += -fPIC -fvisibility=hidden
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 HELPER_BIN := $(HELPER_SRC:%.c=$(BUILD)/%)
 BENCH_BIN := $(BENCH_SRC:%.c=$(BUILD)/%)
 
-all: $(BUILD)/pxfer $(TEST_BIN) $(HELPER_BIN) $(BENCH_BIN)
+# libpxfer.so.VERSION, whose soname libpxfer.so.SOVERSION changes, before
+# 1.0, with any change to a struct or a call in include/pxfer/pxfer.h
+SOVERSION := 0
+SONAME := libpxfer.so.$(SOVERSION)
+SHLIB := libpxfer.so.$(VERSION)
+LIB_MAP := src/api/libpxfer.map
+# every symbol resolved at link time, except in sanitizer builds, whose
+# runtime clang leaves to the program
+SO_NOUNDEF := $(if $(SANFLAGS),,-z defs)
+
+all: $(BUILD)/pxfer $(BUILD)/$(SHLIB) $(TEST_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -65,6 +78,13 @@ $(BUILD)/%.o: %.c
 $(BUILD)/libpxfer.a: $(LIB_OBJ)
 	@rm -f $@
 	$(AR) rcs $@ $^
+
+# the public library, with its two names beside it as it is installed
+$(BUILD)/$(SHLIB): $(LIB_OBJ) $(LIB_MAP)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script=$(LIB_MAP) \
+		$(SO_NOUNDEF) $(LDFLAGS) -o $@ $(LIB_OBJ) $(LDLIBS)
+	ln -sf $(SHLIB) $(BUILD)/$(SONAME)
+	ln -sf $(SONAME) $(BUILD)/libpxfer.so
 
 $(BUILD)/pxfer: $(CLI_OBJ) $(BUILD)/libpxfer.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)

@@ -8,6 +8,12 @@
  * pxfer_send_opts_init() and pxfer_recv_opts_init() rather than by hand, so
  * that a program gets the defaults of fields it does not set, or know.
  *
+ * ABI: the library is libpxfer.so.N, and exports only what is marked
+ * PXFER_API here. Before 1.0, N changes whenever a struct below changes (a
+ * field added, removed or moved) or a call changes its meaning, and
+ * programs are rebuilt against the new header; from 1.0 on, the ABI only
+ * grows within one N.
+ *
  * Both sides report on standard error, as the pxfer command does: errors
  * ("error: ..."), warnings, and what they chose when asked to be verbose.
  */
@@ -19,6 +25,13 @@
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* what libpxfer.so exports; the rest of it is hidden */
+#if defined(__GNUC__) && __GNUC__ >= 4
+#define PXFER_API __attribute__((visibility("default")))
+#else
+#define PXFER_API
 #endif
 
 #define PXFER_DEFAULT_PORT	"7471"
@@ -127,13 +140,13 @@ struct pxfer_recv_opts {
  * (noted in struct pxfer_send_opts); set paths, npaths, host and the
  * secret before pxfer_send.
  */
-void pxfer_send_opts_init(struct pxfer_send_opts *o);
+PXFER_API void pxfer_send_opts_init(struct pxfer_send_opts *o);
 
 /*
  * pxfer_recv_opts_init - fill @o with the defaults the pxfer command uses
  * (noted in struct pxfer_recv_opts); set the secret before pxfer_recv.
  */
-void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
+PXFER_API void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
 
 /*
  * pxfer_send - send opts->paths to the receiver at opts->host, each under
@@ -153,7 +166,7 @@ void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
  * It raises the soft limit on open files (RLIMIT_NOFILE) to the hard one,
  * at most 65536. Run one pxfer_send or pxfer_recv at a time in a process.
  */
-int pxfer_send(const struct pxfer_send_opts *opts, struct pxfer_stats *stats);
+PXFER_API int pxfer_send(const struct pxfer_send_opts *opts, struct pxfer_stats *stats);
 
 /*
  * pxfer_recv - listen, then serve senders one session at a time, writing
@@ -168,7 +181,7 @@ int pxfer_send(const struct pxfer_send_opts *opts, struct pxfer_stats *stats);
  * Threads, signals and limits: as for pxfer_send, with one thread per
  * worker of the current session.
  */
-int pxfer_recv(const struct pxfer_recv_opts *opts);
+PXFER_API int pxfer_recv(const struct pxfer_recv_opts *opts);
 
 /*
  * pxfer_secret_load - read a secret from @file ("-" for standard input) or,
@@ -178,7 +191,7 @@ int pxfer_recv(const struct pxfer_recv_opts *opts);
  * PXFER_SECRET_MIN, -E2BIG if longer than PXFER_SECRET_MAX, or the negative
  * errno of opening or reading @file. Prints nothing.
  */
-int pxfer_secret_load(struct pxfer_secret *s, const char *file);
+PXFER_API int pxfer_secret_load(struct pxfer_secret *s, const char *file);
 
 /*
  * pxfer_secret_generate - make a random secret (from libsodium's generator)
@@ -186,7 +199,7 @@ int pxfer_secret_load(struct pxfer_secret *s, const char *file);
  * for the sender's PXFER_SECRET. Returns 0, or -EIO if the generator cannot
  * be initialised. Prints nothing.
  */
-int pxfer_secret_generate(struct pxfer_secret *s);
+PXFER_API int pxfer_secret_generate(struct pxfer_secret *s);
 
 #ifdef __cplusplus
 }
