@@ -3,13 +3,16 @@
 #   make test            build with AddressSanitizer + UBSan and run the suite
 #   make bench           release build, then the benchmarks (bench/);
 #                        BASELINE=<rev> compares with that commit's build
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=   (and uninstall)
 #   make demo            the README's loopback demo
 #   make docs            the diagrams in docs/ from their .dot sources
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 MANDIR ?= $(PREFIX)/share/man
 CC ?= gcc
 
@@ -131,15 +134,35 @@ docs: $(DOCS_SVG)
 docs/%.svg: docs/%.dot
 	dot -Tsvg -o $@ $<
 
-install: $(BUILD)/pxfer
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1
+# pxfer.pc's paths, below ${prefix} where they are, so that it moves with it
+pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
+install: $(BUILD)/pxfer $(BUILD)/$(SHLIB)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(INCLUDEDIR)/pxfer $(DESTDIR)$(MANDIR)/man1
 	install -m 0755 $(BUILD)/pxfer $(DESTDIR)$(BINDIR)/pxfer
+	install -m 0755 $(BUILD)/$(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB)
+	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libpxfer.so
+	install -m 0644 include/pxfer/pxfer.h $(DESTDIR)$(INCLUDEDIR)/pxfer/pxfer.h
+	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(call pc_path,$(LIBDIR))|' \
+	    -e 's|@includedir@|$(call pc_path,$(INCLUDEDIR))|' \
+	    -e 's|@version@|$(VERSION)|' -e 's|@libs_private@|$(strip $(DEPS_LIBS))|' \
+	    src/api/pxfer.pc.in >$(DESTDIR)$(PKGCONFIGDIR)/pxfer.pc
+	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/pxfer.pc
 	install -m 0644 docs/pxfer.1 $(DESTDIR)$(MANDIR)/man1/pxfer.1
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/pxfer $(DESTDIR)$(LIBDIR)/$(SHLIB) \
+	      $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libpxfer.so \
+	      $(DESTDIR)$(INCLUDEDIR)/pxfer/pxfer.h $(DESTDIR)$(PKGCONFIGDIR)/pxfer.pc \
+	      $(DESTDIR)$(MANDIR)/man1/pxfer.1
+	rmdir $(DESTDIR)$(INCLUDEDIR)/pxfer 2>/dev/null || true
 
 clean:
 	rm -rf build/release build/san
 
-.PHONY: all test check bench bench-baseline demo docs install clean
+.PHONY: all test check bench bench-baseline demo docs install uninstall clean
 # keep test and tool objects between builds
 .SECONDARY:
 

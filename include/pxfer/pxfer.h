@@ -8,6 +8,10 @@
  * pxfer_send_opts_init() and pxfer_recv_opts_init() rather than by hand, so
  * that a program gets the defaults of fields it does not set, or know.
  *
+ * Build against the installed library with
+ *
+ *	cc prog.c $(pkg-config --cflags --libs pxfer)
+ *
  * ABI: the library is libpxfer.so.N, and exports only what is marked
  * PXFER_API here. Before 1.0, N changes whenever a struct below changes (a
  * field added, removed or moved) or a call changes its meaning, and
