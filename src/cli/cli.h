@@ -3,22 +3,80 @@
 #define PXFER_CLI_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
+
+/*
+ * Options. A command has a table of its own options; the options both
+ * commands take (--port, --bind, --secret-file, --transport, --device,
+ * --gid-index, --fsync, --io, --quiet, --verbose, --help) have one table
+ * in opts.c, from which cli_parse parses them and cli_usage prints them,
+ * after the command's own.
+ */
+
+/* the command being parsed: the shared options' help may differ by side */
+enum cli_side { CLI_SEND, CLI_RECV, CLI_SIDES };
+
+/* what an option's set function returns to have the help printed */
+#define CLI_HELP 1
+
+/*
+ * One option of a command: --name (and -c), the name of its argument in
+ * the help (NULL if it takes none), its help (lines separated by '\n'),
+ * and set(), which takes the argument into @ctx, the command's own
+ * struct: it returns 0, or -1 after saying what is wrong.
+ */
+struct cli_opt {
+	const char *name;
+	int short_name;
+	const char *arg;
+	int (*set)(void *ctx, const char *arg);
+	const char *help;
+};
+
+/*
+ * Where the shared options land: fields of the command's option struct,
+ * which already hold their defaults (pxfer_*_opts_init), or its locals.
+ */
+struct cli_common {
+	const char **port;
+	const char **bind;
+	const char **secret_file;
+	const char **transport;
+	const char **device;
+	int *gid_index;
+	const char **io;
+	int *fsync;
+	int *quiet;
+	int *verbose;
+};
+
+struct cli_cmd {
+	enum cli_side side;
+	const char *usage;		/* the help before the options */
+	const struct cli_opt *opts;	/* its own, up to one with no name */
+	const char *epilog;		/* the help after them */
+};
+
+/*
+ * cli_parse - parse the options in @argv (argv[0] being the command's
+ * name) into @ctx and @common. Returns the index of the first operand, or
+ * -1 if the command is to return *@status now: 0 after printing the help
+ * on stdout, PXFER_EXIT_USAGE after saying what is wrong with an option.
+ */
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *ctx,
+	      const struct cli_common *common, int *status);
+
+/* cli_usage - the command's help: usage, its options, the shared ones */
+void cli_usage(FILE *f, const struct cli_cmd *cmd);
 
 /* parse "64M", "1G", "4096" into bytes; 0 or -EINVAL */
 int cli_parse_size(const char *s, uint64_t *out);
 /* parse a positive integer within [min, max]; 0 or -EINVAL */
 int cli_parse_uint(const char *s, unsigned long min, unsigned long max,
 		   unsigned long *out);
-/* accept @arg for option @opt if it is one of the NULL-terminated @choices;
- * otherwise say what is accepted and return -1 */
-int cli_choice(const char *opt, const char *arg, const char *const *choices);
-extern const char *const cli_transports[];	/* auto, rdma, tcp */
-extern const char *const cli_io_kinds[];	/* auto, uring, sync */
-/* --gid-index: 0 or -1 after an error message */
-int cli_parse_gid(const char *arg, int *out);
 /* load the secret from --secret-file or $PXFER_SECRET, with clear errors */
 struct pxfer_secret;
 int cli_load_secret(struct pxfer_secret *s, const char *file, int generate);

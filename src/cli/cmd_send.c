@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* pxfer send: parse the command line, run pxfer_send, print the summary. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -11,51 +9,99 @@
 #include "cli.h"
 #include "core/log.h"
 
-static void send_usage(FILE *f)
+/* a macro's number as a string literal, for the help */
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
+
+/* the command line of pxfer send, as it is parsed */
+struct send_args {
+	struct pxfer_send_opts o;
+	const char *port;	/* -p, which wins over HOST:PORT */
+	const char *secret_file;
+	int quiet;
+	int json;
+};
+
+static int set_jobs(void *ctx, const char *arg)
 {
-	fprintf(f,
-		"usage: pxfer send [options] PATH... HOST[:PORT][/DEST]\n"
-		"\n"
-		"Send files and directories to 'pxfer recv' on HOST. Each PATH arrives\n"
-		"under its own name (\"dir\" and \"dir/\" both arrive as \"dir\"; \"dir/.\"\n"
-		"sends the contents of dir) below the receiver's --dir, or below DEST\n"
-		"inside it. Symbolic links are sent as links; a PATH that is a link is\n"
-		"followed. IPv6 hosts go in brackets: [fe80::1%%eth0]:7471/dest.\n"
-		"\n"
-		"The shared secret comes from $%s (the token 'pxfer recv' prints)\n"
-		"or --secret-file.\n"
-		"\n"
-		"options:\n"
-		"  -j, --jobs N           worker threads and data connections (default %d, 1-%d)\n"
-		"  -p, --port PORT        receiver port (default %s; or HOST:PORT)\n"
-		"      --secret-file FILE read the shared secret from FILE ('-': stdin)\n"
-		"      --chunk-size SIZE  bytes per chunk (4K-64M; the receiver may lower it;\n"
-		"                         default: up to 4M, as large as leaves the receiver\n"
-		"                         8 slots per worker, at least 1M)\n"
-		"      --transport T      auto, rdma or tcp (default auto)\n"
-		"      --device NAME      rdma: use this RDMA device (see 'rdma link')\n"
-		"      --gid-index N      rdma: use this GID of the device (default: its\n"
-		"                         first RoCE v2 IPv4 GID); both work by binding\n"
-		"                         the address the GID holds\n"
-		"      --bind ADDR        source address for the connections\n"
-		"      --fsync            have the receiver fsync each file before naming it\n"
-		"      --io KIND          file I/O: auto, uring or sync (default auto)\n"
-		"      --timeout SEC      connect and handshake timeout (default 15)\n"
-		"      --json             print a JSON summary on stdout\n"
-		"  -q, --quiet            no progress line and no summary\n"
-		"  -v, --verbose          say what was chosen (transport, chunk size, ...);\n"
-		"                         -vv: with the seconds since the start\n"
-		"  -h, --help             this text\n"
-		"\n"
-		"exit status:\n"
-		"  0  everything arrived        3  authentication refused\n"
-		"  1  some files failed         4  cannot connect, or the peer went away\n"
-		"  2  bad command line or input 5  local resource (memory, disk, limits)\n"
-		"  130 interrupted\n"
-		"Files that completed before a failure stay complete on the receiver;\n"
-		"a file never appears there under its name until all of it has arrived.\n",
-		PXFER_SECRET_ENV, PXFER_DEFAULT_WORKERS, 64, PXFER_DEFAULT_PORT);
+	struct send_args *a = ctx;
+	unsigned long v;
+
+	if (cli_parse_uint(arg, 1, 64, &v))
+		return error("-j takes a number of workers from 1 to 64, not '%s'", arg);
+	a->o.workers = v;
+	return 0;
 }
+
+static int set_chunk_size(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+	uint64_t size;
+
+	if (cli_parse_size(arg, &size) || size < 4096 ||
+	    size > (64u << 20) || size % 4096)
+		return error("--chunk-size takes a multiple of 4K from 4K to 64M, not '%s'", arg);
+	a->o.chunk_size = size;
+	a->o.chunk_auto = 0;
+	return 0;
+}
+
+static int set_timeout(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+	unsigned long v;
+
+	if (cli_parse_uint(arg, 1, 3600, &v))
+		return error("--timeout takes seconds from 1 to 3600, not '%s'", arg);
+	a->o.timeout_ms = v * 1000;
+	return 0;
+}
+
+static int set_json(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	a->json = 1;
+	return 0;
+}
+
+static const struct cli_opt send_opts[] = {
+	{ "jobs", 'j', "N", set_jobs,
+	  "worker threads and data connections (default "
+	  STR(PXFER_DEFAULT_WORKERS) ", 1-64)" },
+	{ "chunk-size", 0, "SIZE", set_chunk_size,
+	  "bytes per chunk (4K-64M; the receiver may lower it;\n"
+	  "default: up to 4M, as large as leaves the receiver\n"
+	  "8 slots per worker, at least 1M)" },
+	{ "timeout", 0, "SEC", set_timeout,
+	  "connect and handshake timeout (default 15)" },
+	{ "json", 0, NULL, set_json, "print a JSON summary on stdout" },
+	{ 0 },
+};
+
+static const struct cli_cmd send_cmd = {
+	.side = CLI_SEND,
+	.usage =
+	"usage: pxfer send [options] PATH... HOST[:PORT][/DEST]\n"
+	"\n"
+	"Send files and directories to 'pxfer recv' on HOST. Each PATH arrives\n"
+	"under its own name (\"dir\" and \"dir/\" both arrive as \"dir\"; \"dir/.\"\n"
+	"sends the contents of dir) below the receiver's --dir, or below DEST\n"
+	"inside it. Symbolic links are sent as links; a PATH that is a link is\n"
+	"followed. IPv6 hosts go in brackets: [fe80::1%eth0]:7471/dest.\n"
+	"\n"
+	"The shared secret comes from $" PXFER_SECRET_ENV " (the token 'pxfer recv' prints)\n"
+	"or --secret-file.\n",
+	.opts = send_opts,
+	.epilog =
+	"exit status:\n"
+	"  0  everything arrived        3  authentication refused\n"
+	"  1  some files failed         4  cannot connect, or the peer went away\n"
+	"  2  bad command line or input 5  local resource (memory, disk, limits)\n"
+	"  130 interrupted\n"
+	"Files that completed before a failure stay complete on the receiver;\n"
+	"a file never appears there under its name until all of it has arrived.\n",
+};
 
 /* HOST[:PORT][/DEST], with [v6] in brackets */
 static int parse_target(char *arg, struct pxfer_send_opts *o)
@@ -130,123 +176,40 @@ static void print_summary(const struct pxfer_send_opts *o,
 
 int cmd_send(int argc, char **argv)
 {
-	enum { O_SECRET = 256, O_CHUNK, O_TRANSPORT, O_BIND, O_FSYNC, O_IO,
-	       O_TIMEOUT, O_JSON, O_DEVICE, O_GID };
-	static const struct option longopts[] = {
-		{ "jobs", required_argument, NULL, 'j' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "secret-file", required_argument, NULL, O_SECRET },
-		{ "chunk-size", required_argument, NULL, O_CHUNK },
-		{ "transport", required_argument, NULL, O_TRANSPORT },
-		{ "device", required_argument, NULL, O_DEVICE },
-		{ "gid-index", required_argument, NULL, O_GID },
-		{ "bind", required_argument, NULL, O_BIND },
-		{ "fsync", no_argument, NULL, O_FSYNC },
-		{ "io", required_argument, NULL, O_IO },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	struct send_args a = { 0 };
+	struct pxfer_send_opts *o = &a.o;
+	const struct cli_common common = {
+		.port = &a.port, .bind = &o->bind,
+		.secret_file = &a.secret_file, .transport = &o->transport,
+		.device = &o->device, .gid_index = &o->gid_index, .io = &o->io,
+		.fsync = &o->fsync, .quiet = &a.quiet, .verbose = &o->verbose,
 	};
-	struct pxfer_send_opts o;
-	const char *secret_file = NULL, *port_opt = NULL;
 	struct pxfer_stats st;
-	unsigned long v;
-	uint64_t size;
-	int c, quiet = 0, json = 0, code;
+	int first, code;
 
-	pxfer_send_opts_init(&o);
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "j:p:qvh", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'j':
-			if (cli_parse_uint(optarg, 1, 64, &v))
-				return error("-j takes a number of workers from 1 to 64, not '%s'", optarg),
-				       PXFER_EXIT_USAGE;
-			o.workers = v;
-			break;
-		case 'p':
-			port_opt = optarg;
-			break;
-		case O_SECRET:
-			secret_file = optarg;
-			break;
-		case O_CHUNK:
-			if (cli_parse_size(optarg, &size) || size < 4096 ||
-			    size > (64u << 20) || size % 4096)
-				return error("--chunk-size takes a multiple of 4K from 4K to 64M, not '%s'", optarg),
-				       PXFER_EXIT_USAGE;
-			o.chunk_size = size;
-			o.chunk_auto = 0;
-			break;
-		case O_TRANSPORT:
-			if (cli_choice("--transport", optarg, cli_transports))
-				return PXFER_EXIT_USAGE;
-			o.transport = optarg;
-			break;
-		case O_BIND:
-			o.bind = optarg;
-			break;
-		case O_DEVICE:
-			o.device = optarg;
-			break;
-		case O_GID:
-			if (cli_parse_gid(optarg, &o.gid_index))
-				return PXFER_EXIT_USAGE;
-			break;
-		case O_FSYNC:
-			o.fsync = 1;
-			break;
-		case O_IO:
-			if (cli_choice("--io", optarg, cli_io_kinds))
-				return PXFER_EXIT_USAGE;
-			o.io = optarg;
-			break;
-		case O_TIMEOUT:
-			if (cli_parse_uint(optarg, 1, 3600, &v))
-				return error("--timeout takes seconds from 1 to 3600, not '%s'", optarg),
-				       PXFER_EXIT_USAGE;
-			o.timeout_ms = v * 1000;
-			break;
-		case O_JSON:
-			json = 1;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		case 'v':
-			pxfer_verbose++;
-			break;
-		case 'h':
-			send_usage(stdout);
-			return 0;
-		default:
-			send_usage(stderr);
-			return PXFER_EXIT_USAGE;
-		}
-	}
-	if (argc - optind < 2) {
+	pxfer_send_opts_init(o);
+	first = cli_parse(&send_cmd, argc, argv, &a, &common, &code);
+	if (first < 0)
+		return code;
+	if (argc - first < 2) {
 		error("pxfer send needs at least one PATH and a HOST");
-		send_usage(stderr);
+		cli_usage(stderr, &send_cmd);
 		return PXFER_EXIT_USAGE;
 	}
-	if (parse_target(argv[argc - 1], &o))
+	if (parse_target(argv[argc - 1], o))
 		return error("'%s' is not HOST[:PORT][/DEST]", argv[argc - 1]),
 		       PXFER_EXIT_USAGE;
-	if (port_opt)
-		o.port = port_opt;
-	if (cli_load_secret(&o.secret, secret_file, 0))
+	if (a.port)
+		o->port = a.port;
+	if (cli_load_secret(&o->secret, a.secret_file, 0))
 		return PXFER_EXIT_USAGE;
-	o.paths = argv + optind;
-	o.npaths = argc - optind - 1;
-	o.verbose = pxfer_verbose;
-	o.progress = !quiet && !json && isatty(STDERR_FILENO);
-	code = pxfer_send(&o, &st);
-	if (json)
-		print_json(&o, &st, code);
-	else if (!quiet && code != PXFER_EXIT_USAGE)
-		print_summary(&o, &st, code);
+	o->paths = argv + first;
+	o->npaths = argc - first - 1;
+	o->progress = !a.quiet && !a.json && isatty(STDERR_FILENO);
+	code = pxfer_send(o, &st);
+	if (a.json)
+		print_json(o, &st, code);
+	else if (!a.quiet && code != PXFER_EXIT_USAGE)
+		print_summary(o, &st, code);
 	return code;
 }

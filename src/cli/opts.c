@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
-/* pxfer: parsing the values of options, and the shared secret. */
+/*
+ * pxfer: the options both commands take, the parser and help of every
+ * command's options, the parsers of option values, and the secret.
+ */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,10 +54,14 @@ int cli_parse_uint(const char *s, unsigned long min, unsigned long max,
 	return 0;
 }
 
-const char *const cli_transports[] = { "auto", "rdma", "tcp", NULL };
-const char *const cli_io_kinds[] = { "auto", "uring", "sync", NULL };
+static const char *const transports[] = { "auto", "rdma", "tcp", NULL };
+static const char *const io_kinds[] = { "auto", "uring", "sync", NULL };
 
-int cli_choice(const char *opt, const char *arg, const char *const *choices)
+/*
+ * accept @arg for option @opt if it is one of the NULL-terminated @choices;
+ * otherwise say what is accepted and return -1
+ */
+static int choice(const char *opt, const char *arg, const char *const *choices)
 {
 	char list[128] = "";
 	size_t n = 0;
@@ -67,7 +75,8 @@ int cli_choice(const char *opt, const char *arg, const char *const *choices)
 	return error("%s takes %s, not '%s'", opt, list, arg);
 }
 
-int cli_parse_gid(const char *arg, int *out)
+/* --gid-index: 0 or -1 after an error message */
+static int parse_gid(const char *arg, int *out)
 {
 	unsigned long g;
 
@@ -103,4 +112,218 @@ int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
 		return error("cannot read the secret from '%s': %s", file,
 			     strerror(-ret));
 	return 0;
+}
+
+/* the options both commands take, by where they land in struct cli_common */
+
+static int set_port(const struct cli_common *c, const char *arg)
+{
+	*c->port = arg;
+	return 0;
+}
+
+static int set_bind(const struct cli_common *c, const char *arg)
+{
+	*c->bind = arg;
+	return 0;
+}
+
+static int set_secret_file(const struct cli_common *c, const char *arg)
+{
+	*c->secret_file = arg;
+	return 0;
+}
+
+static int set_transport(const struct cli_common *c, const char *arg)
+{
+	if (choice("--transport", arg, transports))
+		return -1;
+	*c->transport = arg;
+	return 0;
+}
+
+static int set_device(const struct cli_common *c, const char *arg)
+{
+	*c->device = arg;
+	return 0;
+}
+
+static int set_gid_index(const struct cli_common *c, const char *arg)
+{
+	return parse_gid(arg, c->gid_index);
+}
+
+static int set_fsync(const struct cli_common *c, const char *arg)
+{
+	*c->fsync = 1;
+	return 0;
+}
+
+static int set_io(const struct cli_common *c, const char *arg)
+{
+	if (choice("--io", arg, io_kinds))
+		return -1;
+	*c->io = arg;
+	return 0;
+}
+
+static int set_quiet(const struct cli_common *c, const char *arg)
+{
+	*c->quiet = 1;
+	return 0;
+}
+
+static int set_verbose(const struct cli_common *c, const char *arg)
+{
+	/* the engine reads its log level from pxfer_verbose */
+	pxfer_verbose = ++*c->verbose;
+	return 0;
+}
+
+static int set_help(const struct cli_common *c, const char *arg)
+{
+	return CLI_HELP;
+}
+
+/* an option both commands take; its help is per side where they differ */
+struct common_opt {
+	const char *name;
+	int short_name;
+	const char *arg;
+	int (*set)(const struct cli_common *c, const char *arg);
+	const char *help[CLI_SIDES];
+};
+
+#define BOTH(text)	{ [CLI_SEND] = text, [CLI_RECV] = text }
+
+static const struct common_opt common_opts[] = {
+	{ "port", 'p', "PORT", set_port, {
+		[CLI_SEND] = "receiver port (default " PXFER_DEFAULT_PORT "; or HOST:PORT)",
+		[CLI_RECV] = "port to listen on (default " PXFER_DEFAULT_PORT ")" } },
+	{ "bind", 0, "ADDR", set_bind, {
+		[CLI_SEND] = "source address for the connections",
+		[CLI_RECV] = "address to listen on (default: all)" } },
+	{ "secret-file", 0, "FILE", set_secret_file,
+	  BOTH("read the shared secret from FILE ('-': stdin)") },
+	{ "transport", 0, "T", set_transport,
+	  BOTH("auto, rdma or tcp (default auto)") },
+	{ "device", 0, "NAME", set_device,
+	  BOTH("rdma: use this RDMA device (see 'rdma link')") },
+	{ "gid-index", 0, "N", set_gid_index,
+	  BOTH("rdma: use this GID of the device (default: its\n"
+	       "first RoCE v2 IPv4 GID); both work by binding\n"
+	       "the address the GID holds") },
+	{ "fsync", 0, NULL, set_fsync, {
+		[CLI_SEND] = "have the receiver fsync each file before naming it",
+		[CLI_RECV] = "fsync every file before naming it" } },
+	{ "io", 0, "KIND", set_io,
+	  BOTH("file I/O: auto, uring or sync (default auto)") },
+	{ "quiet", 'q', NULL, set_quiet, {
+		[CLI_SEND] = "no progress line and no summary",
+		[CLI_RECV] = "print only errors" } },
+	{ "verbose", 'v', NULL, set_verbose, {
+		[CLI_SEND] = "say what was chosen (transport, chunk size, ...);\n"
+			     "-vv: with the seconds since the start",
+		[CLI_RECV] = "say more; -vv: with the seconds since the start" } },
+	{ "help", 'h', NULL, set_help, BOTH("this text") },
+};
+
+#define N_COMMON	(sizeof(common_opts) / sizeof(common_opts[0]))
+/* room for a command's own options and the shared ones */
+#define OPTS_MAX	32
+
+static void print_opt(FILE *f, int short_name, const char *name,
+		      const char *arg, const char *help)
+{
+	char left[32];
+	const char *nl;
+
+	snprintf(left, sizeof(left), "--%s%s%s", name, arg ? " " : "",
+		 arg ? arg : "");
+	if (short_name)
+		fprintf(f, "  -%c, %-18s ", short_name, left);
+	else
+		fprintf(f, "      %-18s ", left);
+	/* a help of several lines goes on under its first */
+	while ((nl = strchr(help, '\n'))) {
+		fprintf(f, "%.*s\n%25s", (int)(nl - help), help, "");
+		help = nl + 1;
+	}
+	fprintf(f, "%s\n", help);
+}
+
+void cli_usage(FILE *f, const struct cli_cmd *cmd)
+{
+	fputs(cmd->usage, f);
+	fputs("\noptions:\n", f);
+	for (const struct cli_opt *o = cmd->opts; o->name; o++)
+		print_opt(f, o->short_name, o->name, o->arg, o->help);
+	for (size_t i = 0; i < N_COMMON; i++)
+		print_opt(f, common_opts[i].short_name, common_opts[i].name,
+			  common_opts[i].arg, common_opts[i].help[cmd->side]);
+	fputs("\n", f);
+	fputs(cmd->epilog, f);
+}
+
+/* getopt_long's view of an option: the value it returns for it is its
+ * short name, or 256 + its index among the command's and the shared ones */
+static void add_opt(struct option *lo, char *so, int i, const char *name,
+		    int short_name, const char *arg)
+{
+	lo[i] = (struct option){
+		.name = name,
+		.has_arg = arg ? required_argument : no_argument,
+		.val = short_name ? short_name : 256 + i,
+	};
+	if (short_name) {
+		size_t n = strlen(so);
+
+		so[n++] = short_name;
+		if (arg)
+			so[n++] = ':';
+		so[n] = 0;
+	}
+}
+
+int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *ctx,
+	      const struct cli_common *common, int *status)
+{
+	struct option lo[OPTS_MAX + 1] = { { 0 } };
+	char so[2 * OPTS_MAX + 1] = "";
+	int n = 0, nown, c, i, ret;
+
+	for (const struct cli_opt *o = cmd->opts; o->name; o++) {
+		if (n + N_COMMON == OPTS_MAX)
+			die("'%s' has more options than OPTS_MAX", argv[0]);
+		add_opt(lo, so, n++, o->name, o->short_name, o->arg);
+	}
+	nown = n;
+	for (size_t j = 0; j < N_COMMON; j++)
+		add_opt(lo, so, n++, common_opts[j].name,
+			common_opts[j].short_name, common_opts[j].arg);
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
+		for (i = 0; i < n && lo[i].val != c; i++)
+			;
+		if (i == n) {		/* getopt_long said what is wrong */
+			cli_usage(stderr, cmd);
+			*status = PXFER_EXIT_USAGE;
+			return -1;
+		}
+		if (i < nown)
+			ret = cmd->opts[i].set(ctx, optarg);
+		else
+			ret = common_opts[i - nown].set(common, optarg);
+		if (ret == CLI_HELP) {
+			cli_usage(stdout, cmd);
+			*status = 0;
+			return -1;
+		}
+		if (ret) {
+			*status = PXFER_EXIT_USAGE;
+			return -1;
+		}
+	}
+	return optind;
 }
