@@ -104,7 +104,6 @@ struct pxfer_send_opts {
 				 * 64 MiB (PXFER_AUTO_CHUNK_MAX) */
 	int chunk_auto;		/* chunk_size is an upper bound and the
 				 * receiver picks the size (1) */
-	uint32_t ring_mem;	/* not used: the receiver sizes the rings (0) */
 	int fsync;		/* have the receiver fsync each file before
 				 * naming it (0) */
 	int verbose;		/* 0, 1 (what was chosen) or 2 (with the
@@ -132,8 +131,8 @@ struct pxfer_recv_opts {
 				 * ask (0) */
 	int verbose;		/* as for pxfer_send_opts (0) */
 	int quiet;		/* print only errors (0) */
-	uint32_t ring_mem;	/* bytes for all workers' rings, at least
-				 * 64 KiB (PXFER_DEFAULT_RING_MEM) */
+	uint64_t ring_mem;	/* bytes for all workers' rings, 64 KiB to
+				 * 4 GiB (PXFER_DEFAULT_RING_MEM) */
 	uint32_t max_chunk;	/* the largest chunk accepted, 4 KiB to 64 MiB
 				 * (PXFER_DEFAULT_MAX_CHUNK) */
 	struct pxfer_secret secret;	/* (none) */
@@ -164,11 +163,15 @@ PXFER_API void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
  * one thread per worker, short-lived ones that prepare the rings, and over
  * RDMA one that polls the completion queue. All have ended when it returns.
  *
- * Process-wide effects: it installs handlers for SIGINT and SIGTERM, which
- * end the transfer with PXFER_EXIT_INTR, and ignores SIGPIPE; they stay in
- * place after the call returns, and a signal caught ends later calls too.
- * It raises the soft limit on open files (RLIMIT_NOFILE) to the hard one,
- * at most 65536. Run one pxfer_send or pxfer_recv at a time in a process.
+ * Options outside their documented ranges, or missing, are refused with
+ * PXFER_EXIT_USAGE and a message, before anything starts.
+ *
+ * Process-wide effects: while it runs it handles SIGINT and SIGTERM, which
+ * end the transfer with PXFER_EXIT_INTR, and ignores SIGPIPE; the handlers
+ * the process had are restored when it returns. It sets the library's
+ * verbosity to opts->verbose. It raises the soft limit on open files
+ * (RLIMIT_NOFILE) to the hard one, at most 65536. Run one pxfer_send or
+ * pxfer_recv at a time in a process.
  */
 PXFER_API int pxfer_send(const struct pxfer_send_opts *opts, struct pxfer_stats *stats);
 

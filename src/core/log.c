@@ -18,6 +18,13 @@ void pxfer_log_start(void)
 	clock_gettime(CLOCK_MONOTONIC, &log_t0);
 }
 
+void pxfer_log_init(int verbose)
+{
+	pxfer_verbose = verbose;
+	if (!log_t0.tv_sec && !log_t0.tv_nsec)
+		pxfer_log_start();
+}
+
 void pxfer_log_set_progress_clear(void (*clear)(void))
 {
 	atomic_store(&progress_clear, clear);

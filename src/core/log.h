@@ -28,6 +28,13 @@ const char *pxfer_human(char *buf, size_t len, double bytes);
 void pxfer_log_start(void);
 
 /*
+ * pxfer_log_init - the verbosity an entry point of the library was asked
+ * for (its options' verbose), and the time -vv measures from, unless
+ * pxfer_log_start noted one already.
+ */
+void pxfer_log_init(int verbose);
+
+/*
  * pxfer_log_set_progress_clear - @clear takes the progress line off the
  * terminal before a message is printed. It runs in whichever thread
  * prints, so it must be safe in any; the progress line (engine/progress.c)

@@ -95,19 +95,42 @@ static void on_signal(int sig)
 	errno = saved;
 }
 
+/* the dispositions the process had before the first install, and how
+ * many installs are in force; only the coordinator's thread installs */
+static struct sigaction old_int, old_term, old_pipe;
+static unsigned int installs;
+
 int pxfer_signals_install(void)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction ign = { .sa_handler = SIG_IGN };
+	char c;
 
-	signal(SIGPIPE, SIG_IGN);
-	if (sig_pipe[0] >= 0)
+	if (installs++)
 		return sig_pipe[0];
-	if (pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK))
+	if (sig_pipe[0] < 0 && pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) {
+		installs--;
 		return -errno;
+	}
+	/* a signal of an earlier call is not this one's */
+	sig_seen = 0;
+	while (read(sig_pipe[0], &c, 1) == 1)
+		;
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
+	sigemptyset(&ign.sa_mask);
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
 	return sig_pipe[0];
+}
+
+void pxfer_signals_restore(void)
+{
+	if (!installs || --installs)
+		return;
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
 }
 
 int pxfer_signal_pending(void)

@@ -43,9 +43,12 @@ int pxfer_fail_code(struct pxfer_fail *f);
 
 /*
  * pxfer_signals_install - route SIGINT and SIGTERM to a pipe; returns its
- * read end (pollable) or -errno. SIGPIPE is ignored.
+ * read end (pollable) or -errno. SIGPIPE is ignored. Installs nest: the
+ * first saves the process's dispositions (and forgets a signal an earlier
+ * call caught), the matching pxfer_signals_restore gives them back.
  */
 int pxfer_signals_install(void);
+void pxfer_signals_restore(void);
 /* pxfer_signal_pending - the signal number received, or 0 */
 int pxfer_signal_pending(void);
 

@@ -41,6 +41,7 @@ void pxfer_session_release(struct pxfer_session *s)
 		s->t->close(s->cconn);
 	s->cconn = NULL;
 	pxfer_fail_release(&s->fail);
+	pxfer_signals_restore();
 }
 
 int pxfer_session_wait(struct pxfer_session *s, int timeout_ms,

@@ -250,11 +250,31 @@ out:
 	return code;
 }
 
+/* what the command line checks, for programs that call the library */
+static int check_opts(const struct pxfer_recv_opts *o)
+{
+	if (!o->dir || !o->port)
+		return error("pxfer_recv needs a directory and a port");
+	if (o->ring_mem < (64u << 10) || o->ring_mem > (4ull << 30))
+		return error("pxfer_recv: %llu bytes of ring memory: from 64 KiB to 4 GiB",
+			     (unsigned long long)o->ring_mem);
+	if (o->max_chunk < PXFER_CHUNK_MIN || o->max_chunk > PXFER_CHUNK_MAX)
+		return error("pxfer_recv: a largest chunk of %u: from 4 KiB to 64 MiB",
+			     o->max_chunk);
+	if (o->secret.len < PXFER_SECRET_MIN || o->secret.len > PXFER_SECRET_MAX)
+		return error("pxfer_recv: no secret, or one of %zu bytes: %d to %d",
+			     o->secret.len, PXFER_SECRET_MIN, PXFER_SECRET_MAX);
+	return 0;
+}
+
 int pxfer_recv(const struct pxfer_recv_opts *o)
 {
 	struct recv_server *srv;
 	int code;
 
+	pxfer_log_init(o->verbose);
+	if (check_opts(o))
+		return PXFER_EXIT_USAGE;
 	if (pxfer_auth_init())
 		return error("cannot initialise the crypto library"), PXFER_EXIT_LOCAL;
 	srv = calloc(1, sizeof(*srv));
@@ -262,13 +282,13 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 		return PXFER_EXIT_LOCAL;
 	srv->o = o;
 	srv->rootfd = -1;
-	srv->sigfd = pxfer_signals_install();
 	/* while this is the only thread (best effort: it only saves time) */
 	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	if (check_dir(o, &srv->rootfd)) {
 		free(srv);
 		return PXFER_EXIT_USAGE;
 	}
+	srv->sigfd = pxfer_signals_install();
 	code = listen_all(srv);
 	if (code)
 		goto out;
@@ -281,6 +301,7 @@ out:
 	for (unsigned int i = 0; i < srv->nls; i++)
 		srv->ls[i]->ops->listener_close(srv->ls[i]);
 	close(srv->rootfd);
+	pxfer_signals_restore();
 	free(srv);
 	return code;
 }

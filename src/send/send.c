@@ -176,6 +176,29 @@ static int session_start(struct send_session *s)
 	return workers_start(s);
 }
 
+/* what the command line checks, for programs that call the library */
+static int check_opts(const struct pxfer_send_opts *o)
+{
+	if (!o->paths || o->npaths < 1 || !o->host || !*o->host || !o->port)
+		return error("pxfer_send needs paths, a host and a port");
+	for (int i = 0; i < o->npaths; i++)
+		if (!o->paths[i] || !*o->paths[i])
+			return error("pxfer_send: path %d is empty", i);
+	if (o->workers < 1 || o->workers > PXFER_WORKERS_MAX)
+		return error("pxfer_send: %d workers: from 1 to %d",
+			     o->workers, PXFER_WORKERS_MAX);
+	if (o->chunk_size < PXFER_CHUNK_MIN || o->chunk_size > PXFER_CHUNK_MAX ||
+	    o->chunk_size % PXFER_CHUNK_MIN)
+		return error("pxfer_send: a chunk size of %u: a multiple of 4 KiB from 4 KiB to 64 MiB",
+			     o->chunk_size);
+	if (o->timeout_ms < 1)
+		return error("pxfer_send: a timeout of %d ms", o->timeout_ms);
+	if (o->secret.len < PXFER_SECRET_MIN || o->secret.len > PXFER_SECRET_MAX)
+		return error("pxfer_send: no secret, or one of %zu bytes: %d to %d",
+			     o->secret.len, PXFER_SECRET_MIN, PXFER_SECRET_MAX);
+	return 0;
+}
+
 int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 {
 	struct send_session *s;
@@ -183,18 +206,21 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	int code;
 
 	memset(st, 0, sizeof(*st));
+	pxfer_log_init(o->verbose);
+	if (check_opts(o))
+		return PXFER_EXIT_USAGE;
+	if (pxfer_auth_init()) {
+		error("cannot initialise the crypto library");
+		return PXFER_EXIT_LOCAL;
+	}
 	s = calloc(1, sizeof(*s));
-	if (!s) {
+	if (!s || pxfer_session_init(&s->b, "receiver")) {
 		error("out of memory");
+		free(s);
 		return PXFER_EXIT_LOCAL;
 	}
 	s->o = o;
 	s->st = st;
-	if (pxfer_session_init(&s->b, "receiver") || pxfer_auth_init()) {
-		error("cannot initialise the crypto library");
-		free(s);
-		return PXFER_EXIT_LOCAL;
-	}
 	/* while this is the only thread (best effort: it only saves time) */
 	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	pxfer_progress_init(&s->prog, o->progress);

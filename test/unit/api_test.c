@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * api_test: what include/pxfer/pxfer.h promises a program that calls the
+ * library, beyond moving files (the end-to-end tests do that):
+ *
+ *  - options outside their ranges are refused with PXFER_EXIT_USAGE
+ *    before anything starts (no connection is attempted);
+ *  - the process's handlers for SIGINT, SIGTERM and SIGPIPE are back when
+ *    a call returns, however it ended;
+ *  - a signal that ended one call does not end the next one: a second
+ *    receiver serves until its own interruption;
+ *  - pxfer_send and pxfer_recv report a failure to connect or listen with
+ *    their exit statuses.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pxfer/pxfer.h"
+#include "test.h"
+
+static void on_int(int sig)
+{
+	(void)sig;
+}
+
+static void handlers_are_ours(const char *after)
+{
+	struct sigaction sa;
+
+	sigaction(SIGINT, NULL, &sa);
+	T_EXPECT(sa.sa_handler == on_int, "SIGINT is ours again after %s", after);
+	sigaction(SIGTERM, NULL, &sa);
+	T_EXPECT(sa.sa_handler == SIG_DFL, "SIGTERM is the default again after %s",
+		 after);
+	sigaction(SIGPIPE, NULL, &sa);
+	T_EXPECT(sa.sa_handler == SIG_DFL, "SIGPIPE is the default again after %s",
+		 after);
+}
+
+static void secret(struct pxfer_secret *s)
+{
+	memset(s, 0, sizeof(*s));
+	memcpy(s->key, "api-test-secret-0123456789", 26);
+	s->len = 26;
+}
+
+/* a port nothing listens on: bound, then closed */
+static unsigned int free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned int port = 0;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+	    !getsockname(fd, (struct sockaddr *)&a, &l))
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static void test_bad_options(void)
+{
+	char *paths[] = { "/nonexistent", NULL };
+	struct pxfer_send_opts so;
+	struct pxfer_recv_opts ro;
+	struct pxfer_stats st;
+
+	pxfer_send_opts_init(&so);
+	so.paths = paths;
+	so.npaths = 1;
+	so.host = "127.0.0.1";
+	secret(&so.secret);
+	so.workers = 0;
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "0 workers");
+	so.workers = 65;
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "65 workers");
+	so.workers = 1;
+	so.chunk_size = 4097;
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "chunk 4097");
+	so.chunk_size = PXFER_AUTO_CHUNK_MAX;
+	so.host = NULL;
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "no host");
+	so.host = "127.0.0.1";
+	so.npaths = 0;
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "no paths");
+	so.npaths = 1;
+	so.secret.len = 3;
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "a short secret");
+
+	pxfer_recv_opts_init(&ro);
+	secret(&ro.secret);
+	ro.ring_mem = 1024;
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "1 KiB of rings");
+	ro.ring_mem = 8ull << 30;
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "8 GiB of rings");
+	ro.ring_mem = PXFER_DEFAULT_RING_MEM;
+	ro.max_chunk = 1;
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "a 1-byte chunk");
+	handlers_are_ours("refused options");
+}
+
+/* interrupt pxfer_recv once it listens */
+static void *interrupter(void *arg)
+{
+	(void)arg;
+	usleep(300 * 1000);
+	kill(getpid(), SIGINT);
+	return NULL;
+}
+
+static void test_signals(void)
+{
+	char dir[] = "/tmp/pxfer-api-test.XXXXXX";
+	char port[16], *paths[] = { dir, NULL };
+	struct pxfer_send_opts so;
+	struct pxfer_recv_opts ro;
+	struct pxfer_stats st;
+	struct timespec t0, t1;
+	pthread_t t;
+	long ms;
+	int code;
+
+	if (!mkdtemp(dir)) {
+		T_EXPECT(0, "mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(port, sizeof(port), "%u", free_port());
+	pxfer_recv_opts_init(&ro);
+	secret(&ro.secret);
+	ro.dir = dir;
+	ro.port = port;
+	ro.bind = "127.0.0.1";
+	ro.transport = "tcp";
+	ro.quiet = 1;
+	pthread_create(&t, NULL, interrupter, NULL);
+	code = pxfer_recv(&ro);
+	pthread_join(t, NULL);
+	T_EXPECT(code == PXFER_EXIT_INTR, "an interrupted receiver exits %d, not %d",
+		 PXFER_EXIT_INTR, code);
+	handlers_are_ours("an interrupted pxfer_recv");
+
+	/* the next receiver serves until its own signal, 300 ms on */
+	snprintf(port, sizeof(port), "%u", free_port());
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pthread_create(&t, NULL, interrupter, NULL);
+	code = pxfer_recv(&ro);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	pthread_join(t, NULL);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	T_EXPECT(code == PXFER_EXIT_INTR && ms >= 250,
+		 "the second receiver served until its own signal: exit %d after %ld ms",
+		 code, ms);
+
+	/* the signal that ended the receiver is not this sender's */
+	pxfer_send_opts_init(&so);
+	so.paths = paths;
+	so.npaths = 1;
+	so.host = "127.0.0.1";
+	so.port = port;
+	so.transport = "tcp";
+	so.timeout_ms = 2000;
+	secret(&so.secret);
+	code = pxfer_send(&so, &st);
+	T_EXPECT(code == PXFER_EXIT_NET,
+		 "a sender with no receiver exits %d (cannot connect), not %d",
+		 PXFER_EXIT_NET, code);
+	handlers_are_ours("a failed pxfer_send");
+	rmdir(dir);
+}
+
+int main(void)
+{
+	struct sigaction sa = { .sa_handler = on_int };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	test_bad_options();
+	test_signals();
+	return t_result();
+}
