@@ -34,7 +34,7 @@
 #define WR_SEND		1
 #define WR_RECV		2
 
-static void die(const char *what, int err)
+__attribute__((noreturn)) static void die(const char *what, int err)
 {
 	fprintf(stderr, "hostile_rdma: %s: %s\n", what, strerror(err));
 	exit(1);
