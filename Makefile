@@ -41,6 +41,10 @@ endif
 CPPFLAGS += -D_GNU_SOURCE -DPXFER_VERSION='"$(VERSION)"' -Iinclude -Isrc $(DEPS_CFLAGS)
 CFLAGS ?= $(OPT) -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -MMD -MP $(SANFLAGS)
+# WERROR=1 (as CI builds): any warning fails the build
+ifeq ($(WERROR),1)
+CFLAGS += -Werror
+endif
 LDFLAGS += -pthread $(SANFLAGS)
 LDLIBS := $(DEPS_LIBS)
 
