@@ -10,8 +10,8 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 export PXFER_BUILD=${PXFER_BUILD:-$top/build/san}
 export PXFER_TOP=$top
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# shellcheck source=lib/sanitizer.sh
+. "$top/test/lib/sanitizer.sh"
 timeout_s=${PXFER_TEST_TIMEOUT:-600}
 logdir=$top/build/test-logs
 mkdir -p "$logdir"

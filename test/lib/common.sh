@@ -21,10 +21,10 @@ HELPERS=$build/test/helper
 export LC_ALL=C
 # the secret both sides use unless a test says otherwise
 export PXFER_SECRET=e2e-shared-secret-0123456789
-# as test/runtests.sh sets them, for a test run by hand; a leak makes the
-# process exit 23, which the exit status checks then catch
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# the sanitizers' options, as test/runtests.sh sets them, for a test run
+# by hand
+# shellcheck source=sanitizer.sh
+. "$(dirname "${BASH_SOURCE[0]}")/sanitizer.sh"
 
 # fail MSG... - report a failed check and end the test (exit 1)
 fail()

@@ -951,7 +951,7 @@ done
 # the sanitizers' reports, in any log
 rc=0
 : >"$LOGS/sanitizers.log"
-grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$LOGS"/*.log >"$LOGS/sanitizers.log" 2>/dev/null && rc=1
+sanitizer_reports "$LOGS"/*.log >"$LOGS/sanitizers.log" && rc=1
 check $rc "no sanitizer report in any pxfer log" "$LOGS/sanitizers.log"
 
 line="cases:"

@@ -21,9 +21,9 @@ build=${PXFER_BUILD:-$top/build/san}
 PXFER=$build/pxfer
 export LC_ALL=C
 export PXFER_SECRET=rdma-suite-shared-secret-0123456789
-# a leak report must not turn an expected failure exit into another one
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# the sanitizers' options, and sanitizer_reports for the logs
+# shellcheck source=../lib/sanitizer.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/sanitizer.sh"
 
 SRV_DEV=${PXFER_RXE_SERVER_DEV:-rxe0}
 SRV_IF=${PXFER_RXE_SERVER_IF:-veth0}
