@@ -48,12 +48,20 @@ for t in "${tests[@]}"; do
 	timeout -k 10 "$timeout_s" "$t" >"$log" 2>&1
 	rc=$?
 	secs=$(( $(date +%s) - start ))
+	why="exit $rc"
+	# a sanitizer report fails a test, whatever its exit status says
+	if { [ $rc -eq 0 ] || [ $rc -eq 77 ]; } && sanitizer_reports "$log" >/dev/null; then
+		why="exit $rc, but a sanitizer report"
+		rc=1
+	fi
 	case $rc in
 	0) pass=$((pass + 1)); printf 'PASS %-28s %4ss\n' "$name" "$secs";;
 	77) skip=$((skip + 1)); printf 'SKIP %-28s %4ss  %s\n' "$name" "$secs" "$(tail -n 1 "$log")";;
 	*) fail=$((fail + 1)); failed+=("$name")
-	   printf 'FAIL %-28s %4ss  (exit %d)\n' "$name" "$secs" "$rc"
-	   sed 's/^/    | /' "$log" | tail -n 40;;
+	   printf 'FAIL %-28s %4ss  (%s)\n' "$name" "$secs" "$why"
+	   # the first report (80 lines), else the end of the log
+	   { grep -m 1 -A 79 -E -- "$SANITIZER_REPORT" "$log" || tail -n 40 "$log"; } |
+		sed 's/^/    | /';;
 	esac
 done
 echo
