@@ -85,7 +85,7 @@ track()
 
 _cleanup()
 {
-	local p
+	local rc=$? p f
 
 	for p in "${_pids[@]}"; do
 		kill -0 "$p" 2>/dev/null || continue
@@ -96,9 +96,19 @@ _cleanup()
 		_wait_gone "$p" 50 || kill -KILL "$p" 2>/dev/null
 		wait "$p" 2>/dev/null
 	done
+	# the tests keep the logs of every process directly in $T (the test
+	# data is below it): a sanitizer report in one of them fails the
+	# test, even where the exit status it checked was right
+	while IFS= read -r -d '' f; do
+		echo "FAIL: a sanitizer report in ${f##*/}:" >&2
+		grep -m 1 -A 79 -E -- "$SANITIZER_REPORT" "$f" >&2
+		rc=1
+	done < <(find "$T" -maxdepth 1 -type f -size -16M \
+		-exec grep -lZE -- "$SANITIZER_REPORT" {} + 2>/dev/null)
 	# a test may leave read-only directories behind
 	chmod -R u+rwX "$T" 2>/dev/null
 	rm -rf "$T"
+	exit "$rc"
 }
 trap _cleanup EXIT
 trap 'exit 130' INT TERM HUP
