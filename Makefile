@@ -1,6 +1,7 @@
 # pxfer - plain GNU make.
 #   make                 build build/release/pxfer and libpxfer.so
 #   make test            build with AddressSanitizer + UBSan and run the suite
+#   make tsan            build with ThreadSanitizer, run the tests without the VM
 #   make bench           release build, then the benchmarks (bench/);
 #                        BASELINE=<rev> compares with that commit's build
 #   make install PREFIX=/usr/local DESTDIR=   (and uninstall)
@@ -20,6 +21,10 @@ SAN ?= 0
 ifeq ($(SAN),1)
 BUILD ?= build/san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT := -O1
+else ifeq ($(SAN),thread)
+BUILD ?= build/tsan
+SANFLAGS := -fsanitize=thread -fno-omit-frame-pointer
 OPT := -O1
 else
 BUILD ?= build/release
@@ -113,6 +118,11 @@ check:
 	$(MAKE) SAN=1 all
 	PXFER_BUILD=$(CURDIR)/build/san PXFER_SKIP_VM=1 test/runtests.sh
 
+# The unit and loopback tests under ThreadSanitizer (build/tsan, no VM).
+tsan:
+	$(MAKE) SAN=thread all
+	PXFER_BUILD=$(CURDIR)/build/tsan PXFER_SKIP_VM=1 test/runtests.sh
+
 # TCP peers over loopback, then RDMA against ib_write_bw in the test VM.
 # BASELINE=<rev>: also the build of that commit, alternated with this one
 # in the same run of the TCP benchmark, and compared.
@@ -164,9 +174,9 @@ uninstall:
 	rmdir $(DESTDIR)$(INCLUDEDIR)/pxfer 2>/dev/null || true
 
 clean:
-	rm -rf build/release build/san
+	rm -rf build/release build/san build/tsan
 
-.PHONY: all test check bench bench-baseline demo docs install uninstall clean
+.PHONY: all test check tsan bench bench-baseline demo docs install uninstall clean
 # keep test and tool objects between builds
 .SECONDARY:
 
