@@ -10,6 +10,7 @@
 #   - a secret shorter than 16 characters: exit 2, on both sides
 #   - no secret at all: the sender exits 2 naming PXFER_SECRET; the
 #     receiver makes up a token, prints it, and a sender using it succeeds
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 src=$T/src

@@ -5,6 +5,7 @@
 # arrives identical byte for byte with its mode and mtime; and a sparse
 # 5 GiB file with data before and after the 4 GiB mark arrives with the same
 # content and its holes still holes.
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 src=$T/src

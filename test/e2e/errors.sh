@@ -16,6 +16,7 @@
 #     namespace, 64 MiB sent): the sender fails and says there is no
 #     space; nothing partial appears under a final name, and the small
 #     files sent before the big one are intact
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 src=$T/src

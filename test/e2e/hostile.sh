@@ -17,6 +17,7 @@
 # At the end a normal transfer to the same receiver must succeed, also
 # while connections that never say anything (no secret needed to open
 # them) are open.
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 HS=$HELPERS/hostile_sender

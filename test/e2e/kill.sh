@@ -14,6 +14,7 @@
 #     temporary files; the sender fails and passes on the receiver's reason
 #   - a tree where some files completed before the receiver was killed:
 #     the completed ones are intact
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 src=$T/src

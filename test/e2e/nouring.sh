@@ -8,6 +8,7 @@
 #     identical
 #   - --io sync, with and without io_uring: no warning, identical data
 #   - --io uring under no_io_uring fails, on either side, and says why
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 NOURING=$HELPERS/no_io_uring

@@ -11,6 +11,7 @@
 #   - -v names the chunk size and slots agreed: chosen by the receiver
 #     unless --chunk-size is given (both bounded by its --max-chunk)
 #   - -vv puts the seconds since the start before every verbose line
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 command -v python3 >/dev/null || skip "python3 is needed to parse the JSON"

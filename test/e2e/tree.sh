@@ -14,6 +14,7 @@
 # arguments at once (a file, a directory, "dir/." for its contents); and a
 # PATH that is a symbolic link is followed, as 'pxfer send --help' says.
 # The receiver names complete files each way it can (see the -j loop).
+# shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
 src=$T/tree
