@@ -57,6 +57,9 @@ PXFER_SECRET=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 port=${PXFER_BENCH_PORT:-17480}
 img='' mnt=''
 
+# (run by the EXIT trap: shellcheck 0.9 takes the script's last exit for
+# the end of every path, trap handlers included)
+# shellcheck disable=SC2317
 cleanup() {
 	if [ -n "$mnt" ]; then
 		umount "$mnt" 2>/dev/null
@@ -70,9 +73,10 @@ if [ $loop = 1 ]; then
 	[ "$(id -u)" = 0 ] || { echo "bench-ab: --ext4-loop needs root" >&2; exit 2; }
 	img=$(mktemp /dev/shm/pxfer-bench-ab.XXXXXX.img)
 	mnt=$(mktemp -d /tmp/pxfer-bench-ab.XXXXXX)
-	truncate -s $(( (runs * (${#bins[@]} + 1) + 2) * 60 + 200 ))M "$img" &&
+	{ truncate -s $(( (runs * (${#bins[@]} + 1) + 2) * 60 + 200 ))M "$img" &&
 		mkfs.ext4 -q -F -O ^has_journal -N $(( (runs * (${#bins[@]} + 1) + 2) * 10100 + 1000 )) "$img" &&
-		mount -o loop "$img" "$mnt" || { echo "bench-ab: cannot make the loop file system" >&2; exit 1; }
+		mount -o loop "$img" "$mnt"; } ||
+		{ echo "bench-ab: cannot make the loop file system" >&2; exit 1; }
 	dir=$mnt
 fi
 mkdir -p "$dir" || exit 1
@@ -118,17 +122,19 @@ timed() {
 run_px() {
 	local out
 	out=$(mktemp -d "$dir/run.XXXXXX")
-	"$1" recv --dir "$out" --once --bind 127.0.0.1 --port $port --transport tcp -q &
-	timed $! "$out" "$2" "$1" send -j "$jobs" --transport tcp "$src/tree" 127.0.0.1:$port -q
+	"$1" recv --dir "$out" --once --bind 127.0.0.1 --port "$port" --transport tcp -q &
+	timed $! "$out" "$2" "$1" send -j "$jobs" --transport tcp "$src/tree" "127.0.0.1:$port" -q
 }
 
-send_tar() { tar -c -C "$src" tree | nc -N 127.0.0.1 $port; }
+# (run by timed, as its CMD)
+# shellcheck disable=SC2317
+send_tar() { tar -c -C "$src" tree | nc -N 127.0.0.1 "$port"; }
 
 # run_tar CHECK - one tar | nc transfer
 run_tar() {
 	local out
 	out=$(mktemp -d "$dir/run.XXXXXX")
-	nc -l 127.0.0.1 $port | tar -x -C "$out" &
+	nc -l 127.0.0.1 "$port" | tar -x -C "$out" &
 	timed $! "$out" "$1" send_tar
 }
 

@@ -594,9 +594,9 @@ if [ $diag -eq 0 ]; then
 			EXPECT_CHUNK=$msg
 			if [ $((rep % 2)) -eq 1 ]; then
 				run_px "px-$j" $rep "pxfer -j$j" "$j" "$DATA" "" "" ""
-				run_ib "ib-$j" $rep "ib_write_bw -q$j -s $((msg >> 20))M" "$j" $n $msg ""
+				run_ib "ib-$j" $rep "ib_write_bw -q$j -s $((msg >> 20))M" "$j" $n "$msg" ""
 			else
-				run_ib "ib-$j" $rep "ib_write_bw -q$j -s $((msg >> 20))M" "$j" $n $msg ""
+				run_ib "ib-$j" $rep "ib_write_bw -q$j -s $((msg >> 20))M" "$j" $n "$msg" ""
 				run_px "px-$j" $rep "pxfer -j$j" "$j" "$DATA" "" "" ""
 			fi
 			EXPECT_CHUNK=

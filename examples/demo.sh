@@ -41,6 +41,8 @@ wait $recv
 trap - EXIT
 
 echo "== the files landed in $dst/dataset:"
+# (a listing for the reader, not parsed)
+# shellcheck disable=SC2012
 ls -la "$dst/dataset" | sed 's/^/   /'
 echo "== proof that they match:"
 diff -r "$src/dataset" "$dst/dataset" && echo "   diff -r: identical (contents, symlink, empty file and directory)"
