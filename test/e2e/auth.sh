@@ -49,7 +49,7 @@ tree_equal "$src" "$dst/src"
 note "the secret from --secret-file on both sides (with a trailing newline)"
 printf '%s\n' "$PXFER_SECRET" >"$T/right.key"
 rm -rf "$dst" && mkdir "$dst"
-PXFER_SECRET= start_recv "$dst" --secret-file "$T/right.key"
+PXFER_SECRET='' start_recv "$dst" --secret-file "$T/right.key"
 (unset PXFER_SECRET; exec timeout 60 "$PXFER" send -q --secret-file - "$src" "$(target)" \
 	<"$T/right.key" >"$T/sf.out" 2>&1)
 rc=$?

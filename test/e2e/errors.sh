@@ -190,7 +190,7 @@ expect_grep "'[^']*/clash-big' failed on the receiver: .*(is a directory|not emp
 	"sender, the large file refused by the receiver"
 expect_rc 1 "$WAIT_RC" "receiver (--once), two files refused"
 cmp -s "$T/p/fine" "$dst/fine" || fail "the file that could be written did not arrive"
-[ -d "$dst/clash/x" ] && [ -d "$dst/clash-big/x" ] || fail "a directory in the way was replaced"
+{ [ -d "$dst/clash/x" ] && [ -d "$dst/clash-big/x" ]; } || fail "a directory in the way was replaced"
 no_part_files "$dst"
 ok "sender 1: $(grep -m 1 error "$SEND_ERR")"
 
@@ -306,6 +306,8 @@ disk_full()
 	# once the receiver exits, what is on the tmpfs is copied out for
 	# inspection. Its rings hold 4 MiB, so the small files, sent first,
 	# are written before the big one can fill the disk.
+	# (the script is for the inner bash, which expands its arguments)
+	# shellcheck disable=SC2016
 	unshare -m --propagation private bash -c '
 		mount -t tmpfs -o size=16m pxfer-e2e "$1" || exit 200
 		"$3" recv --once --ring-mem 4M --port "$4" --dir "$1"
@@ -341,7 +343,7 @@ disk_full()
 		cmp -s "$src/small$i" "$after/small$i" || fail "disk full: 'small$i' is there but differs"
 		nsmall=$((nsmall + 1))
 	done
-	extra=$(cd "$after" && ls -A | grep -vxE 'small[123]')
+	extra=$(find "$after" -mindepth 1 -maxdepth 1 ! -name 'small[123]' -printf '%P\n')
 	[ -z "$extra" ] || fail "disk full: unexpected entries: $extra"
 	[ "$nsmall" -eq 3 ] || fail "disk full: only $nsmall of the 3 small files sent first were kept"
 	ok "nothing partial under a final name; the 3 small files sent first are intact"

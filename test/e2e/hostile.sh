@@ -36,7 +36,9 @@ parent_state()
 		-printf '%p %y %m %s %T@\n' | sort)
 }
 
-# the receiver has no connection left from the last session
+# the receiver has no connection left from the last session (run by
+# wait_for)
+# shellcheck disable=SC2317
 session_over()
 {
 	[ -z "$(ss -Htn state established state close-wait state syn-recv \

@@ -62,7 +62,7 @@ expect_rc 4 "$WAIT_RC" "sender whose receiver was killed"
 expect_grep "receiver.*(closed|lost|went away|failed)|connection" "$SEND_ERR" "sender whose receiver was killed"
 ok "the sender exited 4 after $secs s: $(grep -m 1 error "$SEND_ERR")"
 [ -z "$(finals "$dst")" ] || fail "final names exist after the kill: $(finals "$dst")"
-ok "no final name; left: $(ls -A "$dst" | tr '\n' ' ')"
+ok "no final name; left: $(find "$dst" -mindepth 1 -maxdepth 1 -printf '%P ')"
 
 note "the sender is interrupted (SIGINT); the receiver keeps serving"
 dst=$T/dst.int
@@ -75,7 +75,7 @@ wait_pid "$SEND_PID" 30
 sed 's/^/    send: /' "$SEND_ERR"
 expect_rc 130 "$WAIT_RC" "interrupted sender"
 ok "the sender exited 130"
-wait_for 10 eval '! have_part "$dst"' || fail "temporary files are still there 10 s after the interruption"
+wait_for 10 have_no_part "$dst" || fail "temporary files are still there 10 s after the interruption"
 [ -z "$(finals "$dst")" ] || fail "final names exist after the interruption: $(finals "$dst")"
 ok "temporary files removed, no final name"
 # the sender sends ABORT, then closes its data connections; the receiver
@@ -103,7 +103,7 @@ kill -INT "$SEND_PID"
 wait_pid "$SEND_PID" 30
 expect_rc 130 "$WAIT_RC" "interrupted sender"
 wait_recv 30
-[ "$WAIT_RC" -ne 0 ] && [ "$WAIT_RC" -ne 124 ] ||
+{ [ "$WAIT_RC" -ne 0 ] && [ "$WAIT_RC" -ne 124 ]; } ||
 	fail "the --once receiver exited $WAIT_RC after its sender was interrupted"
 ok "the --once receiver exited $WAIT_RC"
 no_part_files "$dst"
@@ -117,7 +117,7 @@ bg_send -q -j 2 "$src/big" "$(target)"
 wait_for 30 have_part "$dst" || fail "no temporary file appeared on the receiver within 30 s"
 kill -KILL "$SEND_PID"
 wait_pid "$SEND_PID" 10
-wait_for 20 eval '! have_part "$dst"' || fail "temporary files are still there 20 s after the sender died"
+wait_for 20 have_no_part "$dst" || fail "temporary files are still there 20 s after the sender died"
 [ -z "$(finals "$dst")" ] || fail "final names exist after the sender died: $(finals "$dst")"
 wait_for 10 grep -qiE "closed|went away|lost" "$RECV_LOG" ||
 	fail "the receiver did not say that the sender went away: $(cat "$RECV_LOG")"
@@ -140,7 +140,7 @@ wait_recv 30
 expect_rc 130 "$WAIT_RC" "interrupted receiver"
 wait_pid "$SEND_PID" 30
 sed 's/^/    send: /' "$SEND_ERR"
-[ "$WAIT_RC" -ne 0 ] && [ "$WAIT_RC" -ne 124 ] ||
+{ [ "$WAIT_RC" -ne 0 ] && [ "$WAIT_RC" -ne 124 ]; } ||
 	fail "the sender exited $WAIT_RC after its receiver was interrupted"
 expect_grep "interrupted|ended the session" "$SEND_ERR" "sender whose receiver was interrupted"
 no_part_files "$dst"

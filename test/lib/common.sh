@@ -17,6 +17,8 @@ set -u
 top=${PXFER_TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 build=${PXFER_BUILD:-$top/build/san}
 PXFER=$build/pxfer
+# the test helper programs (test/helper/), for the tests that use them
+# shellcheck disable=SC2034
 HELPERS=$build/test/helper
 export LC_ALL=C
 # the secret both sides use unless a test says otherwise
@@ -216,6 +218,8 @@ start_server()
 
 # wait_pid PID [SECONDS] - wait for PID to exit (default 60 s), then set
 # WAIT_RC to its exit status; 124 (and the process is killed) on timeout.
+# (the tests read WAIT_RC; nothing here does)
+# shellcheck disable=SC2034
 wait_pid()
 {
 	local pid=$1 limit=${2:-60}
@@ -232,6 +236,8 @@ wait_pid()
 }
 
 # wait_recv [SECONDS] - wait for the receiver to exit; sets WAIT_RC
+# (SECONDS is optional: most tests call it without)
+# shellcheck disable=SC2120
 wait_recv()
 {
 	wait_pid "$RECV_PID" "${1:-60}"
@@ -331,7 +337,7 @@ _listing()
 # top directories themselves are not compared (only what they hold).
 tree_equal()
 {
-	local opt= src dst f n=0
+	local opt='' src dst f n=0
 
 	if [ "$1" = --no-root ]; then
 		opt=--no-root
@@ -388,6 +394,13 @@ wait_for()
 have_part()
 {
 	[ -n "$(find "$1" -name '.pxfer-*.part' -print -quit 2>/dev/null)" ]
+}
+
+# have_no_part DIR - whether no receiver temporary file exists in DIR
+# (for wait_for)
+have_no_part()
+{
+	! have_part "$1"
 }
 
 # timer_start / timer_secs - how long a step took
