@@ -90,7 +90,7 @@ for tool in apt-get dpkg-deb depmod modprobe cpio xz zstd gzip; do
 	command -v "$tool" >/dev/null 2>&1 ||
 		die "'$tool' not found; run test/vm/install-deps.sh"
 done
-[ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1 ||
+{ [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; } ||
 	die "/bin/busybox is missing or not static; run test/vm/install-deps.sh (busybox-static)"
 
 # ---- kernel package -------------------------------------------------------
@@ -132,7 +132,8 @@ fetch_kernel() {
 if [ $update -eq 1 ] || ! ls "$OUT"/debs/linux-image-[0-9]*.deb >/dev/null 2>&1; then
 	fetch_kernel
 fi
-deb=$(ls "$OUT"/debs/linux-image-[0-9]*.deb | head -n1)
+debs=("$OUT"/debs/linux-image-[0-9]*.deb)
+deb=${debs[0]}
 
 # The unpacked kernel is reused when only the initramfs inputs changed.
 unpacked=$(cat "$OUT/kroot.deb" 2>/dev/null || true)
@@ -149,8 +150,9 @@ else
 	fresh=0
 fi
 
-kver=$(ls "$OUT/kroot/lib/modules" | head -n1)
-[ -n "$kver" ] && [ -f "$OUT/kroot/boot/vmlinuz-$kver" ] ||
+kvers=("$OUT"/kroot/lib/modules/*)
+kver=${kvers[0]##*/}
+{ [ -n "$kver" ] && [ -f "$OUT/kroot/boot/vmlinuz-$kver" ]; } ||
 	die "no kernel found in $deb"
 mdir=$OUT/kroot/lib/modules/$kver
 
@@ -165,12 +167,12 @@ extract_vmlinux() {
 		    '\x28\xb5\x2f\xfd:zstd -dcq' '\x5d\x00\x00\x00:xz -dc --format=lzma'; do
 		magic=${pair%%:*}
 		cmd=${pair#*:}
-		for off in $(LC_ALL=C grep -obUaP "$magic" "$img" | cut -d: -f1); do
+		while read -r off; do
 			tail -c +$((off + 1)) "$img" | $cmd > "$out" 2>/dev/null || true
 			if [ "$(head -c4 "$out" | od -An -c | tr -d ' ')" = '177ELF' ]; then
 				return 0
 			fi
-		done
+		done < <(LC_ALL=C grep -obUaP "$magic" "$img" | cut -d: -f1)
 	done
 	rm -f "$out"
 	return 1

@@ -193,6 +193,8 @@ if [ "$RXE_VM_MODE" = shell ]; then
 		     "client $PXFER_RXE_CLIENT_DEV/$PXFER_RXE_CLIENT_IF $PXFER_RXE_CLIENT_ADDR gid $PXFER_RXE_CLIENT_GID"
 		echo "rxe-vm: helpers: rxe-info rxe-link rxe-netem rxe-kill rxe-as-user; exit or ^D powers off"
 	EOF
+	# (the console is the shell's input and its output)
+	# shellcheck disable=SC2094
 	setsid -c -w bash -i < $tty > $tty 2>&1
 	rc=$?
 else
