@@ -2,6 +2,7 @@
 #   make                 build build/release/pxfer and libpxfer.so
 #   make test            build with AddressSanitizer + UBSan and run the suite
 #   make tsan            build with ThreadSanitizer, run the tests without the VM
+#   make lint            shellcheck every shell script
 #   make bench           release build, then the benchmarks (bench/);
 #                        BASELINE=<rev> compares with that commit's build
 #   make install PREFIX=/usr/local DESTDIR=   (and uninstall)
@@ -123,6 +124,15 @@ tsan:
 	$(MAKE) SAN=thread all
 	PXFER_BUILD=$(CURDIR)/build/tsan PXFER_SKIP_VM=1 test/runtests.sh
 
+# shellcheck on every shell script: the *.sh files, and those whose first
+# line runs sh or bash (test/vm/run, .ci/run, ...); options in .shellcheckrc
+LINT_PICK := FNR == 1 && (FILENAME ~ /\.sh$$/ || /^\#!.*[\/ ](ba|da)?sh( |$$)/) { print FILENAME } { nextfile }
+lint:
+	@command -v shellcheck >/dev/null || { echo "lint: shellcheck is not installed (tools/install-deps.sh)" >&2; exit 1; }
+	@find . \( -path ./build -o -path ./.git \) -prune -o -type f -print0 | \
+		xargs -0 awk '$(LINT_PICK)' | sort | \
+		xargs -d '\n' sh -c 'echo "shellcheck: $$# scripts"; shellcheck "$$@"' sh
+
 # TCP peers over loopback, then RDMA against ib_write_bw in the test VM.
 # BASELINE=<rev>: also the build of that commit, alternated with this one
 # in the same run of the TCP benchmark, and compared.
@@ -176,7 +186,7 @@ uninstall:
 clean:
 	rm -rf build/release build/san build/tsan
 
-.PHONY: all test check tsan bench bench-baseline demo docs install uninstall clean
+.PHONY: all test check tsan lint bench bench-baseline demo docs install uninstall clean
 # keep test and tool objects between builds
 .SECONDARY:
 
