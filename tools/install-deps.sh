@@ -30,7 +30,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 		"${missing[@]}" >/dev/null
 fi
 
-here=$(cd "$(dirname "$0")" && pwd)
-if [ $want_vm -eq 1 ] && [ -x "$here/rxe-vm/install-deps.sh" ]; then
-	$sudo "$here/rxe-vm/install-deps.sh"
+top=$(cd "$(dirname "$0")/.." && pwd)
+if [ $want_vm -eq 1 ]; then
+	$sudo "$top/test/vm/install-deps.sh"
 fi
