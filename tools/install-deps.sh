@@ -8,6 +8,8 @@ build_pkgs=(build-essential pkg-config liburing-dev libibverbs-dev librdmacm-dev
 	    libxxhash-dev libsodium-dev)
 test_pkgs=(iproute2 procps psmisc libseccomp-dev python3)
 bench_pkgs=(iperf3 rsync netcat-openbsd time)
+# CI's checks: the clang build and make lint
+check_pkgs=(clang shellcheck)
 rdma_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)
 
 want_vm=1
@@ -20,7 +22,8 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 missing=()
-for p in "${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}" "${rdma_pkgs[@]}"; do
+for p in "${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}" "${check_pkgs[@]}" \
+	 "${rdma_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
