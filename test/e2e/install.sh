@@ -30,6 +30,8 @@ san=0
 sanflags=()
 if readelf -d "$PXFER" | grep -q 'NEEDED.*libasan'; then
 	san=1
+	# one option whose value holds a comma, not two array elements
+	# shellcheck disable=SC2054
 	sanflags=(-fsanitize=address,undefined -fno-omit-frame-pointer)
 fi
 mk()
