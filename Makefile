@@ -66,7 +66,8 @@ BENCH_SRC := $(wildcard bench/*.c)
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # the objects go into libpxfer.so too, which exports only what pxfer.h
 # marks PXFER_API (and src/api/libpxfer.map lists)
-$(LIB_OBJ): CFLAGS += -fPIC -fvisibility=hidden
+LIB_CFLAGS := -fPIC -fvisibility=hidden
+$(LIB_OBJ): private CFLAGS += $(LIB_CFLAGS)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 HELPER_BIN := $(HELPER_SRC:%.c=$(BUILD)/%)
@@ -84,7 +85,17 @@ SO_NOUNDEF := $(if $(SANFLAGS),,-z defs)
 
 all: $(BUILD)/pxfer $(BUILD)/$(SHLIB) $(TEST_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
-$(BUILD)/%.o: %.c
+# Objects are rebuilt when the compiler or the flags change, not only
+# their sources: a stamp holds the command line, rewritten (when make
+# reads this file) only when it differs.
+FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_NOW := $(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) lib: $(LIB_CFLAGS) $(SO_NOUNDEF)
+ifneq ($(FLAGS_NOW),$(file <$(FLAGS_STAMP)))
+$(shell mkdir -p $(BUILD))
+$(file >$(FLAGS_STAMP),$(FLAGS_NOW))
+endif
+
+$(BUILD)/%.o: %.c $(FLAGS_STAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
