@@ -187,7 +187,7 @@ static struct rdma_listener *the_listener;
  * Memory registration fails with ENOMEM (or EPERM, EFAULT) when the pinned
  * memory would pass RLIMIT_MEMLOCK: say so, with the limit, once.
  */
-static int reg_failed(size_t bytes, const char *what)
+static int rt_reg_failed(size_t bytes, const char *what)
 {
 	int err = errno;
 	uint64_t limit = pxfer_memlock_limit();
@@ -228,7 +228,7 @@ static int srq_post(struct rdma_ctx *ctx, uint32_t idx)
  * A shared receive came back (used, or done with by its reader): its buffer
  * index is free; top the SRQ up to what the registered rings need.
  */
-static int srq_refill(struct rdma_ctx *ctx, int64_t returned_idx)
+static int rt_srq_refill(struct rdma_ctx *ctx, int64_t returned_idx)
 {
 	int ret = 0;
 
@@ -251,7 +251,7 @@ static int srq_refill(struct rdma_ctx *ctx, int64_t returned_idx)
 	return ret;
 }
 
-static int srq_want_add(struct rdma_ctx *ctx, int delta)
+static int rt_srq_want_add(struct rdma_ctx *ctx, int delta)
 {
 	int ret = 0;
 
@@ -261,10 +261,10 @@ static int srq_want_add(struct rdma_ctx *ctx, int delta)
 	else
 		ctx->srq_want += delta;
 	pthread_mutex_unlock(&ctx->srq_lock);
-	return ret ? ret : srq_refill(ctx, -1);
+	return ret ? ret : rt_srq_refill(ctx, -1);
 }
 
-static int ctrl_recv_post(struct rdma_conn *c, unsigned int i)
+static int rt_ctrl_recv_post(struct rdma_conn *c, unsigned int i)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)(c->bufs + (size_t)i * RDMA_CTRL_BUF),
@@ -277,7 +277,7 @@ static int ctrl_recv_post(struct rdma_conn *c, unsigned int i)
 	return ibv_post_recv(c->id->qp, &wr, &bad) ? -errno : 0;
 }
 
-static void slotq_push(struct rdma_conn *c, uint16_t slot)
+static void rt_slotq_push(struct rdma_conn *c, uint16_t slot)
 {
 	if (c->sq_count < c->sq_cap) {
 		c->slotq[(c->sq_head + c->sq_count) % c->sq_cap] = slot;
@@ -323,7 +323,8 @@ static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
 	}
 }
 
-static void on_recv(struct rdma_conn *c, const struct ibv_wc *wc, uint8_t *buf)
+static void rt_on_recv(struct rdma_conn *c, const struct ibv_wc *wc,
+		       uint8_t *buf)
 {
 	struct rx_entry *e;
 	uint16_t credits;
@@ -332,7 +333,7 @@ static void on_recv(struct rdma_conn *c, const struct ibv_wc *wc, uint8_t *buf)
 		atomic_store(&c->wc_error, IBV_WC_LOC_LEN_ERR);
 		/* the shared queue outlives the connection: keep its count */
 		if (WR_KIND(wc->wr_id) == WR_SRQ_RECV)
-			srq_refill(c->ctx, WR_INDEX(wc->wr_id));
+			rt_srq_refill(c->ctx, WR_INDEX(wc->wr_id));
 		return;
 	}
 	credits = ((uint16_t)buf[0] << 8) | buf[1];
@@ -357,7 +358,7 @@ static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
 	if (is_srq && (!c || wc->status != IBV_WC_SUCCESS ||
 		       wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)) {
 		/* the receive is used up: put it back at once */
-		srq_refill(ctx, idx);
+		rt_srq_refill(ctx, idx);
 	}
 	if (!c)
 		return;
@@ -370,19 +371,19 @@ static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
 		c->send_free |= 1ull << idx;
 		atomic_fetch_sub(&c->wr_out, 1);
 	} else if (kind == WR_DATA) {
-		slotq_push(c, idx);
+		rt_slotq_push(c, idx);
 		atomic_fetch_sub(&c->wr_out, 2);
 	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		/* only a receiver's ring is written to; anywhere else the
 		 * queue holds our own finished sends */
 		if (c->srq_share)
-			slotq_push(c, ntohl(wc->imm_data) & 0xffff);
+			rt_slotq_push(c, ntohl(wc->imm_data) & 0xffff);
 		else
 			atomic_store(&c->wc_error, IBV_WC_REM_OP_ERR);
 	} else if (kind == WR_CTRL_RECV) {
-		on_recv(c, wc, c->bufs + idx * RDMA_CTRL_BUF);
+		rt_on_recv(c, wc, c->bufs + idx * RDMA_CTRL_BUF);
 	} else if (is_srq) {
-		on_recv(c, wc, ctx->small + idx * RDMA_SMALL_BUF);
+		rt_on_recv(c, wc, ctx->small + idx * RDMA_SMALL_BUF);
 	}
 	pthread_mutex_unlock(&c->lock);
 	pxfer_wake(c->efd);
@@ -476,7 +477,7 @@ static void drain_cm(struct rdma_ctx *ctx)
 	}
 }
 
-static void *progress_main(void *arg)
+static void *rt_progress_main(void *arg)
 {
 	struct rdma_ctx *ctx = arg;
 	int idle = 0;
@@ -521,7 +522,7 @@ static void *progress_main(void *arg)
 /* ---- the shared context ----------------------------------------------- */
 
 /* Get the process's context (event channel and progress thread). */
-static int ctx_get(struct rdma_ctx **out)
+static int rt_ctx_get(struct rdma_ctx **out)
 {
 	struct rdma_ctx *ctx;
 	const char *spin = getenv("PXFER_RDMA_SPIN");
@@ -557,7 +558,7 @@ static int ctx_get(struct rdma_ctx **out)
 	}
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->srq_lock, NULL);
-	ret = -pthread_create(&ctx->thread, NULL, progress_main, ctx);
+	ret = -pthread_create(&ctx->thread, NULL, rt_progress_main, ctx);
 	if (ret)
 		goto out_stopfd;
 	ctx->thread_started = 1;
@@ -581,7 +582,7 @@ out_unlock:
 	return ret;
 }
 
-/* undo ctx_device, in reverse order of creation; safe on a partial one */
+/* undo rt_ctx_device, in reverse order of creation; safe on a partial one */
 static void ctx_device_free(struct rdma_ctx *ctx)
 {
 	if (ctx->srq)
@@ -609,7 +610,7 @@ static void ctx_device_free(struct rdma_ctx *ctx)
 	ctx->srq_want = 0;
 }
 
-static void ctx_put(struct rdma_ctx *ctx)
+static void rt_ctx_put(struct rdma_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx_lock);
 	if (--ctx->refs) {
@@ -634,7 +635,7 @@ static void ctx_put(struct rdma_ctx *ctx)
  * back), growing it first when what could be pending would not fit: a full
  * CQ loses completions and breaks every QP on it.
  */
-static int cq_reserve(struct rdma_ctx *ctx, int n)
+static int rt_cq_reserve(struct rdma_ctx *ctx, int n)
 {
 	int need, ret = 0;
 
@@ -667,8 +668,8 @@ static int cq_reserve(struct rdma_ctx *ctx, int n)
  * retried, and reported, with the first connection); a session uses one
  * device.
  */
-static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
-		      int quiet)
+static int rt_ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
+			 int quiet)
 {
 	struct ibv_device_attr attr;
 	struct ibv_srq_init_attr sattr = { 0 };
@@ -718,8 +719,8 @@ static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
 				   IBV_ACCESS_LOCAL_WRITE);
 	if (!ctx->small_mr) {
 		ret = quiet ? (errno ? -errno : -ENOMEM)
-			    : reg_failed((size_t)ctx->srq_max * RDMA_SMALL_BUF,
-					 "receive buffers");
+			    : rt_reg_failed((size_t)ctx->srq_max * RDMA_SMALL_BUF,
+					    "receive buffers");
 		goto out_undo;
 	}
 	sattr.attr.max_wr = ctx->srq_max;
@@ -732,7 +733,7 @@ static int ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
 	for (uint32_t i = 0; i < ctx->srq_max; i++)
 		ctx->srq_free[ctx->srq_nfree++] = ctx->srq_max - 1 - i;
 	ctx->srq_want = RDMA_SRQ_BASE;
-	ret = srq_refill(ctx, -1);
+	ret = rt_srq_refill(ctx, -1);
 	if (ret)
 		goto out_undo;
 	ctx->verbs = verbs;
@@ -750,7 +751,7 @@ out_unlock:
 
 /* ---- connections ------------------------------------------------------ */
 
-static struct rdma_conn *conn_alloc(struct rdma_ctx *ctx)
+static struct rdma_conn *rt_conn_alloc(struct rdma_ctx *ctx)
 {
 	struct rdma_conn *c = calloc(1, sizeof(*c));
 
@@ -770,8 +771,8 @@ static struct rdma_conn *conn_alloc(struct rdma_ctx *ctx)
 }
 
 /* wait until @done(c) or an error; returns 0, -ETIMEDOUT or -errno */
-static int conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
-		     int timeout_ms)
+static int rt_conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
+			int timeout_ms)
 {
 	int64_t end = pxfer_now_ms() + timeout_ms;
 
@@ -813,12 +814,12 @@ static int route_resolved(struct rdma_conn *c)
 	return atomic_load(&c->cm_event) == RDMA_CM_EVENT_ROUTE_RESOLVED;
 }
 
-static int is_established(struct rdma_conn *c)
+static int rt_conn_established(struct rdma_conn *c)
 {
 	return atomic_load(&c->established);
 }
 
-static int conn_buffers(struct rdma_conn *c)
+static int rt_conn_buffers(struct rdma_conn *c)
 {
 	struct rdma_ctx *ctx = c->ctx;
 
@@ -843,7 +844,7 @@ static int conn_buffers(struct rdma_conn *c)
 	}
 	c->buf_mr = ibv_reg_mr(ctx->pd, c->bufs, c->buf_bytes,
 			       IBV_ACCESS_LOCAL_WRITE);
-	return c->buf_mr ? 0 : reg_failed(c->buf_bytes, "message buffers");
+	return c->buf_mr ? 0 : rt_reg_failed(c->buf_bytes, "message buffers");
 }
 
 static uint8_t *send_buf(struct rdma_conn *c, unsigned int i)
@@ -854,7 +855,7 @@ static uint8_t *send_buf(struct rdma_conn *c, unsigned int i)
 }
 
 /* create the QP on the shared CQ and post receives before any peer send */
-static int conn_qp(struct rdma_conn *c, unsigned int send_wr)
+static int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr)
 {
 	struct rdma_ctx *ctx = c->ctx;
 	struct ibv_qp_init_attr qa = {
@@ -871,12 +872,12 @@ static int conn_qp(struct rdma_conn *c, unsigned int send_wr)
 	};
 	int ret;
 
-	ret = conn_buffers(c);
+	ret = rt_conn_buffers(c);
 	if (ret)
 		return ret;
 	/* the receives and sends this QP can have pending (handshake sends
 	 * on a data QP; a sender's ring adds its writes when registered) */
-	ret = cq_reserve(ctx, c->nsend + qa.cap.max_recv_wr);
+	ret = rt_cq_reserve(ctx, c->nsend + qa.cap.max_recv_wr);
 	if (ret)
 		return ret;
 	c->cq_share = c->nsend + qa.cap.max_recv_wr;
@@ -885,7 +886,7 @@ static int conn_qp(struct rdma_conn *c, unsigned int send_wr)
 	c->sq_depth = qa.cap.max_send_wr;
 	if (c->kind == KIND_CTRL)
 		for (unsigned int i = 0; i < RDMA_CTRL_BUFS; i++) {
-			ret = ctrl_recv_post(c, i);
+			ret = rt_ctrl_recv_post(c, i);
 			if (ret)
 				return ret;
 		}
@@ -900,7 +901,7 @@ static int conn_qp(struct rdma_conn *c, unsigned int send_wr)
  * Both ends use a short ACK timeout, so a SEND or WRITE to a peer that is
  * gone fails within about two seconds (268 ms x 7 retries) on either side.
  */
-static void set_ack_timeout(struct rdma_cm_id *id)
+static void rt_set_ack_timeout(struct rdma_cm_id *id)
 {
 	uint8_t t = RDMA_ACK_TIMEOUT;
 
@@ -908,8 +909,8 @@ static void set_ack_timeout(struct rdma_cm_id *id)
 			sizeof(t));
 }
 
-static void conn_param_init(struct rdma_conn_param *p, uint8_t *priv,
-			    enum conn_kind kind)
+static void rt_conn_param_init(struct rdma_conn_param *p, uint8_t *priv,
+			       enum conn_kind kind)
 {
 	memset(p, 0, sizeof(*p));
 	priv[0] = RDMA_PRIV_MAGIC >> 24;
@@ -942,7 +943,7 @@ static void conn_unlink(struct rdma_conn *c)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-static void conn_free(struct rdma_conn *c)
+static void rt_conn_free(struct rdma_conn *c)
 {
 	struct rdma_ctx *ctx = c->ctx;
 
@@ -955,11 +956,11 @@ static void conn_free(struct rdma_conn *c)
 	/* messages never read: their buffers go back to the shared queue */
 	for (; c->rx_count; c->rx_count--, c->rx_head = (c->rx_head + 1) % RDMA_RX_Q)
 		if (WR_KIND(c->rx[c->rx_head].wr_id) == WR_SRQ_RECV)
-			srq_refill(ctx, WR_INDEX(c->rx[c->rx_head].wr_id));
+			rt_srq_refill(ctx, WR_INDEX(c->rx[c->rx_head].wr_id));
 	if (c->srq_share)
-		srq_want_add(ctx, -(int)c->srq_share);
+		rt_srq_want_add(ctx, -(int)c->srq_share);
 	if (c->cq_share)
-		cq_reserve(ctx, -c->cq_share);
+		rt_cq_reserve(ctx, -c->cq_share);
 	if (c->ring_mr)
 		ibv_dereg_mr(c->ring_mr);
 	if (c->buf_mr)
@@ -970,7 +971,7 @@ static void conn_free(struct rdma_conn *c)
 	close(c->efd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
-	ctx_put(ctx);
+	rt_ctx_put(ctx);
 }
 
 static int sends_done(struct rdma_conn *c)
@@ -994,11 +995,11 @@ static void rt_close(struct pxfer_conn *pc)
 			atomic_load(&c->wr_max), 2 * c->ring->nslots, c->sq_depth);
 	/* let a last message (ACK, ABORT) leave before the QP goes away */
 	if (c->id && c->id->qp && atomic_load(&c->established))
-		conn_wait(c, sends_done, 2000);
+		rt_conn_wait(c, sends_done, 2000);
 	atomic_store(&c->closing, 1);
 	if (c->id && atomic_load(&c->established))
 		rdma_disconnect(c->id);
-	conn_free(c);
+	rt_conn_free(c);
 }
 
 static void rt_shutdown(struct pxfer_conn *pc)
@@ -1029,7 +1030,7 @@ static int resolve_addr(struct rdma_conn *c, struct sockaddr *src,
 		atomic_store(&c->cm_event, -1);
 		if (rdma_resolve_addr(c->id, src, dst, attempt))
 			return -errno;
-		ret = conn_wait(c, addr_resolved, attempt + 1000);
+		ret = rt_conn_wait(c, addr_resolved, attempt + 1000);
 		if (ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
 			return ret;
 		if (ret == -ETIMEDOUT)
@@ -1069,7 +1070,7 @@ static int find_gid(struct rdma_cm_id *id, const union ibv_gid *gid,
  * RoCE port lists each address twice, as RoCE v1 and as RoCE v2, and
  * only the QP knows which of the two rdma_cm chose.
  */
-static void describe_route(struct rdma_cm_id *id, const char *peer)
+static void rt_describe_route(struct rdma_cm_id *id, const char *peer)
 {
 	const union ibv_gid *sgid = &id->route.addr.addr.ibaddr.sgid;
 	struct ibv_qp_init_attr init;
@@ -1116,12 +1117,12 @@ static int rt_connect_to(const char *host, const char *port,
 	uint8_t priv[8];
 	int ret;
 
-	ret = ctx_get(&ctx);
+	ret = rt_ctx_get(&ctx);
 	if (ret)
 		return ret;
-	c = conn_alloc(ctx);
+	c = rt_conn_alloc(ctx);
 	if (!c) {
-		ctx_put(ctx);
+		rt_ctx_put(ctx);
 		return -ENOMEM;
 	}
 	c->kind = kind;
@@ -1147,9 +1148,9 @@ static int rt_connect_to(const char *host, const char *port,
 	}
 	/* the address names the device: set it up (the first time) while
 	 * the route resolves */
-	ret = ctx_device(ctx, c->id->verbs, 0);
+	ret = rt_ctx_device(ctx, c->id->verbs, 0);
 	{
-		int r = conn_wait(c, route_resolved, timeout_ms);
+		int r = rt_conn_wait(c, route_resolved, timeout_ms);
 
 		verbose("rdma: resolving the route to %s: %s", host,
 			r ? strerror(-r) : "done");
@@ -1157,23 +1158,23 @@ static int rt_connect_to(const char *host, const char *port,
 			ret = r;
 	}
 	if (!ret)
-		ret = conn_qp(c, slots ? 2 * slots + RDMA_DATA_SENDS
-				       : RDMA_CTRL_BUFS + 2);
+		ret = rt_conn_qp(c, slots ? 2 * slots + RDMA_DATA_SENDS
+					  : RDMA_CTRL_BUFS + 2);
 	if (ret)
 		goto out_free;
-	set_ack_timeout(c->id);
-	conn_param_init(&param, priv, kind);
+	rt_set_ack_timeout(c->id);
+	rt_conn_param_init(&param, priv, kind);
 	if (rdma_connect(c->id, &param)) {
 		ret = -errno;
 		goto out_free;
 	}
-	ret = conn_wait(c, is_established, timeout_ms);
+	ret = rt_conn_wait(c, rt_conn_established, timeout_ms);
 	verbose("rdma: connecting to %s: %s", host, ret ? strerror(-ret) : "done");
 	if (ret)
 		goto out_free;
 	pxfer_addr_format(rdma_get_peer_addr(c->id), c->conn.peer, sizeof(c->conn.peer));
 	if (kind == KIND_CTRL)
-		describe_route(c->id, c->conn.peer);
+		rt_describe_route(c->id, c->conn.peer);
 	freeaddrinfo(dst);
 	if (src)
 		freeaddrinfo(src);
@@ -1185,7 +1186,7 @@ out_free:
 		freeaddrinfo(dst);
 	if (src)
 		freeaddrinfo(src);
-	conn_free(c);
+	rt_conn_free(c);
 	return ret;
 }
 
@@ -1225,7 +1226,7 @@ static int rt_listen(const char *bind_addr, const char *port,
 	}
 	l->l.ops = &pxfer_rdma_ops;
 	l->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	ret = l->efd < 0 ? -errno : ctx_get(&l->ctx);
+	ret = l->efd < 0 ? -errno : rt_ctx_get(&l->ctx);
 	if (ret)
 		goto out_free;
 	if (rdma_create_id(l->ctx->ech, &l->id, NULL, RDMA_PS_TCP)) {
@@ -1244,7 +1245,7 @@ static int rt_listen(const char *bind_addr, const char *port,
 	 * accepted connection tries again and reports it.
 	 */
 	if (l->id->verbs)
-		ctx_device(l->ctx, l->id->verbs, 1);
+		rt_ctx_device(l->ctx, l->id->verbs, 1);
 	pthread_mutex_lock(&l->ctx->lock);
 	the_listener = l;
 	pthread_mutex_unlock(&l->ctx->lock);
@@ -1255,7 +1256,7 @@ static int rt_listen(const char *bind_addr, const char *port,
 out_id:
 	rdma_destroy_id(l->id);
 out_ctx:
-	ctx_put(l->ctx);
+	rt_ctx_put(l->ctx);
 out_free:
 	if (l->efd >= 0)
 		close(l->efd);
@@ -1296,18 +1297,18 @@ static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 	pthread_mutex_lock(&ctx_lock);
 	ctx->refs++;
 	pthread_mutex_unlock(&ctx_lock);
-	c = conn_alloc(ctx);
+	c = rt_conn_alloc(ctx);
 	if (!c) {
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
-		ctx_put(ctx);
+		rt_ctx_put(ctx);
 		return -ENOMEM;
 	}
 	c->kind = kind;
 	c->id = id;
-	ret = ctx_device(ctx, id->verbs, 0);
+	ret = rt_ctx_device(ctx, id->verbs, 0);
 	if (!ret)
-		ret = conn_qp(c, kind == KIND_CTRL ? RDMA_CTRL_BUFS + 2 : 16);
+		ret = rt_conn_qp(c, kind == KIND_CTRL ? RDMA_CTRL_BUFS + 2 : 16);
 	if (ret) {
 		rdma_reject(id, NULL, 0);
 		goto out_free;
@@ -1315,25 +1316,25 @@ static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 	pthread_mutex_lock(&ctx->lock);
 	id->context = c;
 	pthread_mutex_unlock(&ctx->lock);
-	set_ack_timeout(id);
-	conn_param_init(&param, priv, kind);
+	rt_set_ack_timeout(id);
+	rt_conn_param_init(&param, priv, kind);
 	if (rdma_accept(id, &param)) {
 		ret = -errno;
 		goto out_free;
 	}
-	ret = conn_wait(c, is_established, 15000);
+	ret = rt_conn_wait(c, rt_conn_established, 15000);
 	verbose("rdma: accepting a %s connection: %s",
 		kind == KIND_CTRL ? "control" : "data", ret ? strerror(-ret) : "done");
 	if (ret)
 		goto out_free;
 	pxfer_addr_format(rdma_get_peer_addr(id), c->conn.peer, sizeof(c->conn.peer));
 	if (kind == KIND_CTRL)
-		describe_route(id, c->conn.peer);
+		rt_describe_route(id, c->conn.peer);
 	*out = &c->conn;
 	return 0;
 
 out_free:
-	conn_free(c);
+	rt_conn_free(c);
 	return ret;
 }
 
@@ -1357,7 +1358,7 @@ static void rt_listener_close(struct pxfer_listener *pl)
 	rdma_destroy_id(l->id);
 	close(l->efd);
 	free(l);
-	ctx_put(ctx);
+	rt_ctx_put(ctx);
 }
 
 /* ---- messages --------------------------------------------------------- */
@@ -1373,7 +1374,7 @@ static short rt_poll_events(struct pxfer_conn *c, int want_send)
 	return POLLIN;
 }
 
-static int conn_error(struct rdma_conn *c)
+static int rt_conn_error(struct rdma_conn *c)
 {
 	int st = atomic_load(&c->wc_error);
 
@@ -1466,7 +1467,7 @@ static ssize_t rt_send(struct pxfer_conn *pc, const void *buf, size_t len)
 {
 	struct rdma_conn *c = to_rconn(pc);
 	ssize_t n;
-	int err = conn_error(c);
+	int err = rt_conn_error(c);
 
 	if (err)
 		return err;
@@ -1509,10 +1510,10 @@ static ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
 		c->rx_head = (c->rx_head + 1) % RDMA_RX_Q;
 		c->rx_count--;
 		if (WR_KIND(e->wr_id) == WR_CTRL_RECV) {
-			ret = ctrl_recv_post(c, WR_INDEX(e->wr_id));
+			ret = rt_ctrl_recv_post(c, WR_INDEX(e->wr_id));
 			c->to_return++;
 		} else {
-			ret = srq_refill(ctx, WR_INDEX(e->wr_id));
+			ret = rt_srq_refill(ctx, WR_INDEX(e->wr_id));
 		}
 		if (ret)
 			break;
@@ -1523,7 +1524,7 @@ static ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
 		return got;
 	if (ret)
 		return ret;
-	ret = conn_error(c);
+	ret = rt_conn_error(c);
 	if (ret)
 		return ret;
 	if (atomic_load(&c->peer_closed))
@@ -1556,17 +1557,17 @@ static int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 	c->ring = r;
 	c->ring_mr = ibv_reg_mr(ctx->pd, r->base, r->bytes, access);
 	if (!c->ring_mr)
-		return reg_failed(r->bytes, "ring memory");
+		return rt_reg_failed(r->bytes, "ring memory");
 	if (!blob) {
 		/* the sender: a chunk is two work requests, both of which
 		 * complete if the QP is flushed */
-		ret = cq_reserve(ctx, 2 * (int)r->nslots);
+		ret = rt_cq_reserve(ctx, 2 * (int)r->nslots);
 		if (!ret)
 			c->cq_share += 2 * (int)r->nslots;
 		return ret;
 	}
 	/* every slot that can be granted has a receive waiting for it */
-	ret = srq_want_add(ctx, r->nslots);
+	ret = rt_srq_want_add(ctx, r->nslots);
 	if (ret)
 		return ret;
 	c->srq_share = r->nslots;
@@ -1608,7 +1609,7 @@ static int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
 	struct ibv_sge sge[2];
 	struct ibv_send_wr wr[2], *bad;
 	ssize_t dlen;
-	int ret = conn_error(c);
+	int ret = rt_conn_error(c);
 
 	if (ret)
 		return ret;
@@ -1679,7 +1680,7 @@ static int rt_reap_sent(struct pxfer_conn *pc, uint16_t *slots,
 	n = pop_slots(c, slots, max);
 	if (n)
 		return n;
-	n = conn_error(c);
+	n = rt_conn_error(c);
 	if (n)
 		return n;
 	return atomic_load(&c->peer_closed) && !atomic_load(&c->closing) ?
@@ -1695,7 +1696,7 @@ static int rt_recv_chunk(struct pxfer_conn *pc, const struct pxfer_ring *r,
 	int ret;
 
 	if (!pop_slots(c, &slot, 1)) {
-		ret = conn_error(c);
+		ret = rt_conn_error(c);
 		if (ret)
 			return ret;
 		if (atomic_load(&c->peer_closed))
