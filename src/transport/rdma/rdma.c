@@ -85,6 +85,7 @@
 enum conn_kind { KIND_CTRL = 0, KIND_DATA = 1 };
 
 struct rdma_conn;
+struct rdma_listener;
 
 struct rdma_ctx {
 	struct rdma_event_channel *ech;
@@ -104,8 +105,9 @@ struct rdma_ctx {
 	uint32_t srq_want;		/* receives the SRQ should hold */
 	uint32_t srq_posted;
 	atomic_int ready;		/* device resources exist */
-	pthread_mutex_t lock;		/* conns, pending, refs */
+	pthread_mutex_t lock;		/* conns, listener and its pending */
 	struct rdma_conn *conns;	/* list of connections with a QP */
+	struct rdma_listener *listener;	/* takes connect requests, or NULL */
 	pthread_t thread;
 	int thread_started;
 	int stop_fd;			/* eventfd: wakes the progress thread */
@@ -113,7 +115,7 @@ struct rdma_ctx {
 	atomic_int inflight;		/* signaled sends not yet completed */
 	int spin;
 	int cq_first;			/* entries the CQ is created with */
-	int refs;
+	int refs;			/* under ctx_lock */
 };
 
 struct rx_entry {
@@ -181,7 +183,6 @@ struct rdma_listener {
 
 static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rdma_ctx *the_ctx;
-static struct rdma_listener *the_listener;
 
 /*
  * Memory registration fails with ENOMEM (or EPERM, EFAULT) when the pinned
@@ -393,7 +394,7 @@ static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
 static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
 					  struct rdma_cm_event *ev)
 {
-	struct rdma_listener *l = the_listener;
+	struct rdma_listener *l = ctx->listener;
 	struct rdma_conn *c;
 
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
@@ -1247,7 +1248,7 @@ static int rt_listen(const char *bind_addr, const char *port,
 	if (l->id->verbs)
 		rt_ctx_device(l->ctx, l->id->verbs, 1);
 	pthread_mutex_lock(&l->ctx->lock);
-	the_listener = l;
+	l->ctx->listener = l;
 	pthread_mutex_unlock(&l->ctx->lock);
 	freeaddrinfo(ai);
 	*out = &l->l;
@@ -1344,12 +1345,12 @@ static void rt_listener_close(struct pxfer_listener *pl)
 	struct rdma_ctx *ctx = l->ctx;
 
 	pthread_mutex_lock(&ctx->lock);
-	the_listener = NULL;
+	ctx->listener = NULL;
 	pthread_mutex_unlock(&ctx->lock);
 	/*
 	 * Not under ctx->lock: destroying an id waits until its events are
 	 * acknowledged, and the progress thread takes that lock before it
-	 * acknowledges one. Without the_listener it adds no pending ids.
+	 * acknowledges one. Without ctx->listener it adds no pending ids.
 	 */
 	for (unsigned int i = 0; i < l->npending; i++) {
 		rdma_reject(l->pending[i], NULL, 0);
