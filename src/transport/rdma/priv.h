@@ -150,4 +150,9 @@ static inline struct rdma_listener *to_rlis(struct pxfer_listener *l)
 	return container_of(l, struct rdma_listener, l);
 }
 
+/* probe.c: devices, ports and GIDs */
+
+/* rt_describe_route - with -v, say which device, port and GID @id uses */
+void rt_describe_route(struct rdma_cm_id *id, const char *peer);
+
 #endif
