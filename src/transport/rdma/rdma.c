@@ -462,6 +462,14 @@ out_unlock:
 	return ret;
 }
 
+/* another reference to @ctx, of which the caller holds one already */
+static void rt_ctx_hold(struct rdma_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx_lock);
+	ctx->refs++;
+	pthread_mutex_unlock(&ctx_lock);
+}
+
 /* undo rt_ctx_device, in reverse order of creation; safe on a partial one */
 static void ctx_device_free(struct rdma_ctx *ctx)
 {
@@ -1114,9 +1122,7 @@ static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 		pxfer_wake(l->efd);
 	pthread_mutex_unlock(&ctx->lock);
 
-	pthread_mutex_lock(&ctx_lock);
-	ctx->refs++;
-	pthread_mutex_unlock(&ctx_lock);
+	rt_ctx_hold(ctx);
 	c = rt_conn_alloc(ctx);
 	if (!c) {
 		rdma_reject(id, NULL, 0);
