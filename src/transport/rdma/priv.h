@@ -150,6 +150,104 @@ static inline struct rdma_listener *to_rlis(struct pxfer_listener *l)
 	return container_of(l, struct rdma_listener, l);
 }
 
+/* count posted send WRs; the high-water mark shows the queue was bounded */
+static inline void note_posted(struct rdma_conn *c, unsigned int n)
+{
+	unsigned int out = atomic_fetch_add(&c->wr_out, n) + n;
+	unsigned int max = atomic_load(&c->wr_max);
+
+	while (out > max && !atomic_compare_exchange_weak(&c->wr_max, &max, out))
+		;
+}
+
+/* ctx.c: the process's context and the device resources it holds */
+
+/* rt_ctx_get - the context (event channel, progress thread), referenced */
+int rt_ctx_get(struct rdma_ctx **out);
+/* rt_ctx_hold - another reference to @ctx, of which the caller holds one */
+void rt_ctx_hold(struct rdma_ctx *ctx);
+/* rt_ctx_put - the last reference stops the thread and frees it all */
+void rt_ctx_put(struct rdma_ctx *ctx);
+/*
+ * rt_ctx_device - PD, CQ and SRQ on @verbs, made once; -EXDEV if the
+ * context uses another device. @quiet: the caller retries and reports.
+ */
+int rt_ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
+		  int quiet);
+/* rt_cq_reserve - @n more CQ entries (negative: given back), grown first */
+int rt_cq_reserve(struct rdma_ctx *ctx, int n);
+/* rt_srq_refill - SRQ buffer @returned_idx (-1: none) is free; top up */
+int rt_srq_refill(struct rdma_ctx *ctx, int64_t returned_idx);
+/* rt_srq_want_add - @delta more receives for the SRQ to hold, or -ENOSPC */
+int rt_srq_want_add(struct rdma_ctx *ctx, int delta);
+/* rt_reg_failed - -errno for a failed ibv_reg_mr, naming memlock if due */
+int rt_reg_failed(size_t bytes, const char *what);
+
+/* progress.c: the thread that owns the context's channels */
+
+void *rt_progress_main(void *ctx);
+
+/* cm.c: a connection's life, from its object to its QP to its end */
+
+/* rt_conn_alloc - a connection that owns the caller's reference to @ctx */
+struct rdma_conn *rt_conn_alloc(struct rdma_ctx *ctx);
+/* rt_conn_qp - its QP on the shared CQ, receives posted, @send_wr deep */
+int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr);
+/* rt_conn_wait - until @done(c) or an error; 0, -ETIMEDOUT or -errno */
+int rt_conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
+		 int timeout_ms);
+int rt_conn_established(struct rdma_conn *c);
+void rt_set_ack_timeout(struct rdma_cm_id *id);
+/* rt_conn_param_init - connect or accept parameters, @kind in @priv */
+void rt_conn_param_init(struct rdma_conn_param *p, uint8_t *priv,
+			enum conn_kind kind);
+/* rt_conn_free - the QP, buffers and shares of @c, and its ctx reference */
+void rt_conn_free(struct rdma_conn *c);
+/* rt_conn_error - the failed completion @c saw as -errno, 0 if none */
+int rt_conn_error(struct rdma_conn *c);
+int rt_conn_fd(struct pxfer_conn *pc);
+short rt_poll_events(struct pxfer_conn *c, int want_send);
+void rt_shutdown(struct pxfer_conn *pc);
+void rt_close(struct pxfer_conn *pc);
+
+/* connect.c: the active side */
+
+int rt_connect_op(const char *host, const char *port, const char *bind_addr,
+		  int timeout_ms, unsigned int slots, struct pxfer_conn **out);
+
+/* listen.c: the passive side */
+
+int rt_listen(const char *bind_addr, const char *port,
+	      struct pxfer_listener **out);
+int rt_listener_fd(struct pxfer_listener *pl);
+int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out);
+void rt_listener_close(struct pxfer_listener *pl);
+
+/* msg.c: messages over SEND/RECV, and their receive credits */
+
+/* rt_conn_buffers - @c's message buffers, registered */
+int rt_conn_buffers(struct rdma_conn *c);
+/* rt_ctrl_recv_post - (re)post control receive buffer @i */
+int rt_ctrl_recv_post(struct rdma_conn *c, unsigned int i);
+/* rt_on_recv - a message arrived in @buf: queue it (under c->lock) */
+void rt_on_recv(struct rdma_conn *c, const struct ibv_wc *wc, uint8_t *buf);
+ssize_t rt_send(struct pxfer_conn *pc, const void *buf, size_t len);
+ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap);
+
+/* ring.c: the data path, chunks written into the peer's ring */
+
+/* rt_slotq_push - a chunk arrived in, or left from, @slot (under c->lock) */
+void rt_slotq_push(struct rdma_conn *c, uint16_t slot);
+int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
+		     uint8_t *blob, uint16_t *blob_len);
+int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
+		   uint16_t blob_len);
+int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
+		  const void *payload);
+int rt_reap_sent(struct pxfer_conn *pc, uint16_t *slots, unsigned int max);
+int rt_recv_chunk(struct pxfer_conn *pc, const struct pxfer_ring *r,
+		  struct pxfer_chunk *ch);
+
 /* probe.c: devices, ports and GIDs */
 
 /* rt_describe_route - with -v, say which device, port and GID @id uses */

@@ -67,7 +67,7 @@ static struct rdma_ctx *the_ctx;
  * Memory registration fails with ENOMEM (or EPERM, EFAULT) when the pinned
  * memory would pass RLIMIT_MEMLOCK: say so, with the limit, once.
  */
-static int rt_reg_failed(size_t bytes, const char *what)
+int rt_reg_failed(size_t bytes, const char *what)
 {
 	int err = errno;
 	uint64_t limit = pxfer_memlock_limit();
@@ -108,7 +108,7 @@ static int srq_post(struct rdma_ctx *ctx, uint32_t idx)
  * A shared receive came back (used, or done with by its reader): its buffer
  * index is free; top the SRQ up to what the registered rings need.
  */
-static int rt_srq_refill(struct rdma_ctx *ctx, int64_t returned_idx)
+int rt_srq_refill(struct rdma_ctx *ctx, int64_t returned_idx)
 {
 	int ret = 0;
 
@@ -131,7 +131,7 @@ static int rt_srq_refill(struct rdma_ctx *ctx, int64_t returned_idx)
 	return ret;
 }
 
-static int rt_srq_want_add(struct rdma_ctx *ctx, int delta)
+int rt_srq_want_add(struct rdma_ctx *ctx, int delta)
 {
 	int ret = 0;
 
@@ -144,7 +144,7 @@ static int rt_srq_want_add(struct rdma_ctx *ctx, int delta)
 	return ret ? ret : rt_srq_refill(ctx, -1);
 }
 
-static int rt_ctrl_recv_post(struct rdma_conn *c, unsigned int i)
+int rt_ctrl_recv_post(struct rdma_conn *c, unsigned int i)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)(c->bufs + (size_t)i * RDMA_CTRL_BUF),
@@ -157,7 +157,7 @@ static int rt_ctrl_recv_post(struct rdma_conn *c, unsigned int i)
 	return ibv_post_recv(c->id->qp, &wr, &bad) ? -errno : 0;
 }
 
-static void rt_slotq_push(struct rdma_conn *c, uint16_t slot)
+void rt_slotq_push(struct rdma_conn *c, uint16_t slot)
 {
 	if (c->sq_count < c->sq_cap) {
 		c->slotq[(c->sq_head + c->sq_count) % c->sq_cap] = slot;
@@ -203,8 +203,7 @@ static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
 	}
 }
 
-static void rt_on_recv(struct rdma_conn *c, const struct ibv_wc *wc,
-		       uint8_t *buf)
+void rt_on_recv(struct rdma_conn *c, const struct ibv_wc *wc, uint8_t *buf)
 {
 	struct rx_entry *e;
 	uint16_t credits;
@@ -357,7 +356,7 @@ static void drain_cm(struct rdma_ctx *ctx)
 	}
 }
 
-static void *rt_progress_main(void *arg)
+void *rt_progress_main(void *arg)
 {
 	struct rdma_ctx *ctx = arg;
 	int idle = 0;
@@ -402,7 +401,7 @@ static void *rt_progress_main(void *arg)
 /* ---- the shared context ----------------------------------------------- */
 
 /* Get the process's context (event channel and progress thread). */
-static int rt_ctx_get(struct rdma_ctx **out)
+int rt_ctx_get(struct rdma_ctx **out)
 {
 	struct rdma_ctx *ctx;
 	const char *spin = getenv("PXFER_RDMA_SPIN");
@@ -463,7 +462,7 @@ out_unlock:
 }
 
 /* another reference to @ctx, of which the caller holds one already */
-static void rt_ctx_hold(struct rdma_ctx *ctx)
+void rt_ctx_hold(struct rdma_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx_lock);
 	ctx->refs++;
@@ -498,7 +497,7 @@ static void ctx_device_free(struct rdma_ctx *ctx)
 	ctx->srq_want = 0;
 }
 
-static void rt_ctx_put(struct rdma_ctx *ctx)
+void rt_ctx_put(struct rdma_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx_lock);
 	if (--ctx->refs) {
@@ -523,7 +522,7 @@ static void rt_ctx_put(struct rdma_ctx *ctx)
  * back), growing it first when what could be pending would not fit: a full
  * CQ loses completions and breaks every QP on it.
  */
-static int rt_cq_reserve(struct rdma_ctx *ctx, int n)
+int rt_cq_reserve(struct rdma_ctx *ctx, int n)
 {
 	int need, ret = 0;
 
@@ -556,8 +555,8 @@ static int rt_cq_reserve(struct rdma_ctx *ctx, int n)
  * retried, and reported, with the first connection); a session uses one
  * device.
  */
-static int rt_ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
-			 int quiet)
+int rt_ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
+		  int quiet)
 {
 	struct ibv_device_attr attr;
 	struct ibv_srq_init_attr sattr = { 0 };
@@ -639,7 +638,7 @@ out_unlock:
 
 /* ---- connections ------------------------------------------------------ */
 
-static struct rdma_conn *rt_conn_alloc(struct rdma_ctx *ctx)
+struct rdma_conn *rt_conn_alloc(struct rdma_ctx *ctx)
 {
 	struct rdma_conn *c = calloc(1, sizeof(*c));
 
@@ -659,8 +658,8 @@ static struct rdma_conn *rt_conn_alloc(struct rdma_ctx *ctx)
 }
 
 /* wait until @done(c) or an error; returns 0, -ETIMEDOUT or -errno */
-static int rt_conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
-			int timeout_ms)
+int rt_conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
+		 int timeout_ms)
 {
 	int64_t end = pxfer_now_ms() + timeout_ms;
 
@@ -702,12 +701,12 @@ static int route_resolved(struct rdma_conn *c)
 	return atomic_load(&c->cm_event) == RDMA_CM_EVENT_ROUTE_RESOLVED;
 }
 
-static int rt_conn_established(struct rdma_conn *c)
+int rt_conn_established(struct rdma_conn *c)
 {
 	return atomic_load(&c->established);
 }
 
-static int rt_conn_buffers(struct rdma_conn *c)
+int rt_conn_buffers(struct rdma_conn *c)
 {
 	struct rdma_ctx *ctx = c->ctx;
 
@@ -743,7 +742,7 @@ static uint8_t *send_buf(struct rdma_conn *c, unsigned int i)
 }
 
 /* create the QP on the shared CQ and post receives before any peer send */
-static int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr)
+int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr)
 {
 	struct rdma_ctx *ctx = c->ctx;
 	struct ibv_qp_init_attr qa = {
@@ -789,7 +788,7 @@ static int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr)
  * Both ends use a short ACK timeout, so a SEND or WRITE to a peer that is
  * gone fails within about two seconds (268 ms x 7 retries) on either side.
  */
-static void rt_set_ack_timeout(struct rdma_cm_id *id)
+void rt_set_ack_timeout(struct rdma_cm_id *id)
 {
 	uint8_t t = RDMA_ACK_TIMEOUT;
 
@@ -797,8 +796,8 @@ static void rt_set_ack_timeout(struct rdma_cm_id *id)
 			sizeof(t));
 }
 
-static void rt_conn_param_init(struct rdma_conn_param *p, uint8_t *priv,
-			       enum conn_kind kind)
+void rt_conn_param_init(struct rdma_conn_param *p, uint8_t *priv,
+			enum conn_kind kind)
 {
 	memset(p, 0, sizeof(*p));
 	priv[0] = RDMA_PRIV_MAGIC >> 24;
@@ -831,7 +830,7 @@ static void conn_unlink(struct rdma_conn *c)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-static void rt_conn_free(struct rdma_conn *c)
+void rt_conn_free(struct rdma_conn *c)
 {
 	struct rdma_ctx *ctx = c->ctx;
 
@@ -873,7 +872,7 @@ static int sends_done(struct rdma_conn *c)
 	return done;
 }
 
-static void rt_close(struct pxfer_conn *pc)
+void rt_close(struct pxfer_conn *pc)
 {
 	struct rdma_conn *c = to_rconn(pc);
 
@@ -890,7 +889,7 @@ static void rt_close(struct pxfer_conn *pc)
 	rt_conn_free(c);
 }
 
-static void rt_shutdown(struct pxfer_conn *pc)
+void rt_shutdown(struct pxfer_conn *pc)
 {
 	struct rdma_conn *c = to_rconn(pc);
 
@@ -1019,9 +1018,9 @@ out_free:
 }
 
 /* each rdma_cm connection says in its private data whether it is data */
-static int rt_connect_op(const char *host, const char *port,
-			   const char *bind_addr, int timeout_ms,
-			   unsigned int slots, struct pxfer_conn **out)
+int rt_connect_op(const char *host, const char *port,
+		  const char *bind_addr, int timeout_ms,
+		  unsigned int slots, struct pxfer_conn **out)
 {
 	struct rdma_conn *c = NULL;
 	int ret;
@@ -1037,8 +1036,8 @@ static int rt_connect_op(const char *host, const char *port,
 
 /* ---- listening -------------------------------------------------------- */
 
-static int rt_listen(const char *bind_addr, const char *port,
-		       struct pxfer_listener **out)
+int rt_listen(const char *bind_addr, const char *port,
+	      struct pxfer_listener **out)
 {
 	struct rdma_listener *l;
 	struct addrinfo *ai;
@@ -1093,12 +1092,12 @@ out_free:
 	return ret;
 }
 
-static int rt_listener_fd(struct pxfer_listener *pl)
+int rt_listener_fd(struct pxfer_listener *pl)
 {
 	return to_rlis(pl)->efd;
 }
 
-static int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
+int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 {
 	struct rdma_listener *l = to_rlis(pl);
 	struct rdma_ctx *ctx = l->ctx;
@@ -1164,7 +1163,7 @@ out_free:
 	return ret;
 }
 
-static void rt_listener_close(struct pxfer_listener *pl)
+void rt_listener_close(struct pxfer_listener *pl)
 {
 	struct rdma_listener *l = to_rlis(pl);
 	struct rdma_ctx *ctx = l->ctx;
@@ -1189,18 +1188,18 @@ static void rt_listener_close(struct pxfer_listener *pl)
 
 /* ---- messages --------------------------------------------------------- */
 
-static int rt_conn_fd(struct pxfer_conn *pc)
+int rt_conn_fd(struct pxfer_conn *pc)
 {
 	return to_rconn(pc)->efd;
 }
 
-static short rt_poll_events(struct pxfer_conn *c, int want_send)
+short rt_poll_events(struct pxfer_conn *c, int want_send)
 {
 	/* completions and credits are announced on the eventfd */
 	return POLLIN;
 }
 
-static int rt_conn_error(struct rdma_conn *c)
+int rt_conn_error(struct rdma_conn *c)
 {
 	int st = atomic_load(&c->wc_error);
 
@@ -1222,16 +1221,6 @@ static int rt_conn_error(struct rdma_conn *c)
 	default:
 		return -EIO;
 	}
-}
-
-/* count posted send WRs; the high-water mark shows the queue was bounded */
-static void note_posted(struct rdma_conn *c, unsigned int n)
-{
-	unsigned int out = atomic_fetch_add(&c->wr_out, n) + n;
-	unsigned int max = atomic_load(&c->wr_max);
-
-	while (out > max && !atomic_compare_exchange_weak(&c->wr_max, &max, out))
-		;
 }
 
 /* post one message from send buffer @i: the caller holds c->lock */
@@ -1289,7 +1278,7 @@ static ssize_t send_locked(struct rdma_conn *c, const void *buf, size_t len,
 	return n;
 }
 
-static ssize_t rt_send(struct pxfer_conn *pc, const void *buf, size_t len)
+ssize_t rt_send(struct pxfer_conn *pc, const void *buf, size_t len)
 {
 	struct rdma_conn *c = to_rconn(pc);
 	ssize_t n;
@@ -1313,7 +1302,7 @@ static void return_credits(struct rdma_conn *c)
 		send_locked(c, NULL, 0, 0);
 }
 
-static ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
+ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
 {
 	struct rdma_conn *c = to_rconn(pc);
 	struct rdma_ctx *ctx = c->ctx;
@@ -1366,8 +1355,8 @@ static ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
 
 /* ---- rings and chunks ------------------------------------------------- */
 
-static int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
-			      uint8_t *blob, uint16_t *blob_len)
+int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
+		     uint8_t *blob, uint16_t *blob_len)
 {
 	struct rdma_conn *c = to_rconn(pc);
 	struct rdma_ctx *ctx = c->ctx;
@@ -1407,8 +1396,8 @@ static int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 	return 0;
 }
 
-static int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
-			    uint16_t blob_len)
+int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
+		   uint16_t blob_len)
 {
 	struct rdma_conn *c = to_rconn(pc);
 	struct pxfer_ring_desc d;
@@ -1425,8 +1414,8 @@ static int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
 	return 0;
 }
 
-static int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
-			   const void *payload)
+int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
+		  const void *payload)
 {
 	struct rdma_conn *c = to_rconn(pc);
 	const struct pxfer_ring *r = c->ring;
@@ -1494,8 +1483,8 @@ static int pop_slots(struct rdma_conn *c, uint16_t *slots, unsigned int max)
 	return n;
 }
 
-static int rt_reap_sent(struct pxfer_conn *pc, uint16_t *slots,
-			  unsigned int max)
+int rt_reap_sent(struct pxfer_conn *pc, uint16_t *slots,
+		 unsigned int max)
 {
 	struct rdma_conn *c = to_rconn(pc);
 	int n = pop_slots(c, slots, max);
@@ -1513,8 +1502,8 @@ static int rt_reap_sent(struct pxfer_conn *pc, uint16_t *slots,
 	       -ECONNRESET : 0;
 }
 
-static int rt_recv_chunk(struct pxfer_conn *pc, const struct pxfer_ring *r,
-			   struct pxfer_chunk *ch)
+int rt_recv_chunk(struct pxfer_conn *pc, const struct pxfer_ring *r,
+		  struct pxfer_chunk *ch)
 {
 	struct rdma_conn *c = to_rconn(pc);
 	uint16_t slot;
