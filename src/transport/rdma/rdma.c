@@ -5,11 +5,8 @@
  * One context per process holds what the connections of a side share: the
  * rdma_cm event channel, the protection domain, one completion queue (with
  * its channel) and one shared receive queue for the data queue pairs. A
- * progress thread owns both channels: it turns rdma_cm events into
- * connection state and dispatches completions to the connection they
- * belong to (by QP number), waking whoever waits on that connection's
- * eventfd. It busy-polls while sends are in flight and sleeps on the
- * completion channel when idle.
+ * progress thread owns both channels (progress.c): it turns rdma_cm
+ * events and completions into the state of the connections.
  *
  * Control connection: RC QP with its own receive queue of RDMA_CTRL_BUFS
  * buffers; SEND/RECV carry the engine's byte stream, each message led by a
@@ -54,16 +51,6 @@
 #include "transport/rdma/priv.h"
 #include "transport/rdma/ring_desc.h"
 
-/* ---- the progress thread ---------------------------------------------- */
-
-static struct rdma_conn *conn_by_qpn(struct rdma_ctx *ctx, uint32_t qpn)
-{
-	for (struct rdma_conn *c = ctx->conns; c; c = c->next)
-		if (c->id && c->id->qp && c->id->qp->qp_num == qpn)
-			return c;
-	return NULL;
-}
-
 int rt_ctrl_recv_post(struct rdma_conn *c, unsigned int i)
 {
 	struct ibv_sge sge = {
@@ -88,41 +75,6 @@ void rt_slotq_push(struct rdma_conn *c, uint16_t slot)
 	}
 }
 
-/* what a failed work completion most likely means, said to the user */
-static const char *wc_hint(enum ibv_wc_status st)
-{
-	switch (st) {
-	case IBV_WC_RETRY_EXC_ERR:
-		return "; the peer stopped acknowledging: it is gone or unreachable, or the two sides' GIDs do not route to each other (-v shows the GID used)";
-	case IBV_WC_LOC_QP_OP_ERR:
-		return "; the local device could not send the request (with Soft-RoCE: the network interface is down or has no route to the peer)";
-	case IBV_WC_REM_ACCESS_ERR:
-		return "; the peer refused access to its memory";
-	default:
-		return "";
-	}
-}
-
-static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
-{
-	/* flushes follow a disconnect or an earlier error: not news */
-	if (wc->status == IBV_WC_WR_FLUSH_ERR &&
-	    (atomic_load(&c->closing) || atomic_load(&c->peer_closed) ||
-	     atomic_load(&c->wc_error)))
-		return;
-	if (wc->status == IBV_WC_WR_FLUSH_ERR) {
-		atomic_store(&c->peer_closed, 1);
-		return;
-	}
-	if (!atomic_load(&c->wc_error)) {
-		atomic_store(&c->wc_error, wc->status);
-		error("rdma: %s connection to %s failed: %s (work completion status %d)%s",
-		      c->kind == KIND_CTRL ? "control" : "data", c->conn.peer,
-		      ibv_wc_status_str(wc->status), wc->status,
-		      wc_hint(wc->status));
-	}
-}
-
 void rt_on_recv(struct rdma_conn *c, const struct ibv_wc *wc, uint8_t *buf)
 {
 	struct rx_entry *e;
@@ -143,179 +95,6 @@ void rt_on_recv(struct rdma_conn *c, const struct ibv_wc *wc, uint8_t *buf)
 	e->off = RDMA_MSG_HDR;
 	e->wr_id = wc->wr_id;
 	c->rx_count++;
-}
-
-static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
-{
-	uint64_t kind = WR_KIND(wc->wr_id), idx = WR_INDEX(wc->wr_id);
-	struct rdma_conn *c;
-	int is_srq = kind == WR_SRQ_RECV;
-
-	if (kind == WR_SEND || kind == WR_DATA)
-		atomic_fetch_sub(&ctx->inflight, 1);
-	c = conn_by_qpn(ctx, wc->qp_num);
-	if (is_srq && (!c || wc->status != IBV_WC_SUCCESS ||
-		       wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)) {
-		/* the receive is used up: put it back at once */
-		rt_srq_refill(ctx, idx);
-	}
-	if (!c)
-		return;
-	pthread_mutex_lock(&c->lock);
-	if (wc->status != IBV_WC_SUCCESS) {
-		on_wc_error(c, wc);
-		if (kind == WR_SEND)
-			c->send_free |= 1ull << idx;
-	} else if (kind == WR_SEND) {
-		c->send_free |= 1ull << idx;
-		atomic_fetch_sub(&c->wr_out, 1);
-	} else if (kind == WR_DATA) {
-		rt_slotq_push(c, idx);
-		atomic_fetch_sub(&c->wr_out, 2);
-	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-		/* only a receiver's ring is written to; anywhere else the
-		 * queue holds our own finished sends */
-		if (c->srq_share)
-			rt_slotq_push(c, ntohl(wc->imm_data) & 0xffff);
-		else
-			atomic_store(&c->wc_error, IBV_WC_REM_OP_ERR);
-	} else if (kind == WR_CTRL_RECV) {
-		rt_on_recv(c, wc, c->bufs + idx * RDMA_CTRL_BUF);
-	} else if (is_srq) {
-		rt_on_recv(c, wc, ctx->small + idx * RDMA_SMALL_BUF);
-	}
-	pthread_mutex_unlock(&c->lock);
-	pxfer_wake(c->efd);
-}
-
-/* returns an id to destroy once its event is acknowledged, or NULL */
-static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
-					  struct rdma_cm_event *ev)
-{
-	struct rdma_listener *l = ctx->listener;
-	struct rdma_conn *c;
-
-	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-		const uint8_t *pd = ev->param.conn.private_data;
-		uint32_t magic = 0;
-		uint8_t kind = 0;
-
-		if (pd && ev->param.conn.private_data_len >= 5) {
-			magic = ((uint32_t)pd[0] << 24) | (pd[1] << 16) |
-				(pd[2] << 8) | pd[3];
-			kind = pd[4];
-		}
-		ev->id->context = NULL;
-		if (!l || magic != RDMA_PRIV_MAGIC || kind > KIND_DATA ||
-		    l->npending == 64) {
-			rdma_reject(ev->id, NULL, 0);
-			return ev->id;
-		}
-		l->pending[l->npending] = ev->id;
-		l->pending_kind[l->npending] = kind;
-		l->npending++;
-		pxfer_wake(l->efd);
-		return NULL;
-	}
-	c = ev->id->context;
-	if (!c)
-		return NULL;
-	switch (ev->event) {
-	case RDMA_CM_EVENT_ESTABLISHED:
-		atomic_store(&c->established, 1);
-		break;
-	case RDMA_CM_EVENT_DISCONNECTED:
-	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		atomic_store(&c->peer_closed, 1);
-		break;
-	default:
-		break;
-	}
-	atomic_store(&c->cm_status, ev->status);
-	atomic_store(&c->cm_event, ev->event);
-	pxfer_wake(c->efd);
-	return NULL;
-}
-
-static int poll_cq(struct rdma_ctx *ctx)
-{
-	struct ibv_wc wc[32];
-	int n, total = 0;
-
-	while ((n = ibv_poll_cq(ctx->cq, 32, wc)) > 0) {
-		pthread_mutex_lock(&ctx->lock);
-		for (int i = 0; i < n; i++)
-			handle_wc(ctx, &wc[i]);
-		pthread_mutex_unlock(&ctx->lock);
-		total += n;
-	}
-	return total;
-}
-
-static void drain_cm(struct rdma_ctx *ctx)
-{
-	struct rdma_cm_event *ev;
-
-	while (!rdma_get_cm_event(ctx->ech, &ev)) {
-		struct rdma_cm_id *doomed;
-
-		/*
-		 * What the peer sent before it disconnected completed before
-		 * its disconnect arrived: take it in first, or a last message
-		 * (the ACK) would be found after the connection is closed.
-		 */
-		if (atomic_load(&ctx->ready))
-			poll_cq(ctx);
-		pthread_mutex_lock(&ctx->lock);
-		doomed = handle_cm_event(ctx, ev);
-		pthread_mutex_unlock(&ctx->lock);
-		/* destroying an id waits for its events to be acknowledged */
-		rdma_ack_cm_event(ev);
-		if (doomed)
-			rdma_destroy_id(doomed);
-	}
-}
-
-void *rt_progress_main(void *arg)
-{
-	struct rdma_ctx *ctx = arg;
-	int idle = 0;
-
-	while (!atomic_load(&ctx->stop)) {
-		int ready = atomic_load(&ctx->ready);
-		struct pollfd p[3] = {
-			{ .fd = ctx->ech->fd, .events = POLLIN },
-			{ .fd = ctx->stop_fd, .events = POLLIN },
-			{ .fd = ready ? ctx->cch->fd : -1, .events = POLLIN },
-		};
-
-		if (ready && poll_cq(ctx) > 0) {
-			idle = 0;
-			continue;
-		}
-		/* busy-poll while sends are in flight, briefly otherwise */
-		if (ready && ++idle < (atomic_load(&ctx->inflight) ? ctx->spin : 64))
-			continue;
-		idle = 0;
-		if (ready) {
-			ibv_req_notify_cq(ctx->cq, 0);
-			if (poll_cq(ctx) > 0)
-				continue;	/* arrived before the arm */
-		}
-		poll(p, 3, 200);
-		if (p[0].revents)
-			drain_cm(ctx);
-		if (p[1].revents)
-			pxfer_drain(ctx->stop_fd);
-		if (ready && (p[2].revents & POLLIN)) {
-			struct ibv_cq *cq;
-			void *cq_ctx;
-
-			if (!ibv_get_cq_event(ctx->cch, &cq, &cq_ctx))
-				ibv_ack_cq_events(cq, 1);
-		}
-	}
-	return NULL;
 }
 
 /* ---- connections ------------------------------------------------------ */
