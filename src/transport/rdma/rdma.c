@@ -12,14 +12,8 @@
  * the engine's byte stream, with receive credits (msg.c).
  *
  * Data connection: RC QP on the shared receive queue. A chunk is an RDMA
- * WRITE of the payload into the granted slot's payload area followed by a
- * WRITE_WITH_IMM of the chunk descriptor into the slot's header room; the
- * immediate value is the slot number. RC ordering means the receiver's
- * completion for the second write implies the payload is in place. The
- * engine's credits bound the chunks in flight by the ring size, and every
- * chunk consumes one shared receive, which the progress thread reposts at
- * once: the SRQ always holds RDMA_SRQ_BASE + the slots of every registered
- * ring, more than can ever be outstanding.
+ * WRITE of the payload into the granted slot followed by a WRITE_WITH_IMM
+ * of its descriptor into the slot's header room (ring.c).
  *
  * ctx.c holds the context, its device resources and the sizing of its
  * completion queue.
@@ -47,17 +41,6 @@
 #include "core/sys.h"
 #include "transport/rdma/priv.h"
 #include "transport/rdma/ring_desc.h"
-
-void rt_slotq_push(struct rdma_conn *c, uint16_t slot)
-{
-	if (c->sq_count < c->sq_cap) {
-		c->slotq[(c->sq_head + c->sq_count) % c->sq_cap] = slot;
-		c->sq_count++;
-	} else {
-		/* more than the ring holds: the peer broke the credit rules */
-		atomic_store(&c->wc_error, IBV_WC_REM_OP_ERR);
-	}
-}
 
 /* ---- connections ------------------------------------------------------ */
 
@@ -609,184 +592,6 @@ int rt_conn_error(struct rdma_conn *c)
 	default:
 		return -EIO;
 	}
-}
-
-/* ---- rings and chunks ------------------------------------------------- */
-
-int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
-		     uint8_t *blob, uint16_t *blob_len)
-{
-	struct rdma_conn *c = to_rconn(pc);
-	struct rdma_ctx *ctx = c->ctx;
-	struct pxfer_ring_desc desc;
-	int access = IBV_ACCESS_LOCAL_WRITE, ret;
-
-	if (blob)
-		access |= IBV_ACCESS_REMOTE_WRITE;
-	c->slotq = calloc(r->nslots, sizeof(*c->slotq));
-	if (!c->slotq)
-		return -ENOMEM;
-	c->sq_cap = r->nslots;
-	c->ring = r;
-	c->ring_mr = ibv_reg_mr(ctx->pd, r->base, r->bytes, access);
-	if (!c->ring_mr)
-		return rt_reg_failed(r->bytes, "ring memory");
-	if (!blob) {
-		/* the sender: a chunk is two work requests, both of which
-		 * complete if the QP is flushed */
-		ret = rt_cq_reserve(ctx, 2 * (int)r->nslots);
-		if (!ret)
-			c->cq_share += 2 * (int)r->nslots;
-		return ret;
-	}
-	/* every slot that can be granted has a receive waiting for it */
-	ret = rt_srq_want_add(ctx, r->nslots);
-	if (ret)
-		return ret;
-	c->srq_share = r->nslots;
-	desc.addr = (uintptr_t)r->base;
-	desc.rkey = c->ring_mr->rkey;
-	desc.stride = r->stride;
-	desc.hdr = r->hdr_size;
-	desc.slots = r->nslots;
-	pxfer_ring_desc_encode(&desc, blob);
-	*blob_len = PXFER_RING_DESC_LEN;
-	return 0;
-}
-
-int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
-		   uint16_t blob_len)
-{
-	struct rdma_conn *c = to_rconn(pc);
-	struct pxfer_ring_desc d;
-	/* the send queue was sized by the slots the WELCOME announced */
-	int ret = pxfer_ring_desc_decode(blob, blob_len, c->rslots_max, &d);
-
-	if (ret)
-		return ret;
-	c->raddr = d.addr;
-	c->rkey = d.rkey;
-	c->rstride = d.stride;
-	c->rhdr = d.hdr;
-	c->rslots = d.slots;
-	return 0;
-}
-
-int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
-		  const void *payload)
-{
-	struct rdma_conn *c = to_rconn(pc);
-	const struct pxfer_ring *r = c->ring;
-	uint8_t *hdr = pxfer_ring_hdr(r, ch->slot);
-	uint64_t rslot = c->raddr + (uint64_t)ch->slot * c->rstride;
-	struct ibv_sge sge[2];
-	struct ibv_send_wr wr[2], *bad;
-	ssize_t dlen;
-	int ret = rt_conn_error(c);
-
-	if (ret)
-		return ret;
-	if (atomic_load(&c->peer_closed))
-		return -ECONNRESET;
-	if (ch->slot >= c->rslots || ch->len > c->rstride - c->rhdr)
-		return -EINVAL;
-	dlen = pxfer_chunk_encode(hdr, r->hdr_size, ch);
-	if (dlen < 0)
-		return dlen;
-	sge[0] = (struct ibv_sge){ .addr = (uintptr_t)payload,
-				   .length = ch->len,
-				   .lkey = c->ring_mr->lkey };
-	sge[1] = (struct ibv_sge){ .addr = (uintptr_t)hdr, .length = dlen,
-				   .lkey = c->ring_mr->lkey };
-	memset(wr, 0, sizeof(wr));
-	/* the payload first, unsignaled: the second write's completion
-	 * retires both send queue entries */
-	wr[0].sg_list = &sge[0];
-	wr[0].num_sge = 1;
-	wr[0].opcode = IBV_WR_RDMA_WRITE;
-	wr[0].wr.rdma.remote_addr = rslot + c->rhdr;
-	wr[0].wr.rdma.rkey = c->rkey;
-	wr[0].next = &wr[1];
-	wr[1].wr_id = WR_ID(WR_DATA, ch->slot);
-	wr[1].sg_list = &sge[1];
-	wr[1].num_sge = 1;
-	wr[1].opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-	wr[1].send_flags = IBV_SEND_SIGNALED;
-	wr[1].imm_data = htonl(ch->slot);
-	wr[1].wr.rdma.remote_addr = rslot;
-	wr[1].wr.rdma.rkey = c->rkey;
-	atomic_fetch_add(&c->ctx->inflight, 1);
-	note_posted(c, 2);
-	if (ibv_post_send(c->id->qp, wr, &bad)) {
-		ret = -errno;
-		atomic_fetch_sub(&c->ctx->inflight, 1);
-		atomic_fetch_sub(&c->wr_out, 2);
-		return ret;
-	}
-	c->chunks++;
-	return 0;
-}
-
-static int pop_slots(struct rdma_conn *c, uint16_t *slots, unsigned int max)
-{
-	unsigned int n = 0;
-
-	pthread_mutex_lock(&c->lock);
-	while (n < max && c->sq_count) {
-		slots[n++] = c->slotq[c->sq_head];
-		c->sq_head = (c->sq_head + 1) % c->sq_cap;
-		c->sq_count--;
-	}
-	pthread_mutex_unlock(&c->lock);
-	return n;
-}
-
-int rt_reap_sent(struct pxfer_conn *pc, uint16_t *slots,
-		 unsigned int max)
-{
-	struct rdma_conn *c = to_rconn(pc);
-	int n = pop_slots(c, slots, max);
-
-	if (n)
-		return n;
-	pxfer_drain(c->efd);
-	n = pop_slots(c, slots, max);
-	if (n)
-		return n;
-	n = rt_conn_error(c);
-	if (n)
-		return n;
-	return atomic_load(&c->peer_closed) && !atomic_load(&c->closing) ?
-	       -ECONNRESET : 0;
-}
-
-int rt_recv_chunk(struct pxfer_conn *pc, const struct pxfer_ring *r,
-		  struct pxfer_chunk *ch)
-{
-	struct rdma_conn *c = to_rconn(pc);
-	uint16_t slot;
-	ssize_t n;
-	int ret;
-
-	if (!pop_slots(c, &slot, 1)) {
-		ret = rt_conn_error(c);
-		if (ret)
-			return ret;
-		if (atomic_load(&c->peer_closed))
-			return -EPIPE;
-		pxfer_drain(c->efd);
-		if (!pop_slots(c, &slot, 1))
-			return 0;
-	}
-	if (slot >= r->nslots)
-		return -EPROTO;
-	n = pxfer_chunk_decode(pxfer_ring_hdr(r, slot), r->hdr_size, ch);
-	if (n < 0)
-		return -EPROTO;
-	/* the payload is in the slot already: the peer wrote it there */
-	if (ch->slot != slot || ch->len > r->slot_size)
-		return -EPROTO;
-	return 1;
 }
 
 const struct pxfer_transport_ops pxfer_rdma_ops = {
