@@ -128,7 +128,7 @@ int rt_ctx_get(struct rdma_ctx **out)
 	if (!ctx)
 		goto out_unlock;
 	ctx->spin = spin ? atoi(spin) : 2000;
-	/* a smaller first CQ makes the tests grow it (rdma_suite case i) */
+	/* a smaller first CQ makes the tests grow it (cases.sh, deep-rings) */
 	ctx->cq_first = cq_first ? atoi(cq_first) : RDMA_CQ_MIN;
 	ctx->ech = rdma_create_event_channel();
 	if (!ctx->ech) {
