@@ -29,6 +29,7 @@
 #define RDMA_HDR_ROOM		4096	/* a page before each payload */
 #define RDMA_PRIV_MAGIC		0x70786672u	/* "pxfr" in connect data */
 #define RDMA_ACK_TIMEOUT	16	/* 4.096 us * 2^16 = 268 ms, x7 retries */
+#define RDMA_PENDING_MAX	64	/* connect requests waiting for accept */
 
 /* what a work request id says: kind in the top byte, index below */
 #define WR_CTRL_RECV	1ull
@@ -134,8 +135,8 @@ struct rdma_listener {
 	struct rdma_ctx *ctx;
 	struct rdma_cm_id *id;
 	int efd;			/* listener_fd: a connect request waits */
-	struct rdma_cm_id *pending[64];
-	uint8_t pending_kind[64];
+	struct rdma_cm_id *pending[RDMA_PENDING_MAX];
+	uint8_t pending_kind[RDMA_PENDING_MAX];
 	unsigned int npending;
 };
 

@@ -120,7 +120,7 @@ static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
 		}
 		ev->id->context = NULL;
 		if (!l || magic != RDMA_PRIV_MAGIC || kind > KIND_DATA ||
-		    l->npending == 64) {
+		    l->npending == RDMA_PENDING_MAX) {
 			rdma_reject(ev->id, NULL, 0);
 			return ev->id;
 		}
