@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "transport/rdma/priv.h"
+#include "transport/rdma/rdma.h"
 
 struct rdma_conn *rt_conn_alloc(struct rdma_ctx *ctx)
 {

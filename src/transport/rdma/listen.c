@@ -17,6 +17,7 @@
 #include "core/netaddr.h"
 #include "core/sys.h"
 #include "transport/rdma/priv.h"
+#include "transport/rdma/rdma.h"
 
 int rt_listen(const char *bind_addr, const char *port,
 	      struct pxfer_listener **out)

@@ -15,7 +15,7 @@
 #include <rdma/rdma_cma.h>
 
 #include "core/container_of.h"
-#include "transport/rdma/rdma.h"
+#include "transport/transport.h"
 
 #define RDMA_CTRL_BUFS		16	/* control receives (and sends) */
 #define RDMA_CTRL_BUF		8192

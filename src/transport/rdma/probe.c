@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/netaddr.h"
 #include "transport/rdma/priv.h"
+#include "transport/rdma/rdma.h"
 
 static const char *gid_type_name(enum ibv_gid_type type)
 {

@@ -30,6 +30,7 @@
  * all that the rest of pxfer sees of the transport.
  */
 #include "transport/rdma/priv.h"
+#include "transport/rdma/rdma.h"
 
 const struct pxfer_transport_ops pxfer_rdma_ops = {
 	.name = "rdma",
