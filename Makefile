@@ -2,7 +2,7 @@
 #   make                 build build/release/pxfer and libpxfer.so
 #   make test            build with AddressSanitizer + UBSan and run the suite
 #   make tsan            build with ThreadSanitizer, run the tests without the VM
-#   make lint            shellcheck every shell script
+#   make lint            shellcheck every shell script, and the tree's rules (test/lint/)
 #   make bench           release build, then the benchmarks (bench/);
 #                        BASELINE=<rev> compares with that commit's build
 #   make install PREFIX=/usr/local DESTDIR=   (and uninstall)
@@ -143,6 +143,8 @@ lint:
 	@find . \( -path ./build -o -path ./.git \) -prune -o -type f -print0 | \
 		xargs -0 awk '$(LINT_PICK)' | sort | \
 		xargs -d '\n' sh -c 'echo "shellcheck: $$# scripts"; shellcheck "$$@"' sh
+	test/lint/layout.py
+	@test/lint/docs.sh || [ $$? -eq 77 ]
 
 # TCP peers over loopback, then RDMA against ib_write_bw in the test VM.
 # BASELINE=<rev>: also the build of that commit, alternated with this one

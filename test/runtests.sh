@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs the test suite, each test under a timeout: the unit test programs
-# (test/unit/*.c, built into $PXFER_BUILD/test/unit/), the loopback
-# end-to-end tests (test/e2e/*.sh) and the RDMA tests in the Soft-RoCE VM
-# (test/rdma/smoke.sh, test/rdma/suite.sh). Exit status of a test: 0 pass,
+# Runs the test suite, each test under a timeout: the checks of the tree
+# itself (test/lint/), the unit test programs (test/unit/*.c, built into
+# $PXFER_BUILD/test/unit/), the loopback end-to-end tests (test/e2e/*.sh)
+# and the RDMA tests in the Soft-RoCE VM (test/rdma/smoke.sh,
+# test/rdma/suite.sh). Exit status of a test: 0 pass,
 # 77 skip, anything else fail. Prints one line per test and a summary.
 #
 # Usage: test/runtests.sh [PATTERN...]   (run the tests whose name matches)
@@ -17,6 +18,9 @@ logdir=$top/build/test-logs
 mkdir -p "$logdir"
 
 tests=()
+for t in "$top"/test/lint/*; do
+	[ -x "$t" ] && [ -f "$t" ] && tests+=("$t")
+done
 for t in "$PXFER_BUILD"/test/unit/*; do
 	[ -x "$t" ] && [ -f "$t" ] && tests+=("$t")
 done

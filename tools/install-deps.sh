@@ -9,7 +9,7 @@ build_pkgs=(build-essential pkg-config liburing-dev libibverbs-dev librdmacm-dev
 test_pkgs=(iproute2 procps psmisc libseccomp-dev python3)
 bench_pkgs=(iperf3 rsync netcat-openbsd time)
 # CI's checks: the clang build and make lint
-check_pkgs=(clang shellcheck)
+check_pkgs=(clang shellcheck graphviz)
 rdma_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)
 
 want_vm=1

@@ -5,7 +5,7 @@
   - no file in src/ is longer than 800 lines;
   - calls go down: a file includes headers of its own layer or of the
     layers below it, never above
-        core < io < transport < engine < send, recv < cli
+        core < io < transport < engine < send, recv < api < cli
     (include/pxfer/pxfer.h, the public API's types, is below them all);
     send and recv do not include each other, nor do the transports
     (transport/tcp, transport/rdma), and a transport's private headers
@@ -21,7 +21,7 @@ import sys
 
 MAX_LINES = 800
 LAYER = {"core": 0, "io": 1, "transport": 2, "engine": 3, "send": 4,
-         "recv": 4, "cli": 5}
+         "recv": 4, "api": 5, "cli": 6}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 top = os.environ.get("PXFER_TOP") or os.path.dirname(os.path.dirname(
