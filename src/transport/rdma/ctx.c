@@ -105,7 +105,7 @@ int rt_srq_want_add(struct rdma_ctx *ctx, int delta)
 	else
 		ctx->srq_want += delta;
 	pthread_mutex_unlock(&ctx->srq_lock);
-	return ret ? ret : rt_srq_refill(ctx, -1);
+	return ret;
 }
 
 /* Get the process's context (event channel and progress thread). */
@@ -148,7 +148,6 @@ int rt_ctx_get(struct rdma_ctx **out)
 	ret = -pthread_create(&ctx->thread, NULL, rt_progress_main, ctx);
 	if (ret)
 		goto out_stopfd;
-	ctx->thread_started = 1;
 	pxfer_thread_name(ctx->thread, "rdma", -1);
 	ctx->refs = 1;
 	the_ctx = ctx;

@@ -190,12 +190,21 @@ ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
 		c->rx_count--;
 		if (WR_KIND(e->wr_id) == WR_CTRL_RECV) {
 			ret = rt_ctrl_recv_post(c, WR_INDEX(e->wr_id));
-			c->to_return++;
+			/* only a receive that is posted again is the peer's */
+			if (!ret)
+				c->to_return++;
 		} else {
 			ret = rt_srq_refill(ctx, WR_INDEX(e->wr_id));
 		}
-		if (ret)
+		if (ret) {
+			/* the connection cannot keep its receives posted: it
+			 * fails now, and this call or the next says so */
+			int none = 0;
+
+			atomic_compare_exchange_strong(&c->wc_error, &none,
+						       IBV_WC_GENERAL_ERR);
 			break;
+		}
 	}
 	return_credits(c);
 	pthread_mutex_unlock(&c->lock);

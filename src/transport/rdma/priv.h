@@ -68,7 +68,6 @@ struct rdma_ctx {
 	struct rdma_conn *conns;	/* list of connections with a QP */
 	struct rdma_listener *listener;	/* takes connect requests, or NULL */
 	pthread_t thread;
-	int thread_started;
 	int stop_fd;			/* eventfd: wakes the progress thread */
 	atomic_int stop;
 	atomic_int inflight;		/* signaled sends not yet completed */
@@ -95,7 +94,6 @@ struct rdma_conn {
 	pthread_mutex_t lock;		/* queues below, credits */
 	/* connection state, set by the progress thread */
 	atomic_int cm_event;		/* last rdma_cm event seen */
-	atomic_int cm_status;
 	atomic_int established;
 	atomic_int peer_closed;
 	atomic_int closing;
@@ -179,7 +177,8 @@ int rt_ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
 int rt_cq_reserve(struct rdma_ctx *ctx, int n);
 /* rt_srq_refill - SRQ buffer @returned_idx (-1: none) is free; top up */
 int rt_srq_refill(struct rdma_ctx *ctx, int64_t returned_idx);
-/* rt_srq_want_add - @delta more receives for the SRQ to hold, or -ENOSPC */
+/* rt_srq_want_add - @delta more receives for the SRQ to hold (posting
+ * them is rt_srq_refill's), or -ENOSPC and nothing changed */
 int rt_srq_want_add(struct rdma_ctx *ctx, int delta);
 /* rt_reg_failed - -errno for a failed ibv_reg_mr, naming memlock if due */
 int rt_reg_failed(size_t bytes, const char *what);

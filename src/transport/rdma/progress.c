@@ -144,7 +144,6 @@ static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
 	default:
 		break;
 	}
-	atomic_store(&c->cm_status, ev->status);
 	atomic_store(&c->cm_event, ev->event);
 	pxfer_wake(c->efd);
 	return NULL;

@@ -52,11 +52,15 @@ int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 			c->cq_share += 2 * (int)r->nslots;
 		return ret;
 	}
-	/* every slot that can be granted has a receive waiting for it */
+	/* every slot that can be granted has a receive waiting for it; the
+	 * share goes back with the connection, even if posting fails */
 	ret = rt_srq_want_add(ctx, r->nslots);
 	if (ret)
 		return ret;
 	c->srq_share = r->nslots;
+	ret = rt_srq_refill(ctx, -1);
+	if (ret)
+		return ret;
 	desc.addr = (uintptr_t)r->base;
 	desc.rkey = c->ring_mr->rkey;
 	desc.stride = r->stride;
