@@ -28,7 +28,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
-#define MAGIC		0x70786672u	/* "pxfr": src/rdma.c RDMA_PRIV_MAGIC */
+#define MAGIC		0x70786672u	/* "pxfr": src/transport/rdma/priv.h RDMA_PRIV_MAGIC */
 #define DEPTH		256
 #define LEN_MAX		4096
 #define WR_SEND		1
