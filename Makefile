@@ -205,3 +205,23 @@ clean:
 
 -include test/vm/rxe.mk
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(HELPER_BIN:=.d) $(BENCH_BIN:=.d)
+
+# ---- fuzzing ----------------------------------------------------------------
+# One fuzz target per decoder a peer reaches: test/fuzz/NAME.c. The suite
+# links every target with test/fuzz/driver.c, a main() that runs it on the
+# files it is given.
+
+FUZZ_SRC := $(filter-out test/fuzz/driver.c test/fuzz/make_corpus.c, \
+	      $(wildcard test/fuzz/*.c))
+FUZZ_ALL := $(notdir $(FUZZ_SRC:.c=))
+
+# standalone replays, in the suite's build
+FUZZ_REPLAY := $(FUZZ_ALL:%=$(BUILD)/test/fuzz/%)
+
+all: $(FUZZ_REPLAY)
+
+$(FUZZ_REPLAY): $(BUILD)/test/fuzz/%: $(BUILD)/test/fuzz/%.o \
+		$(BUILD)/test/fuzz/driver.o $(BUILD)/libpxfer.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+-include $(BUILD)/test/fuzz/driver.d $(FUZZ_REPLAY:=.d)
