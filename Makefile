@@ -207,21 +207,32 @@ clean:
 -include $(LIB_OBJ:.o=.d) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) $(HELPER_BIN:=.d) $(BENCH_BIN:=.d)
 
 # ---- fuzzing ----------------------------------------------------------------
-# One fuzz target per decoder a peer reaches: test/fuzz/NAME.c. The suite
-# links every target with test/fuzz/driver.c, a main() that runs it on the
-# files it is given.
+# One fuzz target per decoder a peer reaches: test/fuzz/NAME.c, seeded from
+# test/fuzz/corpus/NAME/.
+#   make fuzz-corpus     regenerate the seeds (test/fuzz/make_corpus.c)
+# The suite links every target with test/fuzz/driver.c, a main() that runs
+# it on the files it is given, and replays the committed seeds
+# (test/fuzz/corpus.sh).
 
 FUZZ_SRC := $(filter-out test/fuzz/driver.c test/fuzz/make_corpus.c, \
 	      $(wildcard test/fuzz/*.c))
 FUZZ_ALL := $(notdir $(FUZZ_SRC:.c=))
 
-# standalone replays, in the suite's build
+# standalone replays and the seed generator, in the suite's build
 FUZZ_REPLAY := $(FUZZ_ALL:%=$(BUILD)/test/fuzz/%)
+FUZZ_GEN := $(BUILD)/test/fuzz/make_corpus
 
-all: $(FUZZ_REPLAY)
+all: $(FUZZ_REPLAY) $(FUZZ_GEN)
 
 $(FUZZ_REPLAY): $(BUILD)/test/fuzz/%: $(BUILD)/test/fuzz/%.o \
 		$(BUILD)/test/fuzz/driver.o $(BUILD)/libpxfer.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
--include $(BUILD)/test/fuzz/driver.d $(FUZZ_REPLAY:=.d)
+$(FUZZ_GEN): $(BUILD)/test/fuzz/make_corpus.o $(BUILD)/libpxfer.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+fuzz-corpus: $(FUZZ_GEN)
+	$(FUZZ_GEN) test/fuzz/corpus
+
+.PHONY: fuzz-corpus
+-include $(BUILD)/test/fuzz/driver.d $(FUZZ_REPLAY:=.d) $(FUZZ_GEN).d

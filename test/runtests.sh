@@ -24,6 +24,7 @@ done
 for t in "$PXFER_BUILD"/test/unit/*; do
 	[ -x "$t" ] && [ -f "$t" ] && tests+=("$t")
 done
+tests+=("$top"/test/fuzz/corpus.sh)	# the fuzz targets over their seeds
 for t in "$top"/test/e2e/*.sh "$top"/test/rdma/smoke.sh "$top"/test/rdma/suite.sh; do
 	tests+=("$t")
 done

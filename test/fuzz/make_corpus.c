@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Writes the seed corpus of every fuzz target: valid inputs made with the
+ * encoders (every message type, the smallest and largest of each field
+ * and string) and edge cases next to them (a byte short, a byte over, a
+ * length one past its limit). Run by `make fuzz-corpus`, which writes into
+ * test/fuzz/corpus/; test/fuzz/corpus.sh checks that the committed seeds
+ * are what this program makes today.
+ *
+ * Usage: make_corpus DIR   (writes DIR/<target>/<seed>)
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/bytes.h"
+#include "core/proto.h"
+#include "transport/rdma/ring_desc.h"
+
+#define FRAME_MAX	(PXFER_HDR_LEN + PXFER_MSG_MAX)
+/* room for a seed over a limit */
+#define BODY_MAX	(PXFER_MSG_MAX + 16)
+
+static const char *outdir;
+static int failed;
+
+static void seed(const char *target, const char *name, const void *buf,
+		 size_t len)
+{
+	char path[PATH_MAX];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", outdir, target);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST)
+		goto out_error;
+	snprintf(path, sizeof(path), "%s/%s/%s", outdir, target, name);
+	f = fopen(path, "wb");
+	if (!f)
+		goto out_error;
+	if (len && fwrite(buf, len, 1, f) != 1) {
+		fclose(f);
+		goto out_error;
+	}
+	if (fclose(f) == 0)
+		return;
+out_error:
+	fprintf(stderr, "error: cannot write '%s': %s\n", path,
+		strerror(errno));
+	failed = 1;
+}
+
+/*
+ * A path of @len bytes made of names of @name_len bytes ("aaa/bbb/c"),
+ * the first name one byte shorter where the path would end in '/'.
+ */
+static void make_path(char *dst, size_t len, size_t name_len)
+{
+	size_t i, j, skip = len % (name_len + 1) == 0;
+
+	for (i = 0; i < len; i++) {
+		j = i + skip;
+		dst[i] = (j + 1) % (name_len + 1) ?
+			 (char)('a' + j / (name_len + 1) % 26) : '/';
+	}
+	dst[len] = '\0';
+}
+
+/* ------------------------------------------------------------------------ */
+/* msg: the type byte, then the body; hdr: the header in front of it */
+
+struct body {
+	uint8_t b[1 + BODY_MAX];	/* the type byte, then the body */
+	size_t n;
+};
+
+static void msg_write(const char *name, const struct body *body)
+{
+	seed("msg", name, body->b, body->n);
+}
+
+/*
+ * Grow the string (or blob, or slot list) whose u16 count is at @off in
+ * the body by one element of @elem bytes: a seed one past the limit when
+ * the string was at it.
+ */
+static void body_grow(struct body *body, size_t off, size_t elem)
+{
+	uint8_t *cnt = body->b + 1 + off;
+	uint16_t n = pxfer_get_be(cnt, 2);
+	size_t end = 1 + off + 2 + (size_t)n * elem;
+
+	memmove(body->b + end + elem, body->b + end, body->n - end);
+	memset(body->b + end, 'x', elem);
+	pxfer_put_be(cnt, n + 1, 2);
+	body->n += elem;
+}
+
+/* Encode @m into @body: its type byte, then its body. */
+static int msg_body(const char *name, const struct pxfer_msg *m,
+		    struct body *body, uint8_t *frame, struct pxfer_hdr *h)
+{
+	ssize_t n = pxfer_msg_encode(frame, FRAME_MAX, m);
+
+	if (n < 0 || pxfer_hdr_decode(frame, n, h)) {
+		fprintf(stderr, "error: seed '%s' does not encode\n", name);
+		failed = 1;
+		return -1;
+	}
+	body->b[0] = (uint8_t)m->type;
+	memcpy(body->b + 1, frame + PXFER_HDR_LEN, h->len);
+	body->n = 1 + h->len;
+	return 0;
+}
+
+/*
+ * Encode @m and write it as msg/@name, with the variants a byte short and
+ * a byte over, and its header as hdr/@name. @at_max: the body is as long
+ * as its type allows, so a header announcing one byte more is refused.
+ * Leaves the seed in @body.
+ */
+static void msg_seed(const char *name, const struct pxfer_msg *m, bool at_max,
+		     struct body *body)
+{
+	static uint8_t frame[FRAME_MAX];
+	struct pxfer_hdr h;
+	char var[128];
+
+	if (msg_body(name, m, body, frame, &h))
+		return;
+	seed("hdr", name, frame, PXFER_HDR_LEN);
+	if (at_max) {
+		snprintf(var, sizeof(var), "%s-over", name);
+		pxfer_hdr_encode(frame, h.type, h.len + 1);
+		seed("hdr", var, frame, PXFER_HDR_LEN);
+	}
+	msg_write(name, body);
+	if (h.len) {
+		snprintf(var, sizeof(var), "%s-short", name);
+		seed("msg", var, body->b, body->n - 1);
+	}
+	snprintf(var, sizeof(var), "%s-long", name);
+	body->b[body->n] = 0;
+	seed("msg", var, body->b, body->n + 1);
+}
+
+static void msgs_handshake(struct pxfer_msg *m, struct body *body)
+{
+	struct pxfer_ring_desc rd = {
+		.addr = 0x7f0000001000ull, .rkey = 0x1234,
+		.stride = (4u << 20) + 4096, .hdr = 4096, .slots = 8,
+	};
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_CHALLENGE;
+	m->u.challenge = (struct pxfer_challenge){
+		.magic = PXFER_MAGIC, .version = PXFER_PROTO_VERSION,
+	};
+	memset(m->u.challenge.nonce, 0x11, PXFER_NONCE_LEN);
+	msg_seed("challenge-tcp", m, true, body);
+	m->u.challenge.transport = 1;
+	msg_seed("challenge-rdma", m, true, body);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_HELLO;
+	m->u.hello = (struct pxfer_hello){
+		.magic = PXFER_MAGIC, .version = PXFER_PROTO_VERSION,
+		.workers = 1, .chunk_size = PXFER_CHUNK_MIN,
+	};
+	msg_seed("hello", m, false, body);
+	m->u.hello.workers = PXFER_WORKERS_MAX;
+	m->u.hello.chunk_size = PXFER_CHUNK_MAX;
+	m->u.hello.flags = PXFER_HELLO_FLAGS;
+	memset(m->u.hello.nonce, 0x22, PXFER_NONCE_LEN);
+	memset(m->u.hello.mac, 0x33, PXFER_MAC_LEN);
+	m->u.hello.dest_len = PXFER_PATH_MAX;
+	make_path(m->u.hello.dest, PXFER_PATH_MAX, PXFER_NAME_MAX);
+	msg_seed("hello-max", m, true, body);
+	body_grow(body, 80, 1);
+	msg_write("hello-dest-over", body);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_WELCOME;
+	m->u.welcome = (struct pxfer_welcome){
+		.session = 1, .chunk_size = PXFER_CHUNK_MIN, .workers = 1,
+		.slots = 1, .max_files = 1,
+	};
+	msg_seed("welcome-min", m, true, body);
+	m->u.welcome = (struct pxfer_welcome){
+		.session = UINT64_MAX, .chunk_size = PXFER_CHUNK_MAX,
+		.workers = PXFER_WORKERS_MAX, .slots = PXFER_SLOTS_MAX,
+		.max_files = 65536,
+	};
+	msg_seed("welcome-max", m, true, body);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_DATA_HELLO;
+	m->u.data_hello.session = 42;
+	msg_seed("data_hello", m, true, body);
+	m->u.data_hello.worker = PXFER_WORKERS_MAX - 1;
+	msg_seed("data_hello-last", m, true, body);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_DATA_WELCOME;
+	msg_seed("data_welcome-tcp", m, false, body);
+	m->u.data_welcome.blob_len = PXFER_RING_DESC_LEN;
+	pxfer_ring_desc_encode(&rd, m->u.data_welcome.blob);
+	msg_seed("data_welcome-rdma", m, false, body);
+	m->u.data_welcome.worker = PXFER_WORKERS_MAX - 1;
+	m->u.data_welcome.blob_len = PXFER_BLOB_MAX;
+	memset(m->u.data_welcome.blob, 0xbb, PXFER_BLOB_MAX);
+	msg_seed("data_welcome-max", m, true, body);
+	body_grow(body, 2, 1);
+	msg_write("data_welcome-blob-over", body);
+}
+
+static void msg_error(struct pxfer_msg *m, struct body *body, uint16_t type,
+		      const char *name)
+{
+	char var[64];
+
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->u.error.code = EACCES;
+	msg_seed(name, m, false, body);
+	m->u.error.text_len = PXFER_TEXT_MAX;
+	memset(m->u.error.text, 't', PXFER_TEXT_MAX);
+	snprintf(var, sizeof(var), "%s-max", name);
+	msg_seed(var, m, true, body);
+	body_grow(body, 4, 1);
+	snprintf(var, sizeof(var), "%s-text-over", name);
+	msg_write(var, body);
+}
+
+static void msgs_file(struct pxfer_msg *m, struct body *body)
+{
+	static uint8_t frame[FRAME_MAX];
+	struct pxfer_file *f = &m->u.file;
+	struct pxfer_hdr h;
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_FILE;
+	*f = (struct pxfer_file){
+		.id = 1, .type = PXFER_FT_REG, .mode = 0644, .size = 1ull << 40,
+		.mtime_sec = 1700000000, .mtime_nsec = 123456789,
+		.path_len = 9, .path = "dir/a.bin",
+	};
+	msg_seed("file-reg", m, false, body);
+	*f = (struct pxfer_file){
+		.id = UINT64_MAX, .type = PXFER_FT_REG, .mode = 07777,
+		.size = UINT64_MAX, .mtime_sec = INT64_MIN,
+		.mtime_nsec = 999999999, .path_len = 1, .path = "a",
+	};
+	msg_seed("file-reg-extremes", m, false, body);
+	*f = (struct pxfer_file){
+		.id = 2, .type = PXFER_FT_DIR, .mode = 0755, .mtime_sec = -1,
+		.path_len = 3, .path = "dir",
+	};
+	msg_seed("file-dir", m, false, body);
+	*f = (struct pxfer_file){
+		.id = 3, .type = PXFER_FT_SYMLINK, .mode = 0777,
+		.path_len = 8, .path = "dir/link", .target_len = 5,
+		.target = "a.bin",
+	};
+	msg_seed("file-symlink", m, false, body);
+
+	f->path_len = PXFER_PATH_MAX;
+	make_path(f->path, PXFER_PATH_MAX, PXFER_NAME_MAX);
+	f->target_len = PXFER_PATH_MAX;
+	make_path(f->target, PXFER_PATH_MAX, 2);
+	msg_seed("file-max", m, true, body);
+	body_grow(body, 33 + 2 + PXFER_PATH_MAX, 1);
+	msg_write("file-target-over", body);
+	if (msg_body("file-max", m, body, frame, &h))
+		return;
+	body_grow(body, 33, 1);
+	msg_write("file-path-over", body);
+}
+
+static void msg_status(struct pxfer_msg *m, struct body *body, uint16_t type,
+		       uint32_t code, const char *name)
+{
+	char var[64];
+
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->u.status.id = 7;
+	m->u.status.code = code;
+	msg_seed(name, m, false, body);
+	m->u.status.text_len = PXFER_TEXT_MAX;
+	memset(m->u.status.text, 's', PXFER_TEXT_MAX);
+	snprintf(var, sizeof(var), "%s-max", name);
+	msg_seed(var, m, true, body);
+	body_grow(body, 12, 1);
+	snprintf(var, sizeof(var), "%s-text-over", name);
+	msg_write(var, body);
+}
+
+static void msgs_session(struct pxfer_msg *m, struct body *body)
+{
+	unsigned int i;
+
+	msg_status(m, body, PXFER_MSG_FILE_OK, 0, "file_ok");
+	msg_status(m, body, PXFER_MSG_FILE_ERR, ENOSPC, "file_err");
+	msg_status(m, body, PXFER_MSG_FILE_DONE, 0, "file_done");
+	msg_status(m, body, PXFER_MSG_FILE_DONE, EIO, "file_done-err");
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_FILE_END;
+	m->u.end = (struct pxfer_file_end){ .id = 7, .bytes = 1ull << 33 };
+	msg_seed("file_end", m, true, body);
+	m->u.end.code = EIO;
+	msg_seed("file_end-err", m, true, body);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_CREDIT;
+	m->u.credit.count = 1;
+	msg_seed("credit", m, false, body);
+	m->u.credit.worker = PXFER_WORKERS_MAX - 1;
+	m->u.credit.count = PXFER_CREDIT_MAX;
+	for (i = 0; i < PXFER_CREDIT_MAX; i++)
+		m->u.credit.slots[i] = PXFER_SLOTS_MAX - 1 - i;
+	msg_seed("credit-max", m, true, body);
+	body_grow(body, 2, 2);
+	msg_write("credit-count-over", body);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_FIN;
+	m->u.fin = (struct pxfer_fin){ .files = 1000, .bytes = 1ull << 40 };
+	msg_seed("fin", m, true, body);
+	m->type = PXFER_MSG_ACK;
+	msg_seed("ack", m, true, body);
+	m->u.fin.code = EIO;
+	msg_seed("ack-err", m, true, body);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_PING;
+	msg_seed("ping", m, true, body);
+}
+
+/* Types the control decoders must refuse whatever the body. */
+static void msgs_refused(struct body *body)
+{
+	struct pxfer_chunk c = {
+		.nseg = 1, .len = 4096, .seg = { { .file = 1, .len = 4096 } },
+	};
+	ssize_t n;
+
+	body->b[0] = 0;
+	seed("msg", "type-0", body->b, 1);
+	body->b[0] = PXFER_MSG_TYPE_MAX + 1;
+	seed("msg", "type-past-max", body->b, 1);
+	body->b[0] = PXFER_MSG_CHUNK;
+	n = pxfer_chunk_encode(body->b + 1, BODY_MAX, &c);
+	if (n > 0)
+		seed("msg", "chunk", body->b, 1 + n);
+}
+
+static void make_msg_hdr(void)
+{
+	struct pxfer_msg *m = calloc(1, sizeof(*m));
+	struct body *body = calloc(1, sizeof(*body));
+	uint8_t h[PXFER_HDR_LEN];
+
+	if (!m || !body) {
+		fprintf(stderr, "error: out of memory\n");
+		exit(1);
+	}
+	msgs_handshake(m, body);
+	msg_error(m, body, PXFER_MSG_REFUSE, "refuse");
+	msg_error(m, body, PXFER_MSG_ABORT, "abort");
+	msgs_file(m, body);
+	msgs_session(m, body);
+	msgs_refused(body);
+	free(body);
+	free(m);
+
+	pxfer_hdr_encode(h, PXFER_MSG_CHUNK, PXFER_CHUNK_DESC_MAX +
+			 PXFER_CHUNK_MAX);
+	seed("hdr", "chunk-max", h, sizeof(h));
+	pxfer_hdr_encode(h, PXFER_MSG_CHUNK, PXFER_CHUNK_DESC_MAX +
+			 PXFER_CHUNK_MAX + 1);
+	seed("hdr", "chunk-max-over", h, sizeof(h));
+	pxfer_hdr_encode(h, PXFER_MSG_FIN, 20);
+	seed("hdr", "short", h, sizeof(h) - 1);
+	h[3] = 1;
+	seed("hdr", "flags", h, sizeof(h));
+	pxfer_hdr_encode(h, 0, 0);
+	seed("hdr", "type-0", h, sizeof(h));
+	pxfer_hdr_encode(h, PXFER_MSG_TYPE_MAX + 1, 0);
+	seed("hdr", "type-past-max", h, sizeof(h));
+}
+
+/* ------------------------------------------------------------------------ */
+/* chunk: a descriptor, sometimes with payload after it */
+
+static void chunk_seed(const char *name, const struct pxfer_chunk *c)
+{
+	uint8_t buf[PXFER_CHUNK_DESC_MAX + 16];
+	ssize_t n = pxfer_chunk_encode(buf, sizeof(buf), c);
+
+	if (n < 0) {
+		fprintf(stderr, "error: seed '%s' does not encode\n", name);
+		failed = 1;
+		return;
+	}
+	seed("chunk", name, buf, n);
+}
+
+/* A valid descriptor with one field overwritten at @off (@n bytes). */
+static void chunk_bad(const char *name, const struct pxfer_chunk *c,
+		      size_t off, uint64_t v, unsigned int n)
+{
+	uint8_t buf[PXFER_CHUNK_DESC_MAX];
+	ssize_t len = pxfer_chunk_encode(buf, sizeof(buf), c);
+
+	if (len < 0 || off + n > (size_t)len) {
+		fprintf(stderr, "error: seed '%s' does not encode\n", name);
+		failed = 1;
+		return;
+	}
+	pxfer_put_be(buf + off, v, n);
+	seed("chunk", name, buf, len);
+}
+
+static void make_chunk(void)
+{
+	struct pxfer_chunk c = {
+		.slot = 3, .nseg = 1, .len = 4096,
+		.xxh3 = 0x0123456789abcdefull, .seq = 9,
+		.seg = { { .file = 1, .offset = 0, .len = 4096 } },
+	};
+	uint8_t buf[PXFER_CHUNK_DESC_MAX + 16];
+	unsigned int i;
+	ssize_t n;
+
+	chunk_seed("one", &c);
+	n = pxfer_chunk_encode(buf, sizeof(buf), &c);
+	if (n > 0) {
+		memset(buf + n, 'p', 16);
+		seed("chunk", "one-with-payload", buf, n + 16);
+		seed("chunk", "one-short", buf, n - 1);
+		seed("chunk", "fixed-short", buf, pxfer_chunk_desc_len(0) - 1);
+	}
+	chunk_bad("nseg-0", &c, 2, 0, 2);
+	chunk_bad("nseg-over", &c, 2, PXFER_SEG_MAX + 1, 2);
+	chunk_bad("len-0", &c, 4, 0, 4);
+	chunk_bad("len-mismatch", &c, 4, 4097, 4);
+	chunk_bad("seg-len-0", &c, 24 + 16, 0, 4);
+	chunk_bad("offset-wraps", &c, 24 + 8, UINT64_MAX - 4095, 8);
+
+	c.seg[0].offset = UINT64_MAX - 4096;
+	chunk_seed("offset-last", &c);
+
+	c.slot = PXFER_SLOTS_MAX - 1;
+	c.len = PXFER_CHUNK_MAX;
+	c.seg[0] = (struct pxfer_seg){ .file = 2, .len = PXFER_CHUNK_MAX };
+	chunk_seed("len-max", &c);
+	chunk_bad("len-over", &c, 4, PXFER_CHUNK_MAX + 1, 4);
+
+	/* the most segments, some of a byte, summing to the largest len */
+	c.nseg = PXFER_SEG_MAX;
+	for (i = 0; i < PXFER_SEG_MAX; i++)
+		c.seg[i] = (struct pxfer_seg){
+			.file = 100 + i, .offset = (uint64_t)i << 32, .len = 1,
+		};
+	c.seg[0].len = PXFER_CHUNK_MAX - (PXFER_SEG_MAX - 1);
+	chunk_seed("segs-max", &c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* path: the bytes of a wire path */
+
+static void path_seed(const char *name, const char *p)
+{
+	seed("path", name, p, strlen(p));
+}
+
+static void make_path_seeds(void)
+{
+	static char buf[PXFER_PATH_MAX + 2];
+
+	path_seed("one", "a");
+	path_seed("nested", "dir/sub/file.txt");
+	path_seed("dots", "...");
+	path_seed("dot-prefix", ".a/..b/c..");
+	path_seed("dot", ".");
+	path_seed("dotdot", "..");
+	path_seed("dot-inside", "a/./b");
+	path_seed("dotdot-inside", "a/../b");
+	path_seed("dotdot-last", "a/..");
+	path_seed("absolute", "/etc/passwd");
+	path_seed("empty-component", "a//b");
+	path_seed("trailing-slash", "a/");
+	path_seed("slash", "/");
+	seed("path", "empty", "", 0);
+	seed("path", "nul", "a\0b", 3);
+	seed("path", "nul-last", "ab\0", 3);
+
+	make_path(buf, PXFER_NAME_MAX, PXFER_NAME_MAX);
+	path_seed("name-max", buf);
+	make_path(buf, PXFER_NAME_MAX + 1, PXFER_NAME_MAX + 1);
+	path_seed("name-over", buf);
+	make_path(buf, PXFER_PATH_MAX, PXFER_NAME_MAX);
+	path_seed("path-max", buf);
+	make_path(buf, PXFER_PATH_MAX + 1, PXFER_NAME_MAX);
+	path_seed("path-over", buf);
+}
+
+/* ------------------------------------------------------------------------ */
+/* ring_desc: u16 slots the WELCOME announced, then the blob */
+
+static void ring_seed(const char *name, uint16_t slots_max,
+		      const struct pxfer_ring_desc *d, size_t len)
+{
+	uint8_t buf[2 + PXFER_RING_DESC_LEN + 1] = { 0 };
+
+	pxfer_put_be(buf, slots_max, 2);
+	pxfer_ring_desc_encode(d, buf + 2);
+	seed("ring_desc", name, buf, 2 + len);
+}
+
+static void make_ring_desc(void)
+{
+	struct pxfer_ring_desc d = {
+		.addr = 0x7f0000001000ull, .rkey = 0xabcd,
+		.stride = (4u << 20) + 4096, .hdr = 4096, .slots = 8,
+	};
+
+	ring_seed("typical", 8, &d, PXFER_RING_DESC_LEN);
+	ring_seed("short", 8, &d, PXFER_RING_DESC_LEN - 1);
+	ring_seed("long", 8, &d, PXFER_RING_DESC_LEN + 1);
+	ring_seed("slots-over", 7, &d, PXFER_RING_DESC_LEN);
+	d.hdr = PXFER_CHUNK_DESC_MAX;
+	d.stride = d.hdr + 1;
+	ring_seed("tightest", 8, &d, PXFER_RING_DESC_LEN);
+	d.stride = d.hdr;
+	ring_seed("no-payload-room", 8, &d, PXFER_RING_DESC_LEN);
+	d.hdr = PXFER_CHUNK_DESC_MAX - 1;
+	d.stride = UINT32_MAX;
+	ring_seed("hdr-short", 8, &d, PXFER_RING_DESC_LEN);
+	d = (struct pxfer_ring_desc){
+		.addr = UINT64_MAX, .rkey = UINT32_MAX, .stride = UINT32_MAX,
+		.hdr = UINT32_MAX - 1, .slots = UINT16_MAX,
+	};
+	ring_seed("extremes", UINT16_MAX, &d, PXFER_RING_DESC_LEN);
+	d.slots = 0;
+	ring_seed("slots-0", UINT16_MAX, &d, PXFER_RING_DESC_LEN);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s DIR\n", argv[0]);
+		return 1;
+	}
+	outdir = argv[1];
+	if (mkdir(outdir, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "error: cannot create '%s': %s\n", outdir,
+			strerror(errno));
+		return 1;
+	}
+	make_msg_hdr();
+	make_chunk();
+	make_path_seeds();
+	make_ring_desc();
+	return failed;
+}
