@@ -209,14 +209,27 @@ clean:
 # ---- fuzzing ----------------------------------------------------------------
 # One fuzz target per decoder a peer reaches: test/fuzz/NAME.c, seeded from
 # test/fuzz/corpus/NAME/.
+#   make fuzz [FUZZ_TARGETS="msg path"] [FUZZ_SECONDS=60] [FUZZ_FLAGS=...]
+#                        clang + libFuzzer + ASan + UBSan into build/fuzz/;
+#                        each target runs FUZZ_SECONDS on a copy of its
+#                        corpus in build/fuzz/corpus/NAME/, crashes go to
+#                        build/fuzz/artifacts/NAME/ (needs clang and its
+#                        libFuzzer runtime: tools/install-deps.sh)
 #   make fuzz-corpus     regenerate the seeds (test/fuzz/make_corpus.c)
-# The suite links every target with test/fuzz/driver.c, a main() that runs
-# it on the files it is given, and replays the committed seeds
-# (test/fuzz/corpus.sh).
+#   make fuzz-clean      remove build/fuzz/, found inputs included
+# The suite links every target with test/fuzz/driver.c instead of libFuzzer
+# and replays the committed seeds (test/fuzz/corpus.sh).
 
 FUZZ_SRC := $(filter-out test/fuzz/driver.c test/fuzz/make_corpus.c, \
 	      $(wildcard test/fuzz/*.c))
 FUZZ_ALL := $(notdir $(FUZZ_SRC:.c=))
+FUZZ_TARGETS ?= $(FUZZ_ALL)
+FUZZ_SECONDS ?= 60
+FUZZ_FLAGS ?=
+FUZZ_CC ?= clang
+FUZZ_BUILD := build/fuzz
+FUZZ_SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	    -fno-omit-frame-pointer
 
 # standalone replays and the seed generator, in the suite's build
 FUZZ_REPLAY := $(FUZZ_ALL:%=$(BUILD)/test/fuzz/%)
@@ -231,8 +244,46 @@ $(FUZZ_REPLAY): $(BUILD)/test/fuzz/%: $(BUILD)/test/fuzz/%.o \
 $(FUZZ_GEN): $(BUILD)/test/fuzz/make_corpus.o $(BUILD)/libpxfer.a
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
+# the library and the targets again, with clang's coverage for libFuzzer
+FUZZ_LIB_OBJ := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_OBJ := $(FUZZ_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_BIN := $(FUZZ_ALL:%=$(FUZZ_BUILD)/%)
+
+$(FUZZ_LIB_OBJ) $(FUZZ_OBJ): $(FUZZ_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(CPPFLAGS) $(CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link \
+		-c -o $@ $<
+
+$(FUZZ_BUILD)/libpxfer.a: $(FUZZ_LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(FUZZ_BIN): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/test/fuzz/%.o \
+	     $(FUZZ_BUILD)/libpxfer.a
+	$(FUZZ_CC) -pthread $(FUZZ_SAN) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# new inputs go to the copy under build/, never to the committed corpus
+fuzz: $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/%)
+	@status=0; \
+	for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_BUILD)/corpus/$$t $(FUZZ_BUILD)/artifacts/$$t; \
+		cp -n test/fuzz/corpus/$$t/* $(FUZZ_BUILD)/corpus/$$t/; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS)s"; \
+		$(FUZZ_BUILD)/$$t -max_total_time=$(FUZZ_SECONDS) \
+			-artifact_prefix=$(FUZZ_BUILD)/artifacts/$$t/ \
+			-print_final_stats=1 $(FUZZ_FLAGS) \
+			$(FUZZ_BUILD)/corpus/$$t || { \
+			echo "fuzz: $$t failed: $(FUZZ_BUILD)/artifacts/$$t/"; \
+			status=1; }; \
+	done; \
+	exit $$status
+
 fuzz-corpus: $(FUZZ_GEN)
 	$(FUZZ_GEN) test/fuzz/corpus
 
-.PHONY: fuzz-corpus
--include $(BUILD)/test/fuzz/driver.d $(FUZZ_REPLAY:=.d) $(FUZZ_GEN).d
+fuzz-clean:
+	rm -rf $(FUZZ_BUILD)
+
+.PHONY: fuzz fuzz-corpus fuzz-clean
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_OBJ:.o=.d) \
+	 $(BUILD)/test/fuzz/driver.d $(FUZZ_REPLAY:=.d) $(FUZZ_GEN).d

@@ -11,6 +11,8 @@ bench_pkgs=(iperf3 rsync netcat-openbsd time)
 # CI's checks: the clang build and make lint
 check_pkgs=(clang shellcheck graphviz)
 rdma_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)
+# make fuzz: the libFuzzer runtime clang only recommends
+fuzz_pkgs=(libclang-rt-dev)
 
 want_vm=1
 [ "${1:-}" = --no-vm ] && want_vm=0
@@ -23,7 +25,7 @@ fi
 
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}" "${check_pkgs[@]}" \
-	 "${rdma_pkgs[@]}"; do
+	 "${rdma_pkgs[@]}" "${fuzz_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
