@@ -3,7 +3,8 @@
  * Writes the seed corpus of every fuzz target: valid inputs made with the
  * encoders (every message type, the smallest and largest of each field
  * and string) and edge cases next to them (a byte short, a byte over, a
- * length one past its limit). Run by `make fuzz-corpus`, which writes into
+ * length one past its limit, each field the decoder checks set just out
+ * of its range). Run by `make fuzz-corpus`, which writes into
  * test/fuzz/corpus/; test/fuzz/corpus.sh checks that the committed seeds
  * are what this program makes today.
  *
@@ -147,6 +148,29 @@ static void msg_seed(const char *name, const struct pxfer_msg *m, bool at_max,
 	seed("msg", var, body->b, body->n + 1);
 }
 
+/*
+ * Write @m as msg/@name with the @n-byte field at offset @off of its body
+ * set to @v: one value out of its range, which the decoder must refuse.
+ */
+static void msg_bad(const char *name, const struct pxfer_msg *m, size_t off,
+		    uint64_t v, unsigned int n)
+{
+	static uint8_t frame[FRAME_MAX];
+	static struct body body;
+	struct pxfer_hdr h;
+
+	if (msg_body(name, m, &body, frame, &h))
+		return;
+	if (off + n > h.len) {
+		fprintf(stderr, "error: seed '%s' has no field at %zu\n", name,
+			off);
+		failed = 1;
+		return;
+	}
+	pxfer_put_be(body.b + 1 + off, v, n);
+	msg_write(name, &body);
+}
+
 static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 {
 	struct pxfer_ring_desc rd = {
@@ -163,6 +187,9 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 	msg_seed("challenge-tcp", m, true, body);
 	m->u.challenge.transport = 1;
 	msg_seed("challenge-rdma", m, true, body);
+	msg_bad("challenge-magic", m, 0, PXFER_MAGIC + 1, 4);
+	msg_bad("challenge-version", m, 4, PXFER_PROTO_VERSION + 1, 2);
+	msg_bad("challenge-transport", m, 6, 2, 2);
 
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_HELLO;
@@ -171,6 +198,13 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 		.workers = 1, .chunk_size = PXFER_CHUNK_MIN,
 	};
 	msg_seed("hello", m, false, body);
+	msg_bad("hello-magic", m, 0, 0, 4);
+	msg_bad("hello-version", m, 4, 0, 2);
+	msg_bad("hello-workers-0", m, 6, 0, 2);
+	msg_bad("hello-workers-over", m, 6, PXFER_WORKERS_MAX + 1, 2);
+	msg_bad("hello-chunk-small", m, 8, PXFER_CHUNK_MIN - 1, 4);
+	msg_bad("hello-chunk-over", m, 8, PXFER_CHUNK_MAX + 1, 4);
+	msg_bad("hello-flags", m, 12, PXFER_HELLO_FLAGS + 1, 4);
 	m->u.hello.workers = PXFER_WORKERS_MAX;
 	m->u.hello.chunk_size = PXFER_CHUNK_MAX;
 	m->u.hello.flags = PXFER_HELLO_FLAGS;
@@ -189,12 +223,20 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 		.slots = 1, .max_files = 1,
 	};
 	msg_seed("welcome-min", m, true, body);
+	msg_bad("welcome-chunk-small", m, 40, PXFER_CHUNK_MIN - 1, 4);
+	msg_bad("welcome-workers-0", m, 44, 0, 2);
+	msg_bad("welcome-slots-0", m, 46, 0, 2);
+	msg_bad("welcome-max_files-0", m, 48, 0, 4);
 	m->u.welcome = (struct pxfer_welcome){
 		.session = UINT64_MAX, .chunk_size = PXFER_CHUNK_MAX,
 		.workers = PXFER_WORKERS_MAX, .slots = PXFER_SLOTS_MAX,
 		.max_files = 65536,
 	};
 	msg_seed("welcome-max", m, true, body);
+	msg_bad("welcome-chunk-over", m, 40, PXFER_CHUNK_MAX + 1, 4);
+	msg_bad("welcome-workers-over", m, 44, PXFER_WORKERS_MAX + 1, 2);
+	msg_bad("welcome-slots-over", m, 46, PXFER_SLOTS_MAX + 1, 2);
+	msg_bad("welcome-max_files-over", m, 48, 65537, 4);
 
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_HELLO;
@@ -202,6 +244,7 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 	msg_seed("data_hello", m, true, body);
 	m->u.data_hello.worker = PXFER_WORKERS_MAX - 1;
 	msg_seed("data_hello-last", m, true, body);
+	msg_bad("data_hello-worker-over", m, 8, PXFER_WORKERS_MAX, 2);
 
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_WELCOME;
@@ -213,6 +256,7 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 	m->u.data_welcome.blob_len = PXFER_BLOB_MAX;
 	memset(m->u.data_welcome.blob, 0xbb, PXFER_BLOB_MAX);
 	msg_seed("data_welcome-max", m, true, body);
+	msg_bad("data_welcome-worker-over", m, 0, PXFER_WORKERS_MAX, 2);
 	body_grow(body, 2, 1);
 	msg_write("data_welcome-blob-over", body);
 }
@@ -249,6 +293,12 @@ static void msgs_file(struct pxfer_msg *m, struct body *body)
 		.path_len = 9, .path = "dir/a.bin",
 	};
 	msg_seed("file-reg", m, false, body);
+	msg_bad("file-type-0", m, 8, 0, 1);
+	msg_bad("file-type-over", m, 8, PXFER_FT_SYMLINK + 1, 1);
+	msg_bad("file-dir-with-size", m, 8, PXFER_FT_DIR, 1);
+	msg_bad("file-symlink-without-target", m, 8, PXFER_FT_SYMLINK, 1);
+	msg_bad("file-mode-over", m, 9, 010000, 4);
+	msg_bad("file-nsec-over", m, 29, 1000000000, 4);
 	*f = (struct pxfer_file){
 		.id = UINT64_MAX, .type = PXFER_FT_REG, .mode = 07777,
 		.size = UINT64_MAX, .mtime_sec = INT64_MIN,
@@ -266,6 +316,7 @@ static void msgs_file(struct pxfer_msg *m, struct body *body)
 		.target = "a.bin",
 	};
 	msg_seed("file-symlink", m, false, body);
+	msg_bad("file-reg-with-target", m, 8, PXFER_FT_REG, 1);
 
 	f->path_len = PXFER_PATH_MAX;
 	make_path(f->path, PXFER_PATH_MAX, PXFER_NAME_MAX);
@@ -290,6 +341,11 @@ static void msg_status(struct pxfer_msg *m, struct body *body, uint16_t type,
 	m->u.status.id = 7;
 	m->u.status.code = code;
 	msg_seed(name, m, false, body);
+	/* FILE_OK has no error code, FILE_ERR must have one */
+	if (type != PXFER_MSG_FILE_DONE) {
+		snprintf(var, sizeof(var), "%s-code", name);
+		msg_bad(var, m, 8, !code, 4);
+	}
 	m->u.status.text_len = PXFER_TEXT_MAX;
 	memset(m->u.status.text, 's', PXFER_TEXT_MAX);
 	snprintf(var, sizeof(var), "%s-max", name);
@@ -319,6 +375,9 @@ static void msgs_session(struct pxfer_msg *m, struct body *body)
 	m->type = PXFER_MSG_CREDIT;
 	m->u.credit.count = 1;
 	msg_seed("credit", m, false, body);
+	msg_bad("credit-worker-over", m, 0, PXFER_WORKERS_MAX, 2);
+	msg_bad("credit-count-0", m, 2, 0, 2);
+	msg_bad("credit-slot-over", m, 4, PXFER_SLOTS_MAX, 2);
 	m->u.credit.worker = PXFER_WORKERS_MAX - 1;
 	m->u.credit.count = PXFER_CREDIT_MAX;
 	for (i = 0; i < PXFER_CREDIT_MAX; i++)
@@ -331,6 +390,7 @@ static void msgs_session(struct pxfer_msg *m, struct body *body)
 	m->type = PXFER_MSG_FIN;
 	m->u.fin = (struct pxfer_fin){ .files = 1000, .bytes = 1ull << 40 };
 	msg_seed("fin", m, true, body);
+	msg_bad("fin-code", m, 16, EIO, 4);
 	m->type = PXFER_MSG_ACK;
 	msg_seed("ack", m, true, body);
 	m->u.fin.code = EIO;
