@@ -28,7 +28,7 @@ for src in "$top"/test/fuzz/*.c; do
 		echo "error: fuzz target '$name' failed on its corpus"
 		fail=1
 	else
-		echo "ok: $name, $(ls "$dir" | wc -l) inputs"
+		echo "ok: $name, $(find "$dir" -type f | wc -l) inputs"
 	fi
 done
 
