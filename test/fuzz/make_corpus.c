@@ -118,6 +118,21 @@ static int msg_body(const char *name, const struct pxfer_msg *m,
 }
 
 /*
+ * Take the last element of @elem bytes off the string (or slot list) whose
+ * u16 count is at @off in the body: an empty one, where it had one.
+ */
+static void body_shrink(struct body *body, size_t off, size_t elem)
+{
+	uint8_t *cnt = body->b + 1 + off;
+	uint16_t n = pxfer_get_be(cnt, 2);
+	size_t end = 1 + off + 2 + (size_t)n * elem;
+
+	memmove(body->b + end - elem, body->b + end, body->n - end);
+	pxfer_put_be(cnt, n - 1, 2);
+	body->n -= elem;
+}
+
+/*
  * Encode @m and write it as msg/@name, with the variants a byte short and
  * a byte over, and its header as hdr/@name. @at_max: the body is as long
  * as its type allows, so a header announcing one byte more is refused.
@@ -299,12 +314,15 @@ static void msgs_file(struct pxfer_msg *m, struct body *body)
 	msg_bad("file-symlink-without-target", m, 8, PXFER_FT_SYMLINK, 1);
 	msg_bad("file-mode-over", m, 9, 010000, 4);
 	msg_bad("file-nsec-over", m, 29, 1000000000, 4);
+	msg_bad("file-path-nul", m, 33 + 2 + 3, 0, 1);
 	*f = (struct pxfer_file){
 		.id = UINT64_MAX, .type = PXFER_FT_REG, .mode = 07777,
 		.size = UINT64_MAX, .mtime_sec = INT64_MIN,
 		.mtime_nsec = 999999999, .path_len = 1, .path = "a",
 	};
 	msg_seed("file-reg-extremes", m, false, body);
+	body_shrink(body, 33, 1);
+	msg_write("file-path-empty", body);
 	*f = (struct pxfer_file){
 		.id = 2, .type = PXFER_FT_DIR, .mode = 0755, .mtime_sec = -1,
 		.path_len = 3, .path = "dir",
@@ -375,8 +393,9 @@ static void msgs_session(struct pxfer_msg *m, struct body *body)
 	m->type = PXFER_MSG_CREDIT;
 	m->u.credit.count = 1;
 	msg_seed("credit", m, false, body);
+	body_shrink(body, 2, 2);
+	msg_write("credit-count-0", body);
 	msg_bad("credit-worker-over", m, 0, PXFER_WORKERS_MAX, 2);
-	msg_bad("credit-count-0", m, 2, 0, 2);
 	msg_bad("credit-slot-over", m, 4, PXFER_SLOTS_MAX, 2);
 	m->u.credit.worker = PXFER_WORKERS_MAX - 1;
 	m->u.credit.count = PXFER_CREDIT_MAX;
@@ -407,8 +426,16 @@ static void msgs_refused(struct body *body)
 	struct pxfer_chunk c = {
 		.nseg = 1, .len = 4096, .seg = { { .file = 1, .len = 4096 } },
 	};
+	char name[64];
+	unsigned int t;
 	ssize_t n;
 
+	/* no body at all: the first field is already missing */
+	for (t = 1; t <= PXFER_MSG_TYPE_MAX; t++) {
+		snprintf(name, sizeof(name), "empty-%s", pxfer_msg_name(t));
+		body->b[0] = t;
+		seed("msg", name, body->b, 1);
+	}
 	body->b[0] = 0;
 	seed("msg", "type-0", body->b, 1);
 	body->b[0] = PXFER_MSG_TYPE_MAX + 1;
@@ -545,6 +572,7 @@ static void make_path_seeds(void)
 
 	path_seed("one", "a");
 	path_seed("nested", "dir/sub/file.txt");
+	path_seed("names-of-two", "ab/cd");
 	path_seed("dots", "...");
 	path_seed("dot-prefix", ".a/..b/c..");
 	path_seed("dot", ".");
@@ -568,6 +596,9 @@ static void make_path_seeds(void)
 	path_seed("path-max", buf);
 	make_path(buf, PXFER_PATH_MAX + 1, PXFER_NAME_MAX);
 	path_seed("path-over", buf);
+	/* too long and a NUL inside: the NUL is what the check sees first */
+	buf[1] = '\0';
+	seed("path", "path-over-nul", buf, PXFER_PATH_MAX + 1);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -591,6 +622,8 @@ static void make_ring_desc(void)
 	};
 
 	ring_seed("typical", 8, &d, PXFER_RING_DESC_LEN);
+	ring_seed("no-blob", 8, &d, 0);
+	seed("ring_desc", "half-count", "\x08", 1);
 	ring_seed("short", 8, &d, PXFER_RING_DESC_LEN - 1);
 	ring_seed("long", 8, &d, PXFER_RING_DESC_LEN + 1);
 	ring_seed("slots-over", 7, &d, PXFER_RING_DESC_LEN);
