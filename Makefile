@@ -148,13 +148,14 @@ lint:
 
 # TCP peers over loopback, then RDMA against ib_write_bw in the test VM.
 # BASELINE=<rev>: also the build of that commit, alternated with this one
-# in the same run of the TCP benchmark, and compared.
+# in the same run of the TCP benchmark, and compared. BENCH_FLAGS: more
+# options for bench/bench.sh (--reps 9, --out FILE).
 BASELINE ?=
 BASELINE_DIR = build/baseline/$(BASELINE)
 bench: all $(if $(BASELINE),bench-baseline)
 	PXFER_BUILD=$(CURDIR)/build/release \
 	$(if $(BASELINE),PXFER_BASELINE=$(CURDIR)/$(BASELINE_DIR)/build/release/pxfer) \
-	bench/bench.sh
+	bench/bench.sh $(BENCH_FLAGS)
 	PXFER_BUILD=$(CURDIR)/build/release bench/rdma.sh
 
 bench-baseline:

@@ -14,8 +14,9 @@
 #                comma-separated shell patterns, e.g. 'A/*' or 'B/pxfer*'
 #   --keep       keep the work directory (data and logs)
 #   --baseline PXFER  also run this other pxfer binary (an earlier build:
-#                `make bench BASELINE=<rev>` builds one) at every -j, right
-#                after the current one in each repetition, and compare
+#                `make bench BASELINE=<rev>` builds one) at every -j, next
+#                to the current one (first in odd repetitions, second in
+#                even ones), and compare
 ##
 # Environment:
 #   PXFER_BUILD       directory holding the pxfer binary (default build/release)
@@ -505,9 +506,28 @@ run_one() {             # $1 id, $2 workload, $3 label, $4 function [args], $5 r
 		"$(calc "$BYTES / 2^20 / $M_WALL" .1f)" "$ours" "$other" "$note"
 }
 
+# With a baseline, the two builds take turns going first at each -j: a
+# run's place in the round matters (at -j1 the first large transfer after
+# the small files' runs has been seen to take twice as long, whichever
+# build it was), and it must not decide the comparison.
+round_order() {		# $1 repetition: the sections in the order to run
+	local i n=${#SECTIONS[@]}
+	ROUND=("${SECTIONS[@]}")
+	[ -n "$BASE" ] && [ $(($1 % 2)) -eq 0 ] || return 0
+	for ((i = 0; i + 1 < n; i++)); do
+		if [[ ${ROUND[i]} == ?/pxfer-j* && ${ROUND[i + 1]} == ?/base-j* ]]; then
+			local t=${ROUND[i]}
+			ROUND[i]=${ROUND[i + 1]}
+			ROUND[i + 1]=$t
+			i=$((i + 1))
+		fi
+	done
+}
+
 failed=0
 for ((rep = 1; rep <= reps; rep++)); do
-	for s in "${SECTIONS[@]}"; do
+	round_order "$rep"
+	for s in "${ROUND[@]}"; do
 		IFS=';' read -r id wl label fn <<<"$s"
 		for ((try = 1; ; try++)); do
 			run_one "$id" "$wl" "$label" "$fn" "$rep" "$try"
