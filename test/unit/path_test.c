@@ -58,29 +58,6 @@ static void check_outside(int line)
 	T_EXPECT(n_tmp == 2, "line %d: %d entries in %s", line, n_tmp, tmp);
 }
 
-static void rm_rf_at(int dfd, const char *name)
-{
-	struct dirent *d;
-	DIR *dp;
-	int fd;
-
-	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-		return;
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-	if (fd < 0)
-		return;
-	dp = fdopendir(fd);
-	if (!dp) {
-		close(fd);
-		return;
-	}
-	while ((d = readdir(dp)))
-		if (strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
-			rm_rf_at(dirfd(dp), d->d_name);
-	closedir(dp);
-	unlinkat(dfd, name, AT_REMOVEDIR);
-}
-
 /* ---- pxfer_path_check ------------------------------------------------ */
 
 static void expect_ok(const char *p)
@@ -527,7 +504,7 @@ static void test_enosys(void)
 		T_EXPECT(WEXITSTATUS(status) == 0, "ENOSYS case failed");
 	close(rootfd);
 	rootfd = -1;
-	rm_rf_at(AT_FDCWD, top);
+	t_rm_rf_at(AT_FDCWD, top);
 }
 
 static void run_fs(const char *name)
@@ -541,7 +518,7 @@ static void run_fs(const char *name)
 	test_xdev(name);
 	close(rootfd);
 	rootfd = -1;
-	rm_rf_at(AT_FDCWD, top);
+	t_rm_rf_at(AT_FDCWD, top);
 }
 
 int main(void)
@@ -573,6 +550,6 @@ int main(void)
 		nhostile - before);
 	T_EXPECT(nhostile >= 20, "only %d hostile cases", nhostile);
 
-	rm_rf_at(AT_FDCWD, tmp);
+	t_rm_rf_at(AT_FDCWD, tmp);
 	return t_result();
 }

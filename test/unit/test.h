@@ -6,7 +6,13 @@
 #ifndef PXFER_TEST_H
 #define PXFER_TEST_H
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #define T_SKIP 77
 
@@ -28,6 +34,35 @@ static inline int t_result(void)
 	if (t_failures)
 		fprintf(stderr, "%d expectation(s) failed\n", t_failures);
 	return t_failures ? 1 : 0;
+}
+
+/*
+ * Remove name under dfd and everything below it, making unreadable
+ * directories readable first; never follows a link. Best effort: a test's
+ * scratch tree, not data.
+ */
+static inline void t_rm_rf_at(int dfd, const char *name)
+{
+	struct dirent *d;
+	DIR *dp;
+	int fd;
+
+	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
+		return;
+	fchmodat(dfd, name, 0700, 0);
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return;
+	}
+	while ((d = readdir(dp)))
+		if (strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
+			t_rm_rf_at(dirfd(dp), d->d_name);
+	closedir(dp);
+	unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
 #endif

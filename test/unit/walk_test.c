@@ -188,30 +188,6 @@ static char *at(const char *base, const char *rel)
 	return buf[i];
 }
 
-static void rm_rf_at(int dfd, const char *name)
-{
-	struct dirent *d;
-	DIR *dp;
-	int fd;
-
-	if (unlinkat(dfd, name, 0) == 0 || errno == ENOENT)
-		return;
-	fchmodat(dfd, name, 0700, 0);
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-	if (fd < 0)
-		return;
-	dp = fdopendir(fd);
-	if (!dp) {
-		close(fd);
-		return;
-	}
-	while ((d = readdir(dp)))
-		if (strcmp(d->d_name, ".") && strcmp(d->d_name, ".."))
-			rm_rf_at(dirfd(dp), d->d_name);
-	closedir(dp);
-	unlinkat(dfd, name, AT_REMOVEDIR);
-}
-
 /* ---- the main tree --------------------------------------------------- */
 
 struct want {
@@ -586,7 +562,7 @@ static int unreadable_case(void)
 	ret = pxfer_walk_init(&w, roots, 1, &bad);
 	T_EXPECT(ret == -EACCES && bad == roots[0], "lockfile: %d", ret);
 	pxfer_walk_release(&w);
-	rm_rf_at(AT_FDCWD, u);
+	t_rm_rf_at(AT_FDCWD, u);
 	return t_result();
 }
 
@@ -719,6 +695,6 @@ int main(void)
 	test_roots();
 	test_slash();
 	test_unreadable();
-	rm_rf_at(AT_FDCWD, tmp);
+	t_rm_rf_at(AT_FDCWD, tmp);
 	return t_result();
 }
