@@ -39,21 +39,9 @@ static uint8_t *data;
 static int tmpfile_with(size_t len)
 {
 	const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int fd = t_tmpfile(dir);
 	size_t off = 0;
 
-	if (fd < 0) {
-		char path[4096];
-
-		snprintf(path, sizeof(path), "%s/hash_test.XXXXXX", dir);
-		fd = mkstemp(path);
-		if (fd >= 0)
-			unlink(path);
-	}
-	if (fd < 0) {
-		perror("temporary file");
-		exit(1);
-	}
 	while (off < len) {
 		ssize_t n = write(fd, data + off, len - off);
 

@@ -54,23 +54,6 @@
 static const char *tmpdir;
 static char what[64];		/* back-end and ring layout, for messages */
 
-static int tmp_open(void)
-{
-	char path[4096];
-	int fd = open(tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-	if (fd < 0) {
-		snprintf(path, sizeof(path), "%s/pxfer-io-XXXXXX", tmpdir);
-		fd = mkstemp(path);
-		if (fd < 0) {
-			perror("mkstemp");
-			exit(1);
-		}
-		unlink(path);
-	}
-	return fd;
-}
-
 /* the same file, opened again with @flags */
 static int reopen(int fd, int flags)
 {
@@ -278,7 +261,7 @@ static void case_fsize(struct pxfer_io *io, const struct pxfer_ring *r)
 	const uint64_t lim = 6 * GiB + 1000;
 	struct rlimit old, nl;
 	struct op ops[2];
-	int fd = tmp_open();
+	int fd = t_tmpfile(tmpdir);
 
 	if (getrlimit(RLIMIT_FSIZE, &old) || (old.rlim_max != RLIM_INFINITY &&
 					      old.rlim_max < lim)) {
@@ -431,7 +414,7 @@ static int one_backend(const char *kind, size_t hdr)
 		T_EXPECT(io->event_fd == -1, "%s: event_fd %d", what,
 			 io->event_fd);
 
-	fd = tmp_open();
+	fd = t_tmpfile(tmpdir);
 	case_roundtrip(io, &r, fd);
 	case_short(io, &r, fd);
 	case_errors(io, &r, fd);

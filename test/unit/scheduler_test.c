@@ -55,23 +55,6 @@ static uint32_t rnd(uint64_t *s, uint32_t n)
 
 /* ---- temporary files ------------------------------------------------- */
 
-static int tmp_open(void)
-{
-	char path[4096];
-	int fd = open(tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-
-	if (fd >= 0)
-		return fd;
-	snprintf(path, sizeof(path), "%s/pxfer-sched-XXXXXX", tmpdir);
-	fd = mkstemp(path);
-	if (fd < 0) {
-		perror("mkstemp");
-		exit(1);
-	}
-	unlink(path);
-	return fd;
-}
-
 /* write @len bytes of a pattern at @off */
 static void put_data(int fd, uint64_t off, uint64_t len)
 {
@@ -96,7 +79,7 @@ static void put_data(int fd, uint64_t off, uint64_t len)
 /* a file of @size bytes, all data */
 static int data_file(uint64_t size)
 {
-	int fd = tmp_open();
+	int fd = t_tmpfile(tmpdir);
 
 	put_data(fd, 0, size);
 	return fd;
@@ -105,7 +88,7 @@ static int data_file(uint64_t size)
 /* Does the filesystem under tmpdir report holes? */
 static int probe_holes(void)
 {
-	int fd = tmp_open(), ok;
+	int fd = t_tmpfile(tmpdir), ok;
 	off_t h, d;
 
 	if (ftruncate(fd, 4 * MiB)) {
@@ -601,7 +584,7 @@ static void test_large_after_small(void)
 /* a sparse file: @size bytes, data at the given ranges */
 static int sparse_file(uint64_t size, const struct region *w, int nw)
 {
-	int fd = tmp_open();
+	int fd = t_tmpfile(tmpdir);
 
 	if (ftruncate(fd, size)) {
 		perror("ftruncate");
@@ -697,7 +680,7 @@ static void test_nothing_to_send(void)
 	T_EXPECT(sched_init(&s, 64 * KiB, PXFER_SEG_MAX, c) == 0,
 		 "init");
 	/* an empty file alone: nothing planned, and it ends */
-	pxfer_sched_add(&s, &tf_set(c, 0, tmp_open(), 0, 0)->f);
+	pxfer_sched_add(&s, &tf_set(c, 0, t_tmpfile(tmpdir), 0, 0)->f);
 	r = sched_next(&s, &p);
 	T_EXPECT(r == 0 && p.nseg == 0, "empty file planned (%d, %u)", r,
 		 p.nseg);
@@ -706,9 +689,9 @@ static void test_nothing_to_send(void)
 		 atomic_load(&c->t[0].ends));
 
 	/* empty, all-hole, data, empty: only the data comes out */
-	pxfer_sched_add(&s, &tf_set(c, 1, tmp_open(), 0, 0)->f);
+	pxfer_sched_add(&s, &tf_set(c, 1, t_tmpfile(tmpdir), 0, 0)->f);
 	if (have_holes) {
-		int fd = tmp_open();
+		int fd = t_tmpfile(tmpdir);
 
 		if (ftruncate(fd, 3 * MiB))
 			perror("ftruncate");
@@ -719,7 +702,7 @@ static void test_nothing_to_send(void)
 		c->t[2].f.fd = -1;
 	}
 	pxfer_sched_add(&s, &tf_set(c, 3, data_file(777), 777, 777)->f);
-	pxfer_sched_add(&s, &tf_set(c, 4, tmp_open(), 0, 0)->f);
+	pxfer_sched_add(&s, &tf_set(c, 4, t_tmpfile(tmpdir), 0, 0)->f);
 	while (sched_next(&s, &p)) {
 		check_plan(&s, &p, "nothing to send");
 		for (unsigned int i = 0; i < p.nseg; i++)
@@ -955,7 +938,7 @@ static void test_threads(void)
 				t->expect = size;	/* all of it is data */
 			}
 		} else {
-			t = tf_set(c, i, tmp_open(), 0, 0);
+			t = tf_set(c, i, t_tmpfile(tmpdir), 0, 0);
 		}
 		total += t->expect;
 		order[i] = i;

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -34,6 +35,27 @@ static inline int t_result(void)
 	if (t_failures)
 		fprintf(stderr, "%d expectation(s) failed\n", t_failures);
 	return t_failures ? 1 : 0;
+}
+
+/*
+ * An anonymous file in dir for a test's data: O_TMPFILE where the file
+ * system has it, else a named file unlinked at once. Exits 1 on failure.
+ */
+static inline int t_tmpfile(const char *dir)
+{
+	char path[4096];
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd >= 0)
+		return fd;
+	snprintf(path, sizeof(path), "%s/pxfer-test-XXXXXX", dir);
+	fd = mkstemp(path);
+	if (fd < 0) {
+		fprintf(stderr, "temporary file in %s: %m\n", dir);
+		exit(1);
+	}
+	unlink(path);
+	return fd;
 }
 
 /*
