@@ -147,8 +147,21 @@ void *pxfer_pool_take(struct pxfer_pool *p, size_t bytes)
 	return m;
 }
 
+void pxfer_pool_slice(struct pxfer_pool *slice, struct pxfer_pool *parent,
+		      size_t off, size_t bytes)
+{
+	memset(slice, 0, sizeof(*slice));
+	if (!parent->base || off + bytes > parent->bytes)
+		return;
+	slice->base = parent->base + off;
+	slice->bytes = bytes;
+	slice->parent = parent;
+}
+
 void pxfer_pool_wait(struct pxfer_pool *p)
 {
+	if (p && p->parent)
+		p = p->parent;
 	if (!p || !p->base)
 		return;
 	pthread_mutex_lock(&p->lock);
@@ -164,7 +177,7 @@ void pxfer_pool_reset(struct pxfer_pool *p)
 
 void pxfer_pool_release(struct pxfer_pool *p)
 {
-	if (!p->base)
+	if (!p->base || p->parent)
 		return;
 	/* a session that ended early need not wait for all of it */
 	atomic_store(&p->stop, 1);

@@ -63,6 +63,7 @@ struct pxfer_pool {
 	atomic_int stop;	/* released before it was faulted in */
 	pthread_t thread;
 	int started;
+	struct pxfer_pool *parent;	/* a slice: its pages are the parent's */
 };
 
 /*
@@ -81,6 +82,14 @@ int pxfer_pool_init(struct pxfer_pool *p, size_t bytes);
 void *pxfer_pool_take(struct pxfer_pool *p, size_t bytes);
 /* pxfer_pool_wait - wait until the pages are faulted in (any thread) */
 void pxfer_pool_wait(struct pxfer_pool *p);
+/*
+ * pxfer_pool_slice - make @slice the @bytes of @parent from @off (both
+ * page multiples, inside it): a pool of its own to take from, one thread
+ * at a time, while other threads take from other slices; it is ready
+ * when @parent is. Nothing to release.
+ */
+void pxfer_pool_slice(struct pxfer_pool *slice, struct pxfer_pool *parent,
+		      size_t off, size_t bytes);
 /* pxfer_pool_reset - every ring carved from @p is gone: all of it is free */
 void pxfer_pool_reset(struct pxfer_pool *p);
 void pxfer_pool_release(struct pxfer_pool *p);

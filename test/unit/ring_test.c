@@ -9,6 +9,8 @@
  *    after; pxfer_pool_reset makes all of it free again
  *  - a ring in pool memory is not unmapped when it is released: the pool
  *    memory stays usable, and the pool still unmaps it at the end
+ *  - slices of a pool take from their own part of it, independently, and
+ *    releasing a slice leaves the pool's memory alone
  *  - a pool released while it is still being faulted in stops and is freed
  */
 #include <errno.h>
@@ -53,6 +55,28 @@ static void test_layout(void)
 	T_EXPECT(pxfer_ring_init(&r, 4, page, 100) == -EINVAL, "odd header room");
 }
 
+static void test_slices(struct pxfer_pool *p)
+{
+	struct pxfer_pool s0, s1, bad;
+
+	pxfer_pool_slice(&s0, p, 0, 32 * page);
+	pxfer_pool_slice(&s1, p, 32 * page, 32 * page);
+	pxfer_pool_slice(&bad, p, 48 * page, 32 * page);
+	T_EXPECT(bad.base == NULL && pxfer_pool_take(&bad, page) == NULL,
+		 "a slice past the pool's end is empty");
+	pxfer_pool_wait(&s1);		/* ready when the pool is */
+	T_EXPECT(pxfer_pool_take(&s1, 16 * page) == p->base + 32 * page,
+		 "second slice starts at its offset");
+	T_EXPECT(pxfer_pool_take(&s0, 32 * page) == p->base, "first slice whole");
+	T_EXPECT(pxfer_pool_take(&s0, page) == NULL, "first slice full");
+	T_EXPECT(pxfer_pool_take(&s1, 16 * page) == p->base + 48 * page,
+		 "second slice: the rest of it");
+	T_EXPECT(pxfer_pool_take(&s1, page) == NULL, "second slice full");
+	pxfer_pool_release(&s1);
+	T_EXPECT(p->base && resident(p->base, p->bytes) == 64,
+		 "releasing a slice keeps the pool");
+}
+
 static void test_pool(void)
 {
 	struct pxfer_pool p;
@@ -85,6 +109,8 @@ static void test_pool(void)
 
 	pxfer_pool_reset(&p);
 	T_EXPECT(pxfer_pool_take(&p, bytes) == p.base, "all free after reset");
+	pxfer_pool_reset(&p);
+	test_slices(&p);
 	pxfer_pool_release(&p);
 	T_EXPECT(p.base == NULL, "pool released");
 	T_EXPECT(mincore(x, page, (unsigned char[1]){ 0 }) == -1 && errno == ENOMEM,
