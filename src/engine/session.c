@@ -9,14 +9,20 @@
 #include "core/sys.h"
 #include "engine/session.h"
 
-int pxfer_session_init(struct pxfer_session *s, const char *peer_role)
+int pxfer_session_init(struct pxfer_session *s, const char *peer_role,
+		       atomic_int *stop, int stop_fd)
 {
 	int ret = pxfer_fail_init(&s->fail, -1);
 
 	if (ret)
 		return ret;
 	s->peer_role = peer_role;
-	s->sigfd = pxfer_signals_install();
+	s->stop = stop;
+	s->sigfd = stop_fd;
+	if (!stop) {
+		s->sigfd = pxfer_signals_install();
+		s->signals = 1;
+	}
 	atomic_store(&s->lost, 0);
 	s->lost_at = 0;
 	return 0;
@@ -41,7 +47,14 @@ void pxfer_session_release(struct pxfer_session *s)
 		s->t->close(s->cconn);
 	s->cconn = NULL;
 	pxfer_fail_release(&s->fail);
-	pxfer_signals_restore();
+	if (s->signals)
+		pxfer_signals_restore();
+	s->signals = 0;
+}
+
+int pxfer_session_stopped(const struct pxfer_session *s)
+{
+	return s->stop ? atomic_load(s->stop) : pxfer_signal_pending();
 }
 
 int pxfer_session_wait(struct pxfer_session *s, int timeout_ms,
@@ -53,7 +66,7 @@ int pxfer_session_wait(struct pxfer_session *s, int timeout_ms,
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "lost the connection to the %s %s: %s",
 				  s->peer_role, s->cconn->peer, strerror(-ret));
-	if (pxfer_signal_pending())
+	if (pxfer_session_stopped(s))
 		return pxfer_fail(&s->fail, PXFER_EXIT_INTR, "%s", intr);
 	return 0;
 }

@@ -34,7 +34,13 @@ struct pxfer_session {
 	struct pxfer_welcome wel;	/* the parameters both sides agreed */
 	uint8_t key[PXFER_KEY_LEN];	/* what data connections prove */
 	struct pxfer_workers workers;
-	int sigfd;			/* readable when a signal arrived */
+	int sigfd;			/* readable when a signal arrived, or
+					 * when stop was set */
+	/* NULL: the session ends on a signal to the process (the sender);
+	 * else when *stop is set (a receiver's session, which the server
+	 * stops) */
+	atomic_int *stop;
+	int signals;			/* installed the signal handlers */
 	/* the data connection lost first: (1 + its index) << 32 | -errno */
 	_Atomic uint64_t lost;
 	double lost_at;			/* when the coordinator noticed */
@@ -43,10 +49,16 @@ struct pxfer_session {
 
 /*
  * pxfer_session_init - a session with the @peer_role ("sender" or
- * "receiver") on the other end: the failure record and signal delivery.
- * 0 or -errno.
+ * "receiver") on the other end: the failure record, and what interrupts
+ * it: with @stop NULL, a signal to the process (the handlers are
+ * installed here, by the process's only session); else *@stop set,
+ * with @stop_fd made readable. 0 or -errno.
  */
-int pxfer_session_init(struct pxfer_session *s, const char *peer_role);
+int pxfer_session_init(struct pxfer_session *s, const char *peer_role,
+		       atomic_int *stop, int stop_fd);
+
+/* pxfer_session_stopped - whether the session was interrupted */
+int pxfer_session_stopped(const struct pxfer_session *s);
 
 /*
  * pxfer_session_ctrl_start - s->cconn is authenticated: start its control

@@ -332,7 +332,7 @@ int recv_session_run(struct recv_server *srv, struct pxfer_listener *l,
 	struct recv_session *s = calloc(1, sizeof(*s));
 	int code;
 
-	if (!s || pxfer_session_init(&s->b, "sender")) {
+	if (!s || pxfer_session_init(&s->b, "sender", NULL, -1)) {
 		error("out of memory");
 		free(s);
 		c->ops->close(c);

@@ -214,7 +214,7 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 		return PXFER_EXIT_LOCAL;
 	}
 	s = calloc(1, sizeof(*s));
-	if (!s || pxfer_session_init(&s->b, "receiver")) {
+	if (!s || pxfer_session_init(&s->b, "receiver", NULL, -1)) {
 		error("out of memory");
 		free(s);
 		return PXFER_EXIT_LOCAL;
