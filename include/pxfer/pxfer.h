@@ -43,7 +43,9 @@ extern "C" {
 /* chunk sizes the receiver picks from when the sender leaves it the choice */
 #define PXFER_AUTO_CHUNK_MIN	(1u << 20)
 #define PXFER_AUTO_CHUNK_MAX	(4u << 20)
-#define PXFER_DEFAULT_RING_MEM	(32u << 20)	/* per side, all workers */
+#define PXFER_DEFAULT_RING_MEM	(32u << 20)	/* per session, all workers */
+#define PXFER_DEFAULT_MAX_SESSIONS 8		/* a receiver's sessions at once */
+#define PXFER_DEFAULT_GRACE_SECS 30		/* for running sessions on SIGTERM */
 #define PXFER_DEFAULT_MAX_CHUNK	(16u << 20)	/* largest chunk a receiver takes */
 #define PXFER_DEFAULT_TIMEOUT_MS 15000		/* connect and handshake */
 #define PXFER_SECRET_MIN	16
@@ -114,6 +116,18 @@ struct pxfer_send_opts {
 	struct pxfer_secret secret;	/* (none) */
 };
 
+/* What one of a receiver's sessions did, when it ended. */
+struct pxfer_session_report {
+	const char *peer;	/* the sender's address */
+	const char *transport;	/* "tcp" or "rdma" */
+	uint64_t files;		/* regular files complete under their names */
+	uint64_t files_failed;
+	uint64_t bytes;		/* payload bytes received */
+	double seconds;
+	int exit_code;		/* how it ended: a PXFER_EXIT_* status */
+	const char *error;	/* why it failed, or NULL */
+};
+
 /*
  * A receiver's options, with the defaults pxfer_recv_opts_init() gives;
  * strings are borrowed, not copied, and must outlive the call.
@@ -131,10 +145,21 @@ struct pxfer_recv_opts {
 				 * ask (0) */
 	int verbose;		/* as for pxfer_send_opts (0) */
 	int quiet;		/* print only errors (0) */
-	uint64_t ring_mem;	/* bytes for all workers' rings, 64 KiB to
-				 * 4 GiB (PXFER_DEFAULT_RING_MEM) */
+	uint64_t ring_mem;	/* bytes for the rings of all sessions, each
+				 * getting ring_mem / max_sessions: 64 KiB
+				 * each to 4 GiB in all; 0: max_sessions x
+				 * PXFER_DEFAULT_RING_MEM (0) */
 	uint32_t max_chunk;	/* the largest chunk accepted, 4 KiB to 64 MiB
 				 * (PXFER_DEFAULT_MAX_CHUNK) */
+	unsigned int max_sessions;	/* at once, 1 to 64
+					 * (PXFER_DEFAULT_MAX_SESSIONS) */
+	int grace_secs;		/* after SIGINT or SIGTERM, running sessions
+				 * may finish for this long (0: stopped at
+				 * once) (PXFER_DEFAULT_GRACE_SECS) */
+	/* called as each session ends, on that session's thread (sessions
+	 * end concurrently), or NULL (NULL) */
+	void (*on_session)(const struct pxfer_session_report *r, void *arg);
+	void *on_session_arg;
 	struct pxfer_secret secret;	/* (none) */
 };
 
@@ -176,17 +201,19 @@ PXFER_API void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
 PXFER_API int pxfer_send(const struct pxfer_send_opts *opts, struct pxfer_stats *stats);
 
 /*
- * pxfer_recv - listen, then serve senders one session at a time, writing
- * what they send beneath opts->dir, until interrupted (SIGINT or SIGTERM),
- * or return after one session if opts->once. Returns a PXFER_EXIT_* status:
- * with opts->once that session's; otherwise PXFER_EXIT_INTR once
- * interrupted, or why it could not start (such as PXFER_EXIT_USAGE for an
- * unusable directory, PXFER_EXIT_NET for a port in use). Unless opts->quiet
- * it says on stderr where it listens and what each session did; errors are
- * always printed there.
+ * pxfer_recv - listen, then serve senders, up to opts->max_sessions at
+ * once, writing what they send beneath opts->dir, until interrupted
+ * (SIGINT or SIGTERM: no new sessions, and the running ones are stopped
+ * after opts->grace_secs or at a second signal), or return after one
+ * session if opts->once. Returns a PXFER_EXIT_* status: with opts->once
+ * that session's; otherwise PXFER_EXIT_INTR once interrupted, or why it
+ * could not start (such as PXFER_EXIT_USAGE for an unusable directory,
+ * PXFER_EXIT_NET for a port in use). Unless opts->quiet it says on stderr
+ * where it listens and what each session did; errors are always printed
+ * there.
  *
- * Threads, signals and limits: as for pxfer_send, with one thread per
- * worker of the current session.
+ * Threads, signals and limits: as for pxfer_send, with a thread per
+ * running session and one per worker of each.
  */
 PXFER_API int pxfer_recv(const struct pxfer_recv_opts *opts);
 

@@ -29,6 +29,8 @@ void pxfer_recv_opts_init(struct pxfer_recv_opts *o)
 	o->transport = "auto";
 	o->gid_index = -1;
 	o->io = "auto";
-	o->ring_mem = PXFER_DEFAULT_RING_MEM;
+	o->ring_mem = 0;	/* PXFER_DEFAULT_RING_MEM per session */
 	o->max_chunk = PXFER_DEFAULT_MAX_CHUNK;
+	o->max_sessions = PXFER_DEFAULT_MAX_SESSIONS;
+	o->grace_secs = PXFER_DEFAULT_GRACE_SECS;
 }

@@ -10,6 +10,7 @@
 struct recv_args {
 	struct pxfer_recv_opts o;
 	const char *secret_file;
+	int json;
 };
 
 static int set_dir(void *ctx, const char *arg)
@@ -40,6 +41,36 @@ static int set_ring_mem(void *ctx, const char *arg)
 	return 0;
 }
 
+static int set_max_sessions(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+	unsigned long v;
+
+	if (cli_parse_uint(arg, 1, 64, &v))
+		return error("--max-sessions takes a number from 1 to 64, not '%s'", arg);
+	a->o.max_sessions = v;
+	return 0;
+}
+
+static int set_grace(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+	unsigned long v;
+
+	if (cli_parse_uint(arg, 0, 86400, &v))
+		return error("--grace takes seconds from 0 to 86400, not '%s'", arg);
+	a->o.grace_secs = v;
+	return 0;
+}
+
+static int set_json(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+
+	a->json = 1;
+	return 0;
+}
+
 static int set_max_chunk(void *ctx, const char *arg)
 {
 	struct recv_args *a = ctx;
@@ -55,8 +86,16 @@ static const struct cli_opt recv_opts[] = {
 	{ "dir", 'd', "DIR", set_dir,
 	  "directory to receive into (default: the current one)" },
 	{ "once", 0, NULL, set_once, "exit after one session" },
+	{ "max-sessions", 0, "N", set_max_sessions,
+	  "senders served at once (default 8); others wait" },
 	{ "ring-mem", 0, "SIZE", set_ring_mem,
-	  "memory for all data rings (default 32M)" },
+	  "memory for the rings of all sessions, each\n"
+	  "getting SIZE / N (default: 32M a session)" },
+	{ "grace", 0, "SEC", set_grace,
+	  "on SIGTERM or SIGINT, let running sessions\n"
+	  "finish for up to SEC seconds (default 30)" },
+	{ "json", 0, NULL, set_json,
+	  "print a JSON line for each session on stdout" },
 	{ "max-chunk", 0, "SIZE", set_max_chunk,
 	  "largest chunk accepted (default 16M)" },
 	{ 0 },
@@ -67,8 +106,12 @@ static const struct cli_cmd recv_cmd = {
 	.usage =
 	"usage: pxfer recv [options]\n"
 	"\n"
-	"Receive files from 'pxfer send' into DIR, one session at a time, until\n"
-	"interrupted (or after one session with --once). Nothing is ever written\n"
+	"Receive files from 'pxfer send' into DIR, from up to --max-sessions\n"
+	"senders at once, until interrupted (or after one session with --once);\n"
+	"a sender that finds them all taken waits (its --wait). Each session\n"
+	"gets an equal share of --ring-mem. A signal stops new sessions; running\n"
+	"ones may finish for --grace seconds, then (or at a second signal) they\n"
+	"are stopped and their incomplete files removed. Nothing is ever written\n"
 	"outside DIR: absolute paths, '..' and paths through symbolic links are\n"
 	"refused. A file appears under its name only once all of it has arrived.\n"
 	"\n"
@@ -82,6 +125,49 @@ static const struct cli_cmd recv_cmd = {
 	"  2  bad command line or DIR   5  local resource (memory, disk, limits)\n"
 	"  130 interrupted\n",
 };
+
+/* @s as a JSON string: quoted, with what JSON does not take escaped */
+static void json_str(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)(s ? s : "");
+
+	putc('"', f);
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p >= 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else
+			putc(*p, f);
+	}
+	putc('"', f);
+}
+
+/* a session ended (on its own thread): its JSON line */
+static void print_session(const struct pxfer_session_report *r, void *arg)
+{
+	FILE *f = stdout;
+
+	flockfile(f);
+	fputs("{\"event\":\"session\",\"peer\":", f);
+	json_str(f, r->peer);
+	fputs(",\"transport\":", f);
+	json_str(f, r->transport);
+	fprintf(f, ",\"status\":\"%s\",\"exit_code\":%d,\"files\":%llu,"
+		"\"files_failed\":%llu,\"bytes\":%llu,\"seconds\":%.3f,"
+		"\"bytes_per_second\":%.0f,\"error\":",
+		r->exit_code == PXFER_EXIT_OK ? "ok" : "failed", r->exit_code,
+		(unsigned long long)r->files, (unsigned long long)r->files_failed,
+		(unsigned long long)r->bytes, r->seconds,
+		r->seconds > 0 ? r->bytes / r->seconds : 0.0);
+	if (r->error)
+		json_str(f, r->error);
+	else
+		fputs("null", f);
+	fputs("}\n", f);
+	fflush(f);
+	funlockfile(f);
+}
 
 int cmd_recv(int argc, char **argv)
 {
@@ -106,5 +192,7 @@ int cmd_recv(int argc, char **argv)
 	}
 	if (cli_load_secret(&o->secret, a.secret_file, 1))
 		return PXFER_EXIT_USAGE;
+	if (a.json)
+		o->on_session = print_session;
 	return pxfer_recv(o);
 }

@@ -227,10 +227,6 @@ int pxfer_hs_data_check(struct pxfer_session *s, struct pxfer_conn *c,
 	const struct pxfer_data_hello *dh = &m->u.data_hello;
 	uint8_t mac[PXFER_MAC_LEN];
 
-	if (m->type == PXFER_MSG_HELLO) {
-		pxfer_hs_refuse(c, EBUSY, "the receiver is busy with another session; try again later");
-		return -EBUSY;
-	}
 	if (m->type != PXFER_MSG_DATA_HELLO)
 		return -EPROTO;
 	pxfer_auth_data_mac(s->key, nonce, dh->session, dh->worker, mac);

@@ -94,8 +94,7 @@ int pxfer_hs_welcome(struct pxfer_session *s, const struct pxfer_secret *secret,
  * pxfer_hs_data_check - whether @m, the answer on a new connection to the
  * CHALLENGE with @nonce, is a DATA_HELLO of this session: the worker it
  * is for into *worker (not yet checked against the workers). 0, or
- * -EBUSY (a HELLO: another sender, told the receiver is busy), -EACCES
- * (not this session's key, told so) or -EPROTO.
+ * -EACCES (not this session's key, told so) or -EPROTO.
  */
 int pxfer_hs_data_check(struct pxfer_session *s, struct pxfer_conn *c,
 			const uint8_t *nonce, const struct pxfer_msg *m,

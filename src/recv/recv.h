@@ -28,15 +28,33 @@
 /* files in flight at most: each holds two descriptors, file and directory */
 #define RECV_MAX_FILES 1024
 
-/* what the receiver keeps from one session to the next */
+/* ring memory per session, unless --ring-mem says otherwise */
+#define RECV_SHARE_DEFAULT PXFER_DEFAULT_RING_MEM
+/* sessions at once at most (--max-sessions) */
+#define RECV_SESSIONS_MAX 64
+
+/*
+ * The server: its thread listens, admits senders and hands each session's
+ * data connections to it; each session runs on a thread of its own.
+ */
 struct recv_server {
 	const struct pxfer_recv_opts *o;
 	struct pxfer_transport_choice tc;	/* bind: --bind, or what --device implies */
 	struct pxfer_listener *ls[2];	/* tcp and/or rdma */
 	unsigned int nls;
-	struct pxfer_pool pool;		/* ring memory kept between sessions */
+	struct pxfer_pool pool;		/* ring memory faulted in ahead */
+	size_t pool_part;		/* of it per session slot (0: none) */
+	unsigned int pool_slots;	/* slots the pool covers */
+	uint64_t share;			/* ring memory per session */
+	unsigned int max_sessions;
+	struct recv_session **sess;	/* max_sessions slots: NULL when free */
+	unsigned int nsess;
+	uint64_t admitted;
 	int rootfd;			/* the top directory (--dir) */
-	int sigfd;
+	int sigfd;			/* a signal came */
+	int ended_fd;			/* a session's thread is done */
+	int draining;			/* stopped by a signal: no new sessions */
+	double drain_end;		/* ... and running ones are stopped then */
 };
 
 /* a slot's chunk while its writes are in flight */
@@ -67,11 +85,33 @@ static inline struct rworker *to_rworker(struct pxfer_worker *w)
 	return container_of(w, struct rworker, b);
 }
 
+/* a data connection that named its session, for that session to check */
+struct recv_newconn {
+	struct pxfer_conn *c;
+	uint8_t nonce[PXFER_NONCE_LEN];	/* of its CHALLENGE */
+	struct pxfer_data_hello dh;
+};
+
 struct recv_session {
 	struct pxfer_session b;
 	struct recv_server *srv;
 	const struct pxfer_recv_opts *o;
-	struct pxfer_listener *l;	/* that accepted it */
+	unsigned int slot;		/* in srv->sess; its pool slice */
+	struct pxfer_pool pool;		/* that slice (empty: rings are mapped) */
+	uint64_t ring_mem;		/* its share of --ring-mem */
+	struct pxfer_hello hello;	/* what the sender asked */
+	uint8_t nonce[PXFER_NONCE_LEN];	/* of the control connection's CHALLENGE */
+	pthread_t thread;
+	atomic_int stop;		/* set by the server: end now */
+	int stop_fd;			/* readable once stop is set */
+	atomic_int ended;		/* the thread is done with everything */
+	int code;			/* how it ended: an exit status */
+	/* data connections the server routed here, until all are in */
+	pthread_mutex_t in_lock;
+	struct recv_newconn in[PXFER_WORKERS_MAX];
+	unsigned int nin;
+	int in_closed;			/* no more wanted */
+	int in_fd;			/* readable when one came */
 	struct rworker *w;
 	struct pxfer_filetab tab;
 	int tab_init;
@@ -89,9 +129,28 @@ struct recv_session {
 };
 
 /* session.c */
-int recv_session_run(struct recv_server *srv, struct pxfer_listener *l,
-		     struct pxfer_conn *c, const struct pxfer_hello *h,
-		     const uint8_t *nonce);
+/*
+ * recv_session_start - run a session on a thread of its own for the
+ * sender on @c, whose authentic HELLO @h answered the CHALLENGE with
+ * @nonce, in free slot @slot of srv->sess. The session owns @c even when
+ * this fails (-errno).
+ */
+int recv_session_start(struct recv_server *srv, unsigned int slot,
+		       struct pxfer_conn *c, const struct pxfer_hello *h,
+		       const uint8_t *nonce);
+/*
+ * recv_session_route - hand data connection @nc to the session it named:
+ * 0, or -errno with @nc still the caller's (-ENOENT: no such session;
+ * -EBUSY: it wants no more). Server thread.
+ */
+int recv_session_route(struct recv_server *srv, struct recv_newconn *nc);
+/* recv_session_stop - have session @s end now (its thread fails it) */
+void recv_session_stop(struct recv_session *s);
+/*
+ * recv_session_reap - join the sessions whose thread is done and free
+ * their slots; the exit status of the last one reaped in *code. How many.
+ */
+unsigned int recv_session_reap(struct recv_server *srv, int *code);
 
 /* coord.c */
 int recv_coordinate(struct recv_session *s);

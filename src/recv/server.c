@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * pxfer_recv: the receiver as a server. It checks the receiving
- * directory, listens on the transports --transport names, challenges
- * every new connection (pending.c) and runs a session (session.c) for the
- * first sender whose HELLO proves the secret; one session at a time, the
- * others pending are told the receiver is busy. It serves until
- * interrupted, or for one session with --once.
+ * directory, listens on the transports --transport names and challenges
+ * every new connection (pending.c). A HELLO that proves the secret starts
+ * a session (session.c) on a thread of its own, up to --max-sessions at
+ * once, each with its share of --ring-mem; a sender that finds them all
+ * taken is told the receiver is busy, at once. A DATA_HELLO goes to the
+ * session it names. It serves until a signal, and then lets running
+ * sessions finish for --grace seconds before it stops them; or for one
+ * session with --once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "core/limits.h"
@@ -89,13 +93,14 @@ static int listen_all(struct recv_server *srv)
 
 /*
  * A transport that pins its rings (rdma) touches every page of them before
- * the first byte moves: have --ring-mem faulted in while no sender is
- * there yet, and keep it for every session. Without it, rings are mapped
- * per session as before.
+ * the first byte moves: have the first session slot's share faulted in
+ * while no sender is there yet, and keep it for every session that gets
+ * that slot. Other sessions' rings are mapped when they start.
  */
 static void pool_init(struct recv_server *srv)
 {
 	const struct pxfer_transport_ops *t = NULL;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	int ret;
 
 	for (unsigned int i = 0; i < srv->nls; i++)
@@ -103,10 +108,14 @@ static void pool_init(struct recv_server *srv)
 			t = srv->ls[i]->ops;
 	if (!t)
 		return;
-	ret = pxfer_pool_init(&srv->pool, pxfer_pool_size(srv->o->ring_mem,
-							  t->ring_hdr));
-	if (ret)
+	srv->pool_part = (pxfer_pool_size(srv->share, t->ring_hdr) + page - 1) /
+			 page * page;
+	srv->pool_slots = 1;
+	ret = pxfer_pool_init(&srv->pool, srv->pool_part * srv->pool_slots);
+	if (ret) {
 		verbose("ring memory made per session: %s", strerror(-ret));
+		srv->pool_slots = 0;
+	}
 }
 
 static void announce(struct recv_server *srv)
@@ -118,49 +127,100 @@ static void announce(struct recv_server *srv)
 		n += snprintf(where + n, sizeof(where) - n, "%s%s (%s)",
 			      i ? " and " : "", srv->ls[i]->addr,
 			      srv->ls[i]->ops->name);
-	info("pxfer: receiving into '%s' on %s", srv->o->dir, where);
+	info("pxfer: receiving into '%s' on %s (up to %u sessions)",
+	     srv->o->dir, where, srv->max_sessions);
+}
+
+/* the authentic HELLO @h on @c: start a session, or say why not */
+static void admit(struct recv_server *srv, struct pxfer_conn *c,
+		  const struct pxfer_hello *h, const uint8_t *nonce)
+{
+	char text[PXFER_TEXT_MAX + 1];
+	unsigned int slot;
+	int ret;
+
+	if (srv->draining) {
+		pxfer_hs_refuse(c, ESHUTDOWN, "the receiver is shutting down");
+		c->ops->close(c);
+		return;
+	}
+	if (srv->nsess == srv->max_sessions || (srv->o->once && srv->admitted)) {
+		snprintf(text, sizeof(text),
+			 "%u of %u sessions running",
+			 srv->nsess, srv->max_sessions);
+		verbose("told a sender from %s to wait: %u sessions are running",
+			c->peer, srv->nsess);
+		pxfer_hs_refuse(c, EBUSY, text);
+		c->ops->close(c);
+		return;
+	}
+	for (slot = 0; srv->sess[slot]; slot++)
+		;
+	ret = recv_session_start(srv, slot, c, h, nonce);
+	if (ret) {
+		error("cannot start a session for a sender: %s", strerror(-ret));
+		return;
+	}
+	srv->nsess++;
+	srv->admitted++;
 }
 
 /*
- * Read what pending connection @i sent. Returns 1 with @h filled when it
- * is an authentic HELLO, 0 while it is incomplete, -1 when the connection
- * is to be dropped (it was told why where that helps).
+ * What pending connection @i sent, once it is all there: a HELLO that
+ * proves the secret is admitted, a DATA_HELLO goes to its session, and
+ * the rest is turned away. 1 while it is still pending.
  */
-static int pending_hello(struct recv_server *srv, struct recv_pendings *pend,
-			 unsigned int i, struct pxfer_msg *m,
-			 struct pxfer_hello *h)
+static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
+			unsigned int i, struct pxfer_msg *m)
 {
 	struct recv_pending *e = &pend->p[i];
+	uint8_t nonce[PXFER_NONCE_LEN];
+	struct recv_newconn nc;
+	struct pxfer_conn *c;
+	struct pxfer_hello h;
 	int r = recv_pending_next(pend, i, m);
 
-	if (r == 0)
+	if (r == 0 && pxfer_now() < e->deadline)
+		return 1;
+	if (r < 0) {
+		verbose("dropped a connection from %s: it did not open with a HELLO",
+			e->c->peer);
+		pxfer_hs_refuse(e->c, EPROTO, "expected a HELLO");
+	}
+	if (r <= 0) {
+		recv_pending_drop(pend, i);
 		return 0;
-	if (r > 0)
-		r = pxfer_hs_hello_check(&srv->o->secret, e->nonce, m, h);
+	}
+	if (m->type == PXFER_MSG_DATA_HELLO) {
+		nc.dh = m->u.data_hello;
+		nc.c = recv_pending_take(pend, i, nc.nonce);
+		r = recv_session_route(srv, &nc);
+		if (r) {
+			verbose("dropped a data connection from %s: %s", nc.c->peer,
+				r == -ENOENT ? "no such session" : "not wanted");
+			pxfer_hs_refuse(nc.c, EACCES, "not part of a session here");
+			nc.c->ops->close(nc.c);
+		}
+		return 0;
+	}
+	r = pxfer_hs_hello_check(&srv->o->secret, e->nonce, m, &h);
 	if (r == -EACCES) {
 		if (!srv->o->quiet)
 			warning("refused a sender from %s: authentication failed (wrong secret)",
 				e->c->peer);
 		pxfer_hs_refuse(e->c, EACCES, "authentication failed");
-		return -1;
-	}
-	if (r < 0) {
+	} else if (r) {
 		verbose("dropped a connection from %s: it did not open with a HELLO",
 			e->c->peer);
 		pxfer_hs_refuse(e->c, EPROTO, "expected a HELLO");
-		return -1;
 	}
-	return 1;
-}
-
-/* the listener of @c's transport */
-static struct pxfer_listener *listener_of(struct recv_server *srv,
-					  struct pxfer_conn *c)
-{
-	for (unsigned int i = 0; i < srv->nls; i++)
-		if (srv->ls[i]->ops == c->ops)
-			return srv->ls[i];
-	return NULL;
+	if (r) {
+		recv_pending_drop(pend, i);
+		return 0;
+	}
+	c = recv_pending_take(pend, i, nonce);
+	admit(srv, c, &h, nonce);
+	return 0;
 }
 
 static void accept_new(struct recv_server *srv, struct recv_pendings *pend,
@@ -182,22 +242,59 @@ static void accept_new(struct recv_server *srv, struct recv_pendings *pend,
 	}
 }
 
+static void stop_all(struct recv_server *srv)
+{
+	for (unsigned int i = 0; i < srv->max_sessions; i++)
+		if (srv->sess[i])
+			recv_session_stop(srv->sess[i]);
+}
+
 /*
- * The listening loop: accept, challenge, and start a session for the first
- * authentic HELLO; the others still pending are told the receiver is busy.
+ * A signal: the first stops new sessions and gives the running ones
+ * --grace seconds to finish; a second one, or the end of the grace,
+ * stops them (their incomplete files are removed).
+ */
+static void on_signal(struct recv_server *srv, struct recv_pendings *pend)
+{
+	char c;
+	int n = 0;
+
+	while (read(srv->sigfd, &c, 1) == 1)
+		n++;
+	if (!n && !pxfer_signal_pending())
+		return;
+	if (srv->draining || !srv->nsess || srv->o->grace_secs <= 0 || n > 1) {
+		if (srv->nsess && !srv->o->quiet)
+			info("pxfer: stopping %u running session%s", srv->nsess,
+			     srv->nsess == 1 ? "" : "s");
+		srv->draining = 1;
+		srv->drain_end = pxfer_now();
+		stop_all(srv);
+		return;
+	}
+	srv->draining = 1;
+	srv->drain_end = pxfer_now() + srv->o->grace_secs;
+	if (!srv->o->quiet)
+		info("pxfer: no new sessions; waiting up to %d s for %u running session%s (a second signal stops them now)",
+		     srv->o->grace_secs, srv->nsess, srv->nsess == 1 ? "" : "s");
+	recv_pending_clear(pend);
+}
+
+/*
+ * The listening loop: accept and challenge newcomers, admit senders,
+ * route data connections, reap the sessions that ended.
  */
 static int serve(struct recv_server *srv)
 {
 	struct recv_pendings pend = { .n = 0 };
-	struct pollfd p[2 + RECV_PENDING_MAX + 1];
+	struct pollfd p[2 + RECV_PENDING_MAX + 2];
 	struct pxfer_msg *m = malloc(sizeof(*m));
-	int code = PXFER_EXIT_OK;
+	int code = PXFER_EXIT_OK, stopped = 0;
 
 	if (!m)
 		return PXFER_EXIT_LOCAL;
 	for (;;) {
 		double now = pxfer_now(), next = now + 60;
-		struct pxfer_hello h;
 		unsigned int n = 0, i;
 
 		for (i = 0; i < srv->nls; i++, n++) {
@@ -208,44 +305,47 @@ static int serve(struct recv_server *srv)
 		for (i = 0; i < pend.n; i++)
 			if (pend.p[i].deadline < next)
 				next = pend.p[i].deadline;
+		if (srv->draining && srv->nsess && srv->drain_end < next)
+			next = srv->drain_end;
 		p[n].fd = srv->sigfd;
-		p[n].events = POLLIN;
-		if (poll(p, n + 1, (int)((next - now) * 1000) + 1) < 0 &&
+		p[n++].events = POLLIN;
+		p[n].fd = srv->ended_fd;
+		p[n++].events = POLLIN;
+		if (next < now)
+			next = now;
+		if (poll(p, n, (int)((next - now) * 1000) + 1) < 0 &&
 		    errno != EINTR)
 			break;
-		if (pxfer_signal_pending()) {
+		if (p[n - 2].revents & POLLIN || (!srv->draining && pxfer_signal_pending()))
+			on_signal(srv, &pend);
+		if (srv->draining && srv->nsess && pxfer_now() >= srv->drain_end) {
+			if (!stopped && !srv->o->quiet)
+				info("pxfer: the grace period is over; stopping %u session%s",
+				     srv->nsess, srv->nsess == 1 ? "" : "s");
+			if (!stopped)
+				stop_all(srv);
+			stopped = 1;
+		}
+		recv_session_reap(srv, &code);
+		if (srv->draining && !srv->nsess) {
 			code = PXFER_EXIT_INTR;
 			break;
 		}
+		if (srv->o->once && srv->admitted && !srv->nsess)
+			break;
+		/* while draining, newcomers are told the receiver is stopping */
 		accept_new(srv, &pend, p);
-		for (i = 0; i < pend.n;) {
-			int r = pending_hello(srv, &pend, i, m, &h);
-			uint8_t nonce[PXFER_NONCE_LEN];
-			struct pxfer_conn *c;
-
-			if (r == 0 && pxfer_now() < pend.p[i].deadline) {
-				i++;
-				continue;
-			}
-			if (r <= 0) {
-				recv_pending_drop(&pend, i);
-				continue;
-			}
-			c = recv_pending_take(&pend, i, nonce);
-			/* one session at a time: the rest must retry */
-			while (pend.n) {
-				pxfer_hs_refuse(pend.p[0].c, EBUSY,
-						"the receiver is busy with another session; try again later");
-				recv_pending_drop(&pend, 0);
-			}
-			code = recv_session_run(srv, listener_of(srv, c), c, &h,
-						nonce);
-			if (srv->o->once || code == PXFER_EXIT_INTR)
-				goto out;
-		}
+		for (i = 0; i < pend.n;)
+			i += pending_step(srv, &pend, i, m);
 	}
-out:
 	recv_pending_clear(&pend);
+	stop_all(srv);
+	while (srv->nsess) {
+		struct pollfd e = { .fd = srv->ended_fd, .events = POLLIN };
+
+		poll(&e, 1, 1000);
+		recv_session_reap(srv, &code);
+	}
 	free(m);
 	return code;
 }
@@ -255,9 +355,15 @@ static int check_opts(const struct pxfer_recv_opts *o)
 {
 	if (!o->dir || !o->port)
 		return error("pxfer_recv needs a directory and a port");
-	if (o->ring_mem < (64u << 10) || o->ring_mem > (4ull << 30))
-		return error("pxfer_recv: %llu bytes of ring memory: from 64 KiB to 4 GiB",
-			     (unsigned long long)o->ring_mem);
+	if (o->max_sessions < 1 || o->max_sessions > RECV_SESSIONS_MAX)
+		return error("pxfer_recv: %u sessions at once: from 1 to %d",
+			     o->max_sessions, RECV_SESSIONS_MAX);
+	if (o->ring_mem && (o->ring_mem > (4ull << 30) ||
+			    o->ring_mem / o->max_sessions < (64u << 10)))
+		return error("pxfer_recv: %llu bytes of ring memory for %u sessions: at least 64 KiB a session, at most 4 GiB in all",
+			     (unsigned long long)o->ring_mem, o->max_sessions);
+	if (o->grace_secs < 0)
+		return error("pxfer_recv: a grace period of %d s", o->grace_secs);
 	if (o->max_chunk < PXFER_CHUNK_MIN || o->max_chunk > PXFER_CHUNK_MAX)
 		return error("pxfer_recv: a largest chunk of %u: from 4 KiB to 64 MiB",
 			     o->max_chunk);
@@ -282,11 +388,21 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 		return PXFER_EXIT_LOCAL;
 	srv->o = o;
 	srv->rootfd = -1;
+	srv->ended_fd = -1;
+	srv->max_sessions = o->once ? 1 : o->max_sessions;
+	srv->share = o->ring_mem ? o->ring_mem / o->max_sessions : RECV_SHARE_DEFAULT;
+	srv->sess = calloc(srv->max_sessions, sizeof(*srv->sess));
+	srv->ended_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!srv->sess || srv->ended_fd < 0) {
+		error("cannot set up the receiver: %s", strerror(errno ? errno : ENOMEM));
+		code = PXFER_EXIT_LOCAL;
+		goto out_srv;
+	}
 	/* while this is the only thread (best effort: it only saves time) */
 	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	if (check_dir(o, &srv->rootfd)) {
-		free(srv);
-		return PXFER_EXIT_USAGE;
+		code = PXFER_EXIT_USAGE;
+		goto out_srv;
 	}
 	srv->sigfd = pxfer_signals_install();
 	code = listen_all(srv);
@@ -302,6 +418,10 @@ out:
 		srv->ls[i]->ops->listener_close(srv->ls[i]);
 	close(srv->rootfd);
 	pxfer_signals_restore();
+out_srv:
+	if (srv->ended_fd >= 0)
+		close(srv->ended_fd);
+	free(srv->sess);
 	free(srv);
 	return code;
 }

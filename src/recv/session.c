@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * A receiver's session, from the sender's authentic HELLO to its end: the
- * destination and the parameters it gets (WELCOME), one data connection
- * and ring per worker, then the coordinator (coord.c) and the workers
+ * A receiver's session, from the sender's authentic HELLO to its end, on
+ * a thread of its own: the destination and the parameters it gets
+ * (WELCOME), one data connection and ring per worker (the server routes
+ * the connections here), then the coordinator (coord.c) and the workers
  * (worker.c) until ACK or a failure, and the teardown: whatever did not
- * complete is removed.
+ * complete is removed. The server then joins the thread and frees the
+ * session's slot.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
+#include <sys/eventfd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,7 +20,6 @@
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/sys.h"
-#include "recv/pending.h"
 #include "recv/recv.h"
 
 #define RING_DEPTH 8		/* slots per worker an automatic chunk leaves */
@@ -27,11 +30,12 @@ _Static_assert(PXFER_FD_RESERVE >= 2 * RECV_MAX_FILES + 256,
 static unsigned int pick_slots(const struct recv_session *s,
 			       unsigned int workers, uint32_t chunk)
 {
-	uint64_t n = s->o->ring_mem / ((uint64_t)workers * chunk);
-	unsigned int max = s->b.t->ring_slots_max;
+	uint64_t n = s->ring_mem / ((uint64_t)workers * chunk);
+	unsigned int max = s->b.t->ring_slots_max / s->srv->max_sessions;
 
 	/* small chunks in a large --ring-mem: no more than the transport
-	 * can take (rdma: what its shared receive queue holds) */
+	 * can take (rdma: what its shared receive queue holds, which every
+	 * session shares) */
 	if (max && n > max / workers)
 		n = max / workers;
 	if (n < 2)
@@ -48,7 +52,12 @@ static void pick_params(struct recv_session *s, const struct pxfer_hello *h)
 	struct pxfer_welcome *wel = &s->b.wel;
 	unsigned long nofile = pxfer_raise_nofile();
 	uint32_t chunk = h->chunk_size, page = sysconf(_SC_PAGESIZE);
+	unsigned int workers = h->workers;
 
+	/* never more than the session's share: two of the smallest chunks
+	 * per worker at least */
+	if (workers > s->ring_mem / (2 * PXFER_CHUNK_MIN))
+		workers = s->ring_mem / (2 * PXFER_CHUNK_MIN);
 	if (chunk > o->max_chunk)
 		chunk = o->max_chunk;
 	/*
@@ -59,19 +68,25 @@ static void pick_params(struct recv_session *s, const struct pxfer_hello *h)
 	 */
 	if (h->flags & PXFER_HELLO_CHUNK_AUTO)
 		while (chunk / 2 >= PXFER_AUTO_CHUNK_MIN &&
-		       o->ring_mem / ((uint64_t)h->workers * chunk) < RING_DEPTH)
+		       s->ring_mem / ((uint64_t)workers * chunk) < RING_DEPTH)
 			chunk /= 2;
+	/* ... and two slots per worker in the share */
+	while (chunk / 2 >= PXFER_CHUNK_MIN &&
+	       s->ring_mem / ((uint64_t)workers * chunk) < 2)
+		chunk /= 2;
 	chunk -= chunk % page;
 	if (chunk < PXFER_CHUNK_MIN)
 		chunk = PXFER_CHUNK_MIN;
 	wel->chunk_size = chunk;
-	wel->workers = h->workers;
-	wel->slots = pick_slots(s, h->workers, chunk);
-	/* every file in flight holds two descriptors: the file, its directory */
+	wel->workers = workers;
+	wel->slots = pick_slots(s, workers, chunk);
+	/* every file in flight holds two descriptors, the file and its
+	 * directory, and the sessions share the table */
+	nofile /= s->srv->max_sessions;
 	wel->max_files = RECV_MAX_FILES;
 	if (nofile < 2 * RECV_MAX_FILES + 256)
 		wel->max_files = nofile > 320 ? (nofile - 256) / 2 : 32;
-	randombytes_buf(&wel->session, sizeof(wel->session));
+	/* wel->session: the server chose it, to route data connections */
 }
 
 /* start making the worker's ring while the sender connects */
@@ -82,7 +97,7 @@ static int worker_prepare(struct recv_session *s, struct rworker *w)
 	if (!w->slots || pxfer_idq_init(&w->finq, s->b.wel.max_files))
 		return -ENOMEM;
 	return pxfer_worker_prepare(&w->b, s->b.t, s->o->io, s->b.wel.slots,
-				    s->b.wel.chunk_size, 1, &s->srv->pool);
+				    s->b.wel.chunk_size, 1, &s->pool);
 }
 
 /* the file table, the report queue and the workers, for s->b.wel */
@@ -173,43 +188,90 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c,
 	return 0;
 }
 
-/* what came on pending connection @i: 1 while it is still pending */
-static int pending_step(struct recv_session *s, struct recv_pendings *pend,
-			unsigned int i, unsigned int *have)
+/* a data connection the server routed here: 0 when there is none */
+static int inbox_pop(struct recv_session *s, struct recv_newconn *nc)
 {
-	uint8_t nonce[PXFER_NONCE_LEN];
-	struct pxfer_conn *c;
-	int r = recv_pending_next(pend, i, &s->b.msg);
+	int ret = 0;
 
-	if (r <= 0) {
-		if (r < 0)
-			recv_pending_drop(pend, i);
-		return r == 0;
+	pthread_mutex_lock(&s->in_lock);
+	if (s->nin) {
+		*nc = s->in[0];
+		memmove(s->in, s->in + 1, --s->nin * sizeof(s->in[0]));
+		ret = 1;
 	}
-	c = recv_pending_take(pend, i, nonce);
-	r = accept_data(s, c, nonce, &s->b.msg);
-	if (pxfer_failed(&s->b.fail))
-		return 0;	/* its worker holds @c */
-	if (r) {
-		verbose("refused a connection from %s: %s", c->peer, strerror(-r));
-		s->b.t->close(c);
+	pthread_mutex_unlock(&s->in_lock);
+	return ret;
+}
+
+/* no more data connections: close those that came too late */
+static void inbox_close(struct recv_session *s)
+{
+	struct recv_newconn nc;
+
+	pthread_mutex_lock(&s->in_lock);
+	s->in_closed = 1;
+	pthread_mutex_unlock(&s->in_lock);
+	while (inbox_pop(s, &nc))
+		nc.c->ops->close(nc.c);
+}
+
+int recv_session_route(struct recv_server *srv, struct recv_newconn *nc)
+{
+	struct recv_session *s = NULL;
+	int ret = -EBUSY;
+
+	for (unsigned int i = 0; i < srv->max_sessions && !s; i++)
+		if (srv->sess[i] && srv->sess[i]->b.wel.session == nc->dh.session)
+			s = srv->sess[i];
+	if (!s)
+		return -ENOENT;
+	pthread_mutex_lock(&s->in_lock);
+	if (!s->in_closed && s->nin < PXFER_WORKERS_MAX) {
+		s->in[s->nin++] = *nc;
+		ret = 0;
+	}
+	pthread_mutex_unlock(&s->in_lock);
+	if (!ret)
+		pxfer_wake(s->in_fd);
+	return ret;
+}
+
+/* data connection @nc, routed here: 1 when it became a worker's */
+static int take_data(struct recv_session *s, struct recv_newconn *nc)
+{
+	int r;
+
+	if (pxfer_failed(&s->b.fail)) {
+		nc->c->ops->close(nc->c);
 		return 0;
 	}
-	(*have)++;
-	return 0;
+	memset(&s->b.msg, 0, sizeof(s->b.msg));
+	s->b.msg.type = PXFER_MSG_DATA_HELLO;
+	s->b.msg.u.data_hello = nc->dh;
+	r = accept_data(s, nc->c, nc->nonce, &s->b.msg);
+	if (pxfer_failed(&s->b.fail))
+		return 0;	/* its worker holds the connection */
+	if (r) {
+		verbose("refused a connection from %s: %s", nc->c->peer,
+			strerror(-r));
+		nc->c->ops->close(nc->c);
+		return 0;
+	}
+	return 1;
 }
 
 /*
  * The sender's data connections, each proving itself with a DATA_HELLO.
- * Connections are read as their bytes come (not one after the other), so
- * that one which says nothing, which anybody can open, holds up no other.
+ * The server reads them as their bytes come (one that says nothing holds
+ * up no other) and routes those that name this session here.
  */
 static int accept_workers(struct recv_session *s)
 {
 	double end = pxfer_now() + PXFER_HANDSHAKE_MS / 1000.0;
-	struct recv_pendings pend = { .n = 0 };
-	struct pollfd p[RECV_PENDING_MAX + 2];
-	unsigned int have = 0, want = s->b.workers.n, n, i;
+	struct pollfd p[2] = { { .fd = s->in_fd, .events = POLLIN },
+			       { .fd = s->stop_fd, .events = POLLIN } };
+	unsigned int have = 0, want = s->b.workers.n;
+	struct recv_newconn nc;
 
 	while (have < want && !pxfer_failed(&s->b.fail)) {
 		double now = pxfer_now();
@@ -220,55 +282,58 @@ static int accept_workers(struct recv_session *s)
 				   s->b.cconn->peer, have, want);
 			break;
 		}
-		p[0].fd = s->b.t->listener_fd(s->l);
-		p[0].events = POLLIN;
-		n = 1 + recv_pending_poll(&pend, p + 1);
-		p[n].fd = s->b.sigfd;
-		p[n].events = POLLIN;
-		if (poll(p, n + 1, (int)((end - now) * 1000) + 1) < 0 && errno != EINTR) {
+		if (poll(p, 2, (int)((end - now) * 1000) + 1) < 0 && errno != EINTR) {
 			pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "poll: %s", strerror(errno));
 			break;
 		}
-		if (pxfer_signal_pending()) {
+		if (atomic_load(&s->stop)) {
 			pxfer_fail(&s->b.fail, PXFER_EXIT_INTR,
-				   "interrupted while the sender %s opened its data connections",
-				   s->b.cconn->peer);
+				   "the receiver is stopping; the sender %s had opened %u of %u data connections",
+				   s->b.cconn->peer, have, want);
 			break;
 		}
-		if (p[0].revents & POLLIN) {
-			struct pxfer_conn *c;
-
-			if (!s->b.t->accept(s->l, &c))
-				recv_pending_add(&pend, c);
-		}
-		for (i = 0; i < pend.n && have < want && !pxfer_failed(&s->b.fail);)
-			i += pending_step(s, &pend, i, &have);
+		pxfer_drain(s->in_fd);
+		while (have < want && inbox_pop(s, &nc))
+			have += take_data(s, &nc);
 	}
-	recv_pending_clear(&pend);
+	inbox_close(s);
 	if (pxfer_failed(&s->b.fail))
 		return -1;
 	return pxfer_session_start_workers(&s->b, recv_worker_main, "recv");
 }
 
+/* the session's line in the log, and its report to the library's caller */
 static void report(struct recv_session *s, double secs)
 {
-	char b[32], r[32];
+	const struct pxfer_recv_opts *o = s->o;
+	int failed = pxfer_failed(&s->b.fail);
+	struct pxfer_session_report r = {
+		.peer = s->b.cconn ? s->b.cconn->peer : "?",
+		.transport = s->b.t->name,
+		.files = s->files_ok,
+		.files_failed = s->failed,
+		.bytes = s->bytes,
+		.seconds = secs,
+		.exit_code = s->code,
+		.error = failed ? s->b.fail.msg : NULL,
+	};
+	char b[32], rate[32];
 
-	if (s->o->quiet)
-		return;
-	info("pxfer: %s %llu files (%s) from %s in %.1f s (%s/s)%s",
-	     pxfer_failed(&s->b.fail) ? "failed after" : "received",
-	     (unsigned long long)s->files_ok, pxfer_human(b, sizeof(b), s->bytes),
-	     s->b.cconn->peer, secs,
-	     pxfer_human(r, sizeof(r), secs > 0 ? s->bytes / secs : 0),
-	     s->failed ? "; some files failed" : "");
+	if (!o->quiet)
+		info("pxfer: %s %llu files (%s) from %s over %s in %.1f s (%s/s): %s",
+		     failed ? "failed after" : "received",
+		     (unsigned long long)r.files, pxfer_human(b, sizeof(b), r.bytes),
+		     r.peer, r.transport, secs,
+		     pxfer_human(rate, sizeof(rate), secs > 0 ? r.bytes / secs : 0),
+		     failed ? "failed" : s->failed ? "some files failed" : "complete");
+	if (o->on_session)
+		o->on_session(&r, o->on_session_arg);
 }
 
 /* run the session on its authenticated control connection */
-static void run(struct recv_session *s, const struct pxfer_hello *h,
-		const uint8_t *nonce_r)
+static void run(struct recv_session *s)
 {
-	double t0 = pxfer_now();
+	const struct pxfer_hello *h = &s->hello;
 	int ret;
 
 	if (pxfer_session_ctrl_start(&s->b))
@@ -288,7 +353,7 @@ static void run(struct recv_session *s, const struct pxfer_hello *h,
 			   s->b.cconn->peer, h->dest, strerror(-ret));
 		return;
 	}
-	if (welcome(s, h, nonce_r))
+	if (welcome(s, h, s->nonce))
 		return;
 	pxfer_rfiles_probe(&s->files);
 	verbose("session with %s: %u workers, %u KiB chunks, %u slots each",
@@ -298,9 +363,9 @@ static void run(struct recv_session *s, const struct pxfer_hello *h,
 		recv_coordinate(s);
 	if (pxfer_failed(&s->b.fail) && pxfer_fail_code(&s->b.fail) != PXFER_EXIT_NET)
 		pxfer_session_abort(&s->b, ECANCELED, s->b.fail.msg, 1000);
-	report(s, pxfer_now() - t0);
 }
 
+/* everything but the session's own struct and its wake-up descriptors */
 static void session_release(struct recv_session *s)
 {
 	if (s->w) {
@@ -312,44 +377,143 @@ static void session_release(struct recv_session *s)
 		}
 		pxfer_workers_release(&s->b.workers);
 		free(s->w);
+		s->w = NULL;
 	}
 	/* what did not complete never shows under its real name */
 	if (s->files_init)
 		pxfer_rfiles_release(&s->files);
+	s->files_init = 0;
 	if (s->tab_init)
 		pxfer_filetab_release(&s->tab);
+	s->tab_init = 0;
 	if (s->done_init) {
 		pxfer_idq_release(&s->done);
 		pthread_mutex_destroy(&s->done_lock);
 	}
-	pxfer_session_release(&s->b);
+	s->done_init = 0;
+	inbox_close(s);
 }
 
-int recv_session_run(struct recv_server *srv, struct pxfer_listener *l,
-		     struct pxfer_conn *c, const struct pxfer_hello *h,
-		     const uint8_t *nonce)
+static void *session_main(void *arg)
+{
+	struct recv_session *s = arg;
+	struct recv_server *srv = s->srv;
+	double t0 = pxfer_now();
+
+	run(s);
+	s->code = pxfer_failed(&s->b.fail) ? pxfer_fail_code(&s->b.fail)
+		  : s->failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
+	session_release(s);
+	report(s, pxfer_now() - t0);
+	pxfer_session_release(&s->b);
+	atomic_store(&s->ended, 1);
+	pxfer_wake(srv->ended_fd);
+	return NULL;
+}
+
+static void session_free(struct recv_session *s)
+{
+	if (s->in_fd >= 0)
+		close(s->in_fd);
+	if (s->stop_fd >= 0)
+		close(s->stop_fd);
+	pthread_mutex_destroy(&s->in_lock);
+	free(s);
+}
+
+/* a session number no running session has: data connections name it */
+static uint64_t new_session_number(struct recv_server *srv)
+{
+	uint64_t n;
+	int taken;
+
+	do {
+		randombytes_buf(&n, sizeof(n));
+		taken = 0;
+		for (unsigned int i = 0; i < srv->max_sessions; i++)
+			taken |= srv->sess[i] && srv->sess[i]->b.wel.session == n;
+	} while (taken);
+	return n;
+}
+
+int recv_session_start(struct recv_server *srv, unsigned int slot,
+		       struct pxfer_conn *c, const struct pxfer_hello *h,
+		       const uint8_t *nonce)
 {
 	struct recv_session *s = calloc(1, sizeof(*s));
-	int code;
+	int ret = -ENOMEM;
 
-	if (!s || pxfer_session_init(&s->b, "sender", NULL, -1)) {
-		error("out of memory");
-		free(s);
-		c->ops->close(c);
-		return PXFER_EXIT_LOCAL;
+	if (!s)
+		goto out_conn;
+	s->in_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->in_fd < 0 || s->stop_fd < 0) {
+		ret = -errno;
+		goto out_fds;
 	}
+	ret = -pthread_mutex_init(&s->in_lock, NULL);
+	if (ret)
+		goto out_fds;
+	ret = pxfer_session_init(&s->b, "sender", &s->stop, s->stop_fd);
+	if (ret)
+		goto out_lock;
 	s->srv = srv;
 	s->o = srv->o;
-	s->l = l;
+	s->slot = slot;
+	s->ring_mem = srv->share;
+	if (slot < srv->pool_slots)
+		pxfer_pool_slice(&s->pool, &srv->pool, slot * srv->pool_part,
+				 srv->pool_part);
+	s->hello = *h;
+	memcpy(s->nonce, nonce, PXFER_NONCE_LEN);
 	s->b.t = c->ops;
 	s->b.cconn = c;
-	s->b.sigfd = srv->sigfd;
-	/* the rings of the session before were released with it */
-	pxfer_pool_reset(&srv->pool);
-	run(s, h, nonce);
-	code = pxfer_failed(&s->b.fail) ? pxfer_fail_code(&s->b.fail)
-	       : s->failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
-	session_release(s);
+	s->b.wel.session = new_session_number(srv);
+	srv->sess[slot] = s;
+	ret = -pthread_create(&s->thread, NULL, session_main, s);
+	if (!ret) {
+		pxfer_thread_name(s->thread, "session", slot);
+		return 0;
+	}
+	srv->sess[slot] = NULL;
+	pxfer_session_release(&s->b);	/* closes @c */
+	c = NULL;
+out_lock:
+	pthread_mutex_destroy(&s->in_lock);
+out_fds:
+	if (s->in_fd >= 0)
+		close(s->in_fd);
+	if (s->stop_fd >= 0)
+		close(s->stop_fd);
 	free(s);
-	return code;
+out_conn:
+	if (c)
+		c->ops->close(c);
+	return ret;
+}
+
+void recv_session_stop(struct recv_session *s)
+{
+	atomic_store(&s->stop, 1);
+	pxfer_wake(s->stop_fd);
+}
+
+unsigned int recv_session_reap(struct recv_server *srv, int *code)
+{
+	unsigned int n = 0;
+
+	pxfer_drain(srv->ended_fd);
+	for (unsigned int i = 0; i < srv->max_sessions; i++) {
+		struct recv_session *s = srv->sess[i];
+
+		if (!s || !atomic_load(&s->ended))
+			continue;
+		pthread_join(s->thread, NULL);
+		*code = s->code;
+		srv->sess[i] = NULL;
+		srv->nsess--;
+		session_free(s);
+		n++;
+	}
+	return n;
 }

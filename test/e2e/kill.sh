@@ -10,8 +10,9 @@
 #     exits non-zero); nothing half-written has a final name
 #   - the sender is killed (SIGKILL): the receiver removes its temporary
 #     files, says the sender went away and keeps serving
-#   - the receiver is interrupted (SIGINT): it exits 130 and removes its
-#     temporary files; the sender fails and passes on the receiver's reason
+#   - the receiver is interrupted (SIGINT) with --grace 0: it exits 130
+#     and removes its temporary files; the sender fails and passes on the
+#     receiver's reason
 #   - a tree where some files completed before the receiver was killed:
 #     the completed ones are intact
 # shellcheck source=../lib/common.sh
@@ -129,10 +130,10 @@ ok "temporary files removed, no final name, and a following transfer succeeded"
 stop_recv
 expect_rc 130 "$WAIT_RC" "serving receiver after SIGTERM"
 
-note "the receiver is interrupted (SIGINT)"
+note "the receiver is interrupted (SIGINT) with no grace for its session"
 dst=$T/dst.rint
 mkdir "$dst"
-start_server "$dst" --once
+start_server "$dst" --once --grace 0
 bg_send -q -j 2 "$src/big" "$(target)"
 wait_for 30 have_part "$dst" || fail "no temporary file appeared on the receiver within 30 s"
 kill -INT "$RECV_PID"

@@ -90,7 +90,7 @@ done
 note "sender --io uring under no_io_uring"
 dst=$T/dst.senduring
 mkdir "$dst"
-start_server "$dst" --once
+start_server "$dst" --once --grace 0
 SEND_WRAP=("$NOURING")
 timer_start
 psend -j 2 --io uring "$src" "$(target)"

@@ -164,8 +164,9 @@ check_chunk 4096 8 -- -j 1
 check_chunk 2048 8 -- -j 2
 check_chunk 1024 8 -- -j 4
 check_chunk 1024 4 -- -j 8
-check_chunk 4096 16 --ring-mem 64M -- -j 1
-check_chunk 1024 16 --ring-mem 64M -- -j 4 --chunk-size 1M
+check_chunk 4096 16 --ring-mem 64M --max-sessions 1 -- -j 1
+check_chunk 1024 16 --ring-mem 64M --max-sessions 1 -- -j 4 --chunk-size 1M
+check_chunk 1024 4 --ring-mem 32M --max-sessions 2 -- -j 4
 check_chunk 512 64 -- -j 1 --chunk-size 512K
 check_chunk 2048 16 --max-chunk 2M -- -j 1
 
