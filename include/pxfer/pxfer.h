@@ -46,6 +46,7 @@ extern "C" {
 #define PXFER_DEFAULT_RING_MEM	(32u << 20)	/* per session, all workers */
 #define PXFER_DEFAULT_MAX_SESSIONS 8		/* a receiver's sessions at once */
 #define PXFER_DEFAULT_GRACE_SECS 30		/* for running sessions on SIGTERM */
+#define PXFER_DEFAULT_WAIT_SECS	60		/* a sender waits for a busy receiver */
 #define PXFER_DEFAULT_MAX_CHUNK	(16u << 20)	/* largest chunk a receiver takes */
 #define PXFER_DEFAULT_TIMEOUT_MS 15000		/* connect and handshake */
 #define PXFER_SECRET_MIN	16
@@ -63,6 +64,7 @@ enum pxfer_exit {
 	PXFER_EXIT_AUTH = 3,		/* authentication refused */
 	PXFER_EXIT_NET = 4,		/* cannot connect, or peer gone */
 	PXFER_EXIT_LOCAL = 5,		/* local resource: disk, memory, memlock */
+	PXFER_EXIT_BUSY = 6,		/* the receiver stayed busy (--wait) */
 	PXFER_EXIT_INTR = 130,		/* interrupted */
 };
 
@@ -113,6 +115,9 @@ struct pxfer_send_opts {
 	int progress;		/* draw a progress line on stderr (0) */
 	int timeout_ms;		/* connect and handshake timeout
 				 * (PXFER_DEFAULT_TIMEOUT_MS) */
+	int wait_secs;		/* while the receiver says it is busy, try
+				 * again for up to this long; 0: fail at once
+				 * (PXFER_DEFAULT_WAIT_SECS) */
 	struct pxfer_secret secret;	/* (none) */
 };
 

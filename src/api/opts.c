@@ -19,6 +19,7 @@ void pxfer_send_opts_init(struct pxfer_send_opts *o)
 	o->chunk_size = PXFER_AUTO_CHUNK_MAX;
 	o->chunk_auto = 1;
 	o->timeout_ms = PXFER_DEFAULT_TIMEOUT_MS;
+	o->wait_secs = PXFER_DEFAULT_WAIT_SECS;
 }
 
 void pxfer_recv_opts_init(struct pxfer_recv_opts *o)

@@ -57,6 +57,17 @@ static int set_timeout(void *ctx, const char *arg)
 	return 0;
 }
 
+static int set_wait(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+	unsigned long v;
+
+	if (cli_parse_uint(arg, 0, 86400, &v))
+		return error("--wait takes seconds from 0 to 86400, not '%s'", arg);
+	a->o.wait_secs = v;
+	return 0;
+}
+
 static int set_json(void *ctx, const char *arg)
 {
 	struct send_args *a = ctx;
@@ -75,6 +86,9 @@ static const struct cli_opt send_opts[] = {
 	  "8 slots per worker, at least 1M)" },
 	{ "timeout", 0, "SEC", set_timeout,
 	  "connect and handshake timeout (default 15)" },
+	{ "wait", 0, "SEC", set_wait,
+	  "while the receiver is busy, try again for up\n"
+	  "to SEC seconds (default 60; 0: fail at once)" },
 	{ "json", 0, NULL, set_json, "print a JSON summary on stdout" },
 	{ 0 },
 };
@@ -98,7 +112,7 @@ static const struct cli_cmd send_cmd = {
 	"  0  everything arrived        3  authentication refused\n"
 	"  1  some files failed         4  cannot connect, or the peer went away\n"
 	"  2  bad command line or input 5  local resource (memory, disk, limits)\n"
-	"  130 interrupted\n"
+	"  6  the receiver stayed busy  130 interrupted\n"
 	"Files that completed before a failure stay complete on the receiver;\n"
 	"a file never appears there under its name until all of it has arrived.\n",
 };

@@ -88,6 +88,8 @@ int pxfer_hs_hello(struct pxfer_session *s, const struct pxfer_secret *secret,
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "handshake with the receiver %s failed: %s",
 				  s->cconn->peer, strerror(-ret));
+	if (m->type == PXFER_MSG_REFUSE && m->u.error.code == EBUSY)
+		return 1;	/* the caller may try again */
 	if (m->type == PXFER_MSG_REFUSE)
 		return pxfer_hs_refused(s, &m->u.error, s->cconn->peer);
 	if (m->type != PXFER_MSG_WELCOME)

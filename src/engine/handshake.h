@@ -41,7 +41,8 @@ int pxfer_hs_connect(struct pxfer_session *s, const struct pxfer_hs_target *to,
  * pxfer_hs_hello - on s->cconn, after its CHALLENGE @ch: send @h (its
  * nonce and MAC are filled here) and take the WELCOME, which must prove
  * @secret and agree to no more than @h asked. Sets s->wel and s->key.
- * 0, or -1 after failing the session (a REFUSE says why).
+ * 0; 1 when the receiver is busy (its REFUSE in s->msg), to try again on
+ * a new connection; or -1 after failing the session (a REFUSE says why).
  */
 int pxfer_hs_hello(struct pxfer_session *s, const struct pxfer_secret *secret,
 		   const struct pxfer_challenge *ch, struct pxfer_hello *h,

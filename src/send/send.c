@@ -7,13 +7,18 @@
  * workers (worker.c), and tears everything down whichever way it ended.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sodium.h>
 
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "send/send.h"
+
+#define BUSY_FIRST 0.25	/* s before the first try again */
+#define BUSY_MAX 8.0
 
 static int pick_transport(struct send_session *s)
 {
@@ -28,14 +33,45 @@ static int pick_transport(struct send_session *s)
 	return 0;
 }
 
+/*
+ * The receiver said it is busy (all its sessions taken): close the
+ * connection and wait before the next try, longer each time (0.25 s
+ * doubling to 8 s, less a random part of up to a quarter, so that the
+ * senders that wait do not all come back at once), within --wait. 0 to
+ * try again, or -1 after failing the session.
+ */
+static int busy_wait(struct send_session *s, double end, double *delay)
+{
+	const struct pxfer_error *e = &s->b.msg.u.error;
+	double now = pxfer_now(), d = *delay * (1 - randombytes_uniform(250) / 1000.0);
+	struct pollfd p = { .fd = s->b.sigfd, .events = POLLIN };
+
+	if (now + d > end)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_BUSY,
+				  "the receiver %s is still busy after %d s (%.*s); try again later, or wait longer with --wait",
+				  s->b.cconn->peer, s->o->wait_secs,
+				  (int)e->text_len, e->text);
+	if (*delay == BUSY_FIRST)
+		info("pxfer: the receiver %s is busy (%.*s); trying again for up to %d s",
+		     s->b.cconn->peer, (int)e->text_len, e->text, s->o->wait_secs);
+	s->b.t->close(s->b.cconn);
+	s->b.cconn = NULL;
+	poll(&p, 1, (int)(d * 1000));
+	if (pxfer_signal_pending())
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_INTR,
+				  "interrupted while waiting for a busy receiver");
+	*delay = *delay * 2 > BUSY_MAX ? BUSY_MAX : *delay * 2;
+	return 0;
+}
+
 static int handshake(struct send_session *s)
 {
 	const struct pxfer_send_opts *o = s->o;
+	double end = pxfer_now() + o->wait_secs, delay = BUSY_FIRST;
 	struct pxfer_challenge ch;
 	struct pxfer_hello h = { 0 };
+	int r;
 
-	if (pxfer_hs_connect(&s->b, &s->to, 0, &s->b.cconn, &ch))
-		return -1;
 	h.workers = o->workers;
 	h.chunk_size = o->chunk_size;
 	h.flags = (o->fsync ? PXFER_HELLO_FSYNC : 0) |
@@ -44,7 +80,12 @@ static int handshake(struct send_session *s)
 		h.dest_len = strlen(o->dest);
 		memcpy(h.dest, o->dest, h.dest_len + 1);
 	}
-	if (pxfer_hs_hello(&s->b, &o->secret, &ch, &h, o->timeout_ms))
+	do {
+		if (pxfer_hs_connect(&s->b, &s->to, 0, &s->b.cconn, &ch))
+			return -1;
+		r = pxfer_hs_hello(&s->b, &o->secret, &ch, &h, o->timeout_ms);
+	} while (r > 0 && !busy_wait(s, end, &delay));
+	if (r)
 		return -1;
 	verbose("connected to %s over %s: %u workers, %u KiB chunks, %u slots each",
 		s->b.cconn->peer, s->b.t->name, s->b.wel.workers,
@@ -193,6 +234,8 @@ static int check_opts(const struct pxfer_send_opts *o)
 			     o->chunk_size);
 	if (o->timeout_ms < 1)
 		return error("pxfer_send: a timeout of %d ms", o->timeout_ms);
+	if (o->wait_secs < 0)
+		return error("pxfer_send: a wait of %d s", o->wait_secs);
 	if (o->secret.len < PXFER_SECRET_MIN || o->secret.len > PXFER_SECRET_MAX)
 		return error("pxfer_send: no secret, or one of %zu bytes: %d to %d",
 			     o->secret.len, PXFER_SECRET_MIN, PXFER_SECRET_MAX);
