@@ -27,7 +27,7 @@
 #                    ib4m     ib_write_bw with 4 MiB writes
 #                    c2m      pxfer --chunk-size 2M
 #                    c4m      pxfer --chunk-size 4M
-#                    r128     pxfer, receiver --ring-mem 128M
+#                    r128     pxfer, receiver --ring-mem 128M (one session)
 #                    c4m-r128 both
 #                    spin0    PXFER_RDMA_SPIN=0 (no busy-polling)
 #                    spin2e5  PXFER_RDMA_SPIN=200000
@@ -618,8 +618,8 @@ else
 				ib4m) run_ib "ib-$j-ib4m" $rep "ib_write_bw -q$j -s 4M" "$j" $n4 $((4 * MSG)) "" ;;
 				c2m) run_px "px-$j-c2m" $rep "pxfer -j$j --chunk-size 2M" "$j" "$DATA" "" "--chunk-size 2M" "" ;;
 				c4m) run_px "px-$j-c4m" $rep "pxfer -j$j --chunk-size 4M" "$j" "$DATA" "" "--chunk-size 4M" "" ;;
-				r128) run_px "px-$j-r128" $rep "pxfer -j$j --ring-mem 128M" "$j" "$DATA" "" "" "--ring-mem 128M" ;;
-				c4m-r128) run_px "px-$j-c4m-r128" $rep "pxfer -j$j 4M chunks, 128M ring" "$j" "$DATA" "" "--chunk-size 4M" "--ring-mem 128M" ;;
+				r128) run_px "px-$j-r128" $rep "pxfer -j$j --ring-mem 128M" "$j" "$DATA" "" "" "--ring-mem 128M --max-sessions 1" ;;
+				c4m-r128) run_px "px-$j-c4m-r128" $rep "pxfer -j$j 4M chunks, 128M ring" "$j" "$DATA" "" "--chunk-size 4M" "--ring-mem 128M --max-sessions 1" ;;
 				spin0) run_px "px-$j-spin0" $rep "pxfer -j$j PXFER_RDMA_SPIN=0" "$j" "$DATA" "PXFER_RDMA_SPIN=0" "" "" ;;
 				spin2e5) run_px "px-$j-spin2e5" $rep "pxfer -j$j PXFER_RDMA_SPIN=200000" "$j" "$DATA" "PXFER_RDMA_SPIN=200000" "" "" ;;
 				sync) run_px "px-$j-sync" $rep "pxfer -j$j --io sync" "$j" "$DATA" "" "--io sync" "--io sync" ;;

@@ -51,6 +51,10 @@
 #      side; a device that does not exist, a GID index that does not, and
 #      --device with --transport tcp each exit 2 with a message naming
 #      the problem, nothing written
+#   many
+#      4 senders at once to one receiver (the tree and 30 MiB each, to a
+#      destination of its own): all intact, 4 session lines in its log;
+#      SIGTERM then ends the idle receiver with exit 130
 #   srq-drain
 #      a peer without the secret (test/helper/hostile_rdma) connects as a data
 #      connection and sends empty messages, each using up one of the
@@ -72,7 +76,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 # link-down last: it takes the link down, which can upset the rxe driver
-ALL_CASES="tree auto receiver-killed lossy-link memlock slow-receiver wrong-secret deep-rings device-gid srq-drain link-down"
+ALL_CASES="tree auto receiver-killed lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -680,7 +684,7 @@ case_slow_receiver()
 	: >"$log"
 	# 1 MiB of ring for 2 workers in 64 KiB chunks: 8 slots each, so the
 	# stopped receiver, not the wire, sets the pace
-	if ! start_recv slow-receiver "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 1M; then
+	if ! start_recv slow-receiver "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 1M --max-sessions 1; then
 		fail "slow-receiver: the receiver did not start" "$RECV_LOG"
 		kill_leftovers
 		return
@@ -779,7 +783,7 @@ case_deep_rings()
 	# sender reserves two work requests per slot on top of its SRQ's share
 	RECV_WRAP=(env PXFER_RDMA_CQ_MIN=1)
 	SEND_WRAP=(env PXFER_RDMA_CQ_MIN=1)
-	if start_recv deep-rings "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 32M; then
+	if start_recv deep-rings "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 32M --max-sessions 1; then
 		rdma_send deep-rings 240 -v -j 2 --chunk-size 64K "$DATA/big" "$SRV_ADDR:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
@@ -800,11 +804,12 @@ case_deep_rings()
 	# 16 KiB chunks for 4 workers in the default 32 MiB would be 512
 	# slots each, 2048 receives, more than the shared queue holds (1024,
 	# 128 of them for messages): the receiver offers what fits, 224 each
+	# to its one session (with 8 sessions, each would get an eighth)
 	log=$LOGS/deep-rings-slots.check.log
 	rc=0
 	: >"$log"
 	mkdir -p "$dst"
-	if start_recv deep-rings-slots "$dst" --transport rdma --bind "$SRV_ADDR"; then
+	if start_recv deep-rings-slots "$dst" --transport rdma --bind "$SRV_ADDR" --max-sessions 1; then
 		rdma_send deep-rings-slots 240 -v -j 4 --chunk-size 16K "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
@@ -816,6 +821,43 @@ case_deep_rings()
 	fi
 	check $rc "deep-rings: -j 4 in 16 KiB chunks: the receiver offers the slots its shared receive queue holds (224 each), intact ($SEND_SECS s)" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- many: several senders at once ------------------------------------------------------
+
+case_many()
+{
+	local dst=$W/many log=$LOGS/many.check.log rc=0 k pids=() n=4
+
+	mkdir -p "$dst"
+	: >"$log"
+	if ! start_server many "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		fail "many: the receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	for ((k = 0; k < n; k++)); do
+		bg_send "many$k" --transport rdma --bind "$CLI_ADDR" -j 2 \
+			"$DATA/tree" "$DATA/big" "$SRV_ADDR:$RECV_PORT/s$k"
+		pids+=("$SEND_PID")
+	done
+	for ((k = 0; k < n; k++)); do
+		wait_pid "${pids[k]}" 300
+		echo "sender $k exit $WAIT_RC" >>"$log"
+		[ "$WAIT_RC" -eq 0 ] || rc=1
+		grep_log " over rdma" "$LOGS/many$k.send.log" "$log" || rc=1
+		same_tree "$DATA/tree" "$dst/s$k/tree" "$log" || rc=1
+		same_file "$DATA/big" "$dst/s$k/big" "$log" || rc=1
+	done
+	[ "$(grep -c 'received .* over rdma .*: complete' "$RECV_LOG")" -eq "$n" ] ||
+		{ echo "not $n session lines in the receiver's log" >>"$log"; rc=1; }
+	kill -TERM "$RECV_PID" 2>/dev/null
+	recv_done 20
+	[ "$RECV_RC" -eq 130 ] || { echo "receiver exit $RECV_RC after SIGTERM, not 130" >>"$log"; rc=1; }
+	check $rc "many: $n senders at once over rdma, the tree and 30 MiB each: all intact" \
+		"$log" "$RECV_LOG" "$LOGS/many0.send.log"
 	kill_leftovers
 	rm -rf "$dst"
 }

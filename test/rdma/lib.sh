@@ -218,11 +218,11 @@ wait_for()
 _PORT=${PXFER_RDMA_SUITE_PORT:-18100}
 RECV_WRAP=()
 
-# start_recv NAME DIR [ARGS...] - "pxfer recv --port P --dir DIR --once -v
+# start_server NAME DIR [ARGS...] - "pxfer recv --port P --dir DIR -v
 # ARGS..." in the background (RECV_WRAP, an array, goes in front and must
 # exec pxfer); waits until it says it listens (20 s at most). Sets
 # RECV_PID, RECV_PORT, RECV_LOG. 1 if it did not come up.
-start_recv()
+start_server()
 {
 	local name=$1 dir=$2
 
@@ -230,13 +230,22 @@ start_recv()
 	_PORT=$((_PORT + 1))
 	RECV_PORT=$_PORT
 	RECV_LOG=$LOGS/$name.recv.log
-	"${RECV_WRAP[@]}" "$PXFER" recv --port "$RECV_PORT" --dir "$dir" --once -v "$@" \
+	"${RECV_WRAP[@]}" "$PXFER" recv --port "$RECV_PORT" --dir "$dir" -v "$@" \
 		>"$RECV_LOG" 2>&1 &
 	RECV_PID=$!
 	track "$RECV_PID"
 	wait_for 20 _recv_up && return 0
 	echo "# the receiver did not start listening within 20 s" >>"$RECV_LOG"
 	return 1
+}
+
+# start_recv NAME DIR [ARGS...] - start_server for one session (--once)
+start_recv()
+{
+	local name=$1 dir=$2
+
+	shift 2
+	start_server "$name" "$dir" --once "$@"
 }
 
 _recv_up()
