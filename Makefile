@@ -16,6 +16,7 @@ LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 MANDIR ?= $(PREFIX)/share/man
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
 CC ?= gcc
 
 SAN ?= 0
@@ -177,7 +178,8 @@ pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 
 install: $(BUILD)/pxfer $(BUILD)/$(SHLIB)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
-		$(DESTDIR)$(INCLUDEDIR)/pxfer $(DESTDIR)$(MANDIR)/man1
+		$(DESTDIR)$(INCLUDEDIR)/pxfer $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(SYSTEMDUNITDIR)
 	install -m 0755 $(BUILD)/pxfer $(DESTDIR)$(BINDIR)/pxfer
 	install -m 0755 $(BUILD)/$(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB)
 	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
@@ -189,12 +191,16 @@ install: $(BUILD)/pxfer $(BUILD)/$(SHLIB)
 	    src/api/pxfer.pc.in >$(DESTDIR)$(PKGCONFIGDIR)/pxfer.pc
 	chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/pxfer.pc
 	install -m 0644 docs/pxfer.1 $(DESTDIR)$(MANDIR)/man1/pxfer.1
+	sed 's|@bindir@|$(BINDIR)|' examples/pxfer-recv.service.in \
+	    >$(DESTDIR)$(SYSTEMDUNITDIR)/pxfer-recv.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/pxfer-recv.service
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/pxfer $(DESTDIR)$(LIBDIR)/$(SHLIB) \
 	      $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libpxfer.so \
 	      $(DESTDIR)$(INCLUDEDIR)/pxfer/pxfer.h $(DESTDIR)$(PKGCONFIGDIR)/pxfer.pc \
-	      $(DESTDIR)$(MANDIR)/man1/pxfer.1
+	      $(DESTDIR)$(MANDIR)/man1/pxfer.1 \
+	      $(DESTDIR)$(SYSTEMDUNITDIR)/pxfer-recv.service
 	rmdir $(DESTDIR)$(INCLUDEDIR)/pxfer 2>/dev/null || true
 
 clean:

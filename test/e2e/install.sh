@@ -46,7 +46,8 @@ version=$("$PXFER" --version | awk '{ print $2 }')
 [ -n "$version" ] || fail "pxfer --version printed no version"
 lib=$root/usr/lib
 for f in bin/pxfer lib/libpxfer.so.$version include/pxfer/pxfer.h \
-	 lib/pkgconfig/pxfer.pc share/man/man1/pxfer.1; do
+	 lib/pkgconfig/pxfer.pc share/man/man1/pxfer.1 \
+	 lib/systemd/system/pxfer-recv.service; do
 	[ -f "$root/usr/$f" ] || fail "make install did not install /usr/$f"
 done
 [ -x "$root/usr/bin/pxfer" ] || fail "/usr/bin/pxfer is not executable"
@@ -57,6 +58,24 @@ done
 soname=$(readelf -d "$lib/libpxfer.so.$version" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libpxfer.so.0 ] || fail "the soname is '$soname', not libpxfer.so.0"
 ok "installed: $(cd "$root" && find . \( -type f -o -type l \) -printf '%P ' )"
+
+note "the systemd unit runs the installed command, confined to its DIR"
+unit=$root/usr/lib/systemd/system/pxfer-recv.service
+grep -q '^ExecStart=/usr/bin/pxfer recv --dir /srv/pxfer ' "$unit" ||
+	fail "the unit does not start /usr/bin/pxfer recv: $(grep ExecStart "$unit")"
+for want in '^User=pxfer' '^NoNewPrivileges=yes' '^ProtectSystem=strict' \
+	    '^ReadWritePaths=/srv/pxfer$' '^LimitMEMLOCK=infinity' '^SuccessExitStatus=130'; do
+	grep -q "$want" "$unit" || fail "the unit has no line matching '$want'"
+done
+if command -v systemd-analyze >/dev/null; then
+	# verify checks the syntax and that ExecStart's binary exists
+	sed 's|^ExecStart=/usr/bin/pxfer|ExecStart='"$root"'/usr/bin/pxfer|' "$unit" >"$T/pxfer-recv.service"
+	systemd-analyze verify --man=no "$T/pxfer-recv.service" >"$T/verify.log" 2>&1 ||
+		{ cat "$T/verify.log" >&2; fail "systemd-analyze verify found problems in the unit"; }
+	[ ! -s "$T/verify.log" ] ||
+		{ cat "$T/verify.log" >&2; fail "systemd-analyze verify warns about the unit"; }
+	ok "systemd-analyze verify: no complaint"
+fi
 
 note "pkg-config finds the installed library"
 export PKG_CONFIG_PATH=$lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
