@@ -37,6 +37,9 @@
 # Workloads (both read from the page cache, written to the page cache):
 #   A  one file of random data (2 GiB)
 #   B  a tree of small files (10,000 x 4 KiB in 10 subdirectories)
+# and the same split among N senders at once to one receiver (many-N, N =
+# 1, 2, 4, 8): A as 8 pieces of an eighth, B as 8 directories of an eighth
+# of the files, 8/N pieces to each sender; wall time until all are done.
 #
 # Every run: the receiving side (server) is started under GNU time, then the
 # sending side (client) under GNU time; wall time runs from the client's start
@@ -321,6 +324,28 @@ pxfer_pair() {          # $1 jobs, $2 path to send, $3 the binary (default $PXFE
 		"exec '$px' send -j $1 --transport tcp -q '$2' 127.0.0.1:$PORT"
 }
 peer_pxfer_A() { pxfer_pair "$1" "$DATA/a.bin" && verify_file "$DATA/a.bin" "$DST/a.bin"; }
+
+# N senders at once (default -j each) to one serving receiver, each with
+# 8/N of the workload's pieces; the receiver is stopped once all are done
+many_pair() {           # $1 senders, $2 directory of the 8 pieces
+	local n=$1 k i paths cli='' pidf=$WORK/many.pid
+	for ((k = 0; k < n; k++)); do
+		paths=''
+		for ((i = k; i < MANY_PIECES; i += n)); do paths+=" '$2/p$i'"; done
+		cli+="'$PXFER' send --transport tcp -q$paths 127.0.0.1:$PORT & pids=\"\$pids \$!\"; "
+	done
+	# shellcheck disable=SC2016 # expanded by the client's shell
+	cli+='rc=0; for p in $pids; do wait $p || rc=1; done; exit $rc'
+	rm -f "$pidf"
+	measure "echo \$\$ >'$pidf'; exec '$PXFER' recv --dir '$DST' --bind 127.0.0.1 --port $PORT --transport tcp -q --grace 0" \
+		"$cli" "$pidf"
+}
+peer_many_A() { many_pair "$1" "$DATA/many-a" && verify_pieces "$DATA/many-a"; }
+peer_many_B() { many_pair "$1" "$DATA/many-b" && verify_pieces "$DATA/many-b"; }
+verify_pieces() {       # $1 directory of the pieces, each copied to $DST
+	diff -r "$1" "$DST" >>"$RUN.cli.log" 2>&1 ||
+		{ echo "copy differs: $DST" >>"$RUN.cli.log"; return 1; }
+}
 peer_pxfer_B() { pxfer_pair "$1" "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"; }
 # the baseline (--baseline): the same runs with the earlier build
 peer_base_A() { pxfer_pair "$1" "$DATA/a.bin" "$BASE" && verify_file "$DATA/a.bin" "$DST/a.bin"; }
@@ -395,6 +420,13 @@ for j in "${PX_JOBS[@]}"; do
 done
 SECTIONS+=("B/nc;B;tar | nc;peer_nc_B" "B/rsync;B;rsync daemon;peer_rsync_B")
 SECTIONS+=("B/cp;B;cp -a (local, ref.);peer_cp_B")
+MANY_PIECES=8
+MANY=(1 2 4 8)
+for w in A B; do
+	for n in "${MANY[@]}"; do
+		SECTIONS+=("$w/many-$n;$w;$n sender$([ "$n" = 1 ] || echo s) at once;peer_many_$w $n")
+	done
+done
 
 if [ -n "$only" ]; then
 	sel=()
@@ -411,7 +443,7 @@ fi
 
 # ---------------------------------------------------------------- data
 make_data() {
-	if [ -f "$DATA/.complete" ]; then
+	if [ -f "$DATA/.complete" ] && [ -d "$DATA/many-b" ]; then
 		echo "data: reusing $DATA"
 		return 0
 	fi
@@ -426,6 +458,16 @@ make_data() {
 		mkdir -p "$DATA/tree/d$d" || return 1
 		head -c $((n * B_FILE_SIZE)) /dev/urandom |
 			split -b $B_FILE_SIZE -a 5 -d - "$DATA/tree/d$d/f" || return 1
+	done
+	# the same, in pieces for the senders at once: hard links to the file's
+	# eighths would not do (one file), so the pieces are copies
+	mkdir -p "$DATA/many-a" "$DATA/many-b" || return 1
+	split -n $MANY_PIECES -a 1 -d "$DATA/a.bin" "$DATA/many-a/p" || return 1
+	for ((d = 0; d < MANY_PIECES; d++)); do
+		n=$((B_FILES / MANY_PIECES + (d < B_FILES % MANY_PIECES ? 1 : 0)))
+		mkdir -p "$DATA/many-b/p$d" || return 1
+		head -c $((n * B_FILE_SIZE)) /dev/urandom |
+			split -b $B_FILE_SIZE -a 5 -d - "$DATA/many-b/p$d/f" || return 1
 	done
 	touch "$DATA/.complete"
 }
@@ -459,7 +501,7 @@ fi
 make_data || { echo "bench: cannot write the data into $DATA" >&2; exit 1; }
 # read everything once so that every run reads from the page cache
 dd if="$DATA/a.bin" of=/dev/null bs=1M status=none
-tar -c -C "$DATA" tree | cat >/dev/null
+tar -c -C "$DATA" tree many-a many-b | cat >/dev/null
 if command -v fincore >/dev/null; then
 	echo "cache:   $(fincore -n -o RES,SIZE "$DATA/a.bin" | awk '{print $1 " of " $2}') of the file in the page cache"
 fi
@@ -695,6 +737,33 @@ report() {
 		ratio_line "B: pxfer -j$d (default) / tar | nc" "B/pxfer-j$d" B/nc
 		ratio_line "B: pxfer -j$d (default) / rsync" "B/pxfer-j$d" B/rsync
 	fi
+	# senders at once: the aggregate against the best single sender of
+	# the run (any -j, or the one sender of the many-1 section)
+	local n one oid best_one
+	for w in A B; do
+		[ $w = A ] && r=$bA || r=$bB
+		one='' oid=''
+		for oid in "$w/pxfer-j$r" "$w/many-1"; do
+			v=$(mibps "$oid" 2>/dev/null) || continue
+			if [ -z "$one" ] || [ "$(calc "$v > $one" d)" = 1 ]; then one=$v best_one=$oid; fi
+		done
+		for n in "${MANY[@]}"; do
+			[ -n "$one" ] || continue
+			ratio_line "$w: $n at once / best single sender" "$w/many-$n" "$best_one"
+			[ "$n" -ge 4 ] || continue
+			t=$(ge "$w/many-$n" "$best_one" 0.9)
+			target "$w: $n senders at once >= 0.9x the best single sender" "$t" \
+				"$(mibps "$w/many-$n" 2>/dev/null) vs $(mibps "$best_one" 2>/dev/null) MiB/s ($best_one)"
+		done
+		# the receiver's budget: 32 MiB of rings a session, 8 sessions by
+		# default, and 8 MiB a session besides, over a base of 16 MiB
+		if v=$(field "$w/many-8" 11 2>/dev/null); then
+			target "$w: receiver peak RSS within its budget with 8 senders (<= 336 MiB)" \
+				"$(calc "$v <= 336 * 1024" d)" "$(calc "$v / 1024" .1f) MiB, largest of all runs"
+		else
+			target "$w: receiver peak RSS within its budget with 8 senders" ""
+		fi
+	done
 
 	if [ -n "$BASE" ]; then
 		local bb
