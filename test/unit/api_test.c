@@ -98,6 +98,9 @@ static void test_bad_options(void)
 	so.npaths = 1;
 	so.secret.len = 3;
 	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "a short secret");
+	secret(&so.secret);
+	so.wait_secs = -1;
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "a negative wait");
 
 	pxfer_recv_opts_init(&ro);
 	secret(&ro.secret);
@@ -105,7 +108,18 @@ static void test_bad_options(void)
 	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "1 KiB of rings");
 	ro.ring_mem = 8ull << 30;
 	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "8 GiB of rings");
-	ro.ring_mem = PXFER_DEFAULT_RING_MEM;
+	ro.ring_mem = 256u << 10;
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE,
+		 "256 KiB of rings for 8 sessions (32 KiB each)");
+	ro.ring_mem = 0;
+	ro.max_sessions = 0;
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "0 sessions");
+	ro.max_sessions = 65;
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "65 sessions");
+	ro.max_sessions = PXFER_DEFAULT_MAX_SESSIONS;
+	ro.grace_secs = -1;
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "a negative grace");
+	ro.grace_secs = PXFER_DEFAULT_GRACE_SECS;
 	ro.max_chunk = 1;
 	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "a 1-byte chunk");
 	handlers_are_ours("refused options");
