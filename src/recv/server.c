@@ -101,6 +101,8 @@ static void pool_init(struct recv_server *srv)
 {
 	const struct pxfer_transport_ops *t = NULL;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint64_t limit;
+	char l[32];
 	int ret;
 
 	for (unsigned int i = 0; i < srv->nls; i++)
@@ -108,6 +110,15 @@ static void pool_init(struct recv_server *srv)
 			t = srv->ls[i]->ops;
 	if (!t)
 		return;
+	/* each session pins its share: say now if they cannot all run */
+	if (pxfer_memlock_check((uint64_t)srv->max_sessions *
+				(srv->share + (2u << 20)), &limit) && !srv->o->quiet) {
+		uint64_t fit = limit / (srv->share + (2u << 20));
+
+		warning("the memlock limit (%s) holds the rings of %llu of the %u sessions at once; the others will be refused (raise it with 'ulimit -l', or lower --max-sessions or --ring-mem)",
+			pxfer_human(l, sizeof(l), limit), (unsigned long long)fit,
+			srv->max_sessions);
+	}
 	srv->pool_part = (pxfer_pool_size(srv->share, t->ring_hdr) + page - 1) /
 			 page * page;
 	srv->pool_slots = 1;

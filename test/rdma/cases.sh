@@ -29,7 +29,8 @@
 #      a receiver, then a sender, run as nobody with a memlock limit of
 #      1024 KiB (below what one connection registers) and 16384 KiB
 #      (enough for the connection, not for the rings): each fails with
-#      the memlock message and its remedy, exit 5, nothing written
+#      the memlock message and its remedy, exit 5, nothing written; the
+#      receiver warned when it started that its sessions' rings do not fit
 #   slow-receiver
 #      a receiver with 1 MiB of rings, stopped 300 ms of every 400 ms
 #      (SIGSTOP/SIGCONT) during a 30 MiB transfer in 64 KiB chunks:
@@ -617,6 +618,8 @@ f_recv()
 		echo "# exit $RECV_RC" >>"$RECV_LOG"
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
 		grep_log "memlock limit is .*raise it with 'ulimit -l [0-9]+" "$RECV_LOG" "$log" || rc=1
+		# and it said so when it started
+		grep_log "warning: the memlock limit .* holds the rings of 0 of the 1 sessions" "$RECV_LOG" "$log" || rc=1
 		[ "$RECV_RC" -eq 5 ] || { echo "the receiver exited $RECV_RC, not 5" >>"$log"; rc=1; }
 	else
 		RECV_WRAP=()
