@@ -52,3 +52,26 @@ void pxfer_addr_format(const struct sockaddr *sa, char *buf, size_t len)
 		snprintf(buf, len, "?");
 	}
 }
+
+void pxfer_addr_source(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const struct sockaddr_in6 *in6 = (const void *)sa;
+	char host[INET6_ADDRSTRLEN];
+
+	snprintf(buf, len, "?");
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		inet_ntop(AF_INET, &in->sin_addr, buf, len);
+	} else if (sa && sa->sa_family == AF_INET6 &&
+		   IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+		inet_ntop(AF_INET, &in6->sin6_addr.s6_addr[12], buf, len);
+	} else if (sa && sa->sa_family == AF_INET6) {
+		/* fe80::1 on two links are two hosts */
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		if (in6->sin6_scope_id)
+			snprintf(buf, len, "%s%%%u", host, in6->sin6_scope_id);
+		else
+			snprintf(buf, len, "%s", host);
+	}
+}

@@ -20,4 +20,16 @@ int pxfer_addr_resolve(const char *host, const char *port, int family,
 /* pxfer_addr_format - "a.b.c.d:port" or "[v6]:port" (or "?") into @buf */
 void pxfer_addr_format(const struct sockaddr *sa, char *buf, size_t len);
 
+/* room for what pxfer_addr_source writes: an IPv6 address and a scope */
+#define PXFER_SOURCE_LEN 64
+
+/*
+ * pxfer_addr_source - the host part of @sa, what a receiver counts a
+ * peer's connections and failures by: "a.b.c.d" (also for an IPv4 address
+ * mapped into IPv6, as a dual-stack socket reports it), "v6" or
+ * "v6%scope" for a link-local one, "?" for anything else. @len is at
+ * least PXFER_SOURCE_LEN.
+ */
+void pxfer_addr_source(const struct sockaddr *sa, char *buf, size_t len);
+
 #endif

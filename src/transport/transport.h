@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "core/netaddr.h"
 #include "core/proto.h"
 #include "core/ring.h"
 
@@ -24,6 +25,9 @@ struct pxfer_transport_ops;
 struct pxfer_conn {
 	const struct pxfer_transport_ops *ops;
 	char peer[80];		/* printable address of the other side */
+	/* its host part, without the port (pxfer_addr_source): what the
+	 * receiver counts connections and failed guesses by */
+	char source[PXFER_SOURCE_LEN];
 };
 
 struct pxfer_listener {

@@ -124,6 +124,8 @@ static int rt_connect_to(const char *host, const char *port,
 	if (ret)
 		goto out_free;
 	pxfer_addr_format(rdma_get_peer_addr(c->id), c->conn.peer, sizeof(c->conn.peer));
+	pxfer_addr_source(rdma_get_peer_addr(c->id), c->conn.source,
+			  sizeof(c->conn.source));
 	if (kind == KIND_CTRL)
 		rt_describe_route(c->id, c->conn.peer);
 	freeaddrinfo(dst);

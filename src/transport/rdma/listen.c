@@ -136,6 +136,8 @@ int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 	if (ret)
 		goto out_free;
 	pxfer_addr_format(rdma_get_peer_addr(id), c->conn.peer, sizeof(c->conn.peer));
+	pxfer_addr_source(rdma_get_peer_addr(id), c->conn.source,
+			  sizeof(c->conn.source));
 	if (kind == KIND_CTRL)
 		rt_describe_route(id, c->conn.peer);
 	*out = &c->conn;

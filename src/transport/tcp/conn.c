@@ -45,6 +45,10 @@ static int conn_new(int fd, struct pxfer_conn **out)
 	if (!getpeername(fd, (struct sockaddr *)&ss, &sl))
 		pxfer_addr_format((struct sockaddr *)&ss, t->conn.peer,
 			    sizeof(t->conn.peer));
+	else
+		ss.ss_family = AF_UNSPEC;	/* source "?" */
+	pxfer_addr_source((struct sockaddr *)&ss, t->conn.source,
+			  sizeof(t->conn.source));
 	tune_socket(fd);
 	*out = &t->conn;
 	return 0;
