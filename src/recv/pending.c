@@ -5,13 +5,20 @@
 #include "engine/handshake.h"
 #include "recv/pending.h"
 
+/* place @i is free: the last one moves into it, in the quota too */
+static void pending_remove(struct recv_pendings *ps, unsigned int i)
+{
+	ps->p[i] = ps->p[--ps->n];
+	recv_quota_remove(&ps->q, i);
+}
+
 void recv_pending_drop(struct recv_pendings *ps, unsigned int i)
 {
 	struct recv_pending *e = &ps->p[i];
 
 	pxfer_ctrl_release(&e->ctrl);
 	e->c->ops->close(e->c);
-	ps->p[i] = ps->p[--ps->n];
+	pending_remove(ps, i);
 }
 
 void recv_pending_clear(struct recv_pendings *ps)
@@ -23,16 +30,24 @@ void recv_pending_clear(struct recv_pendings *ps)
 void recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c)
 {
 	struct recv_pending *e;
+	unsigned int victim;
+	int r = recv_quota_victim(&ps->q, c->source, &victim);
 
-	if (ps->n == RECV_PENDING_MAX)
-		recv_pending_drop(ps, 0);	/* the oldest makes room */
+	if (r < 0) {
+		c->ops->close(c);
+		return;
+	}
+	if (r > 0)
+		recv_pending_drop(ps, victim);
 	e = &ps->p[ps->n];
 	e->c = c;
-	e->deadline = pxfer_now() + RECV_PENDING_SECS;
+	e->heard = 0;
+	e->deadline = pxfer_now() + RECV_PENDING_SILENT_SECS;
 	if (pxfer_hs_challenge(c, e->nonce) || pxfer_ctrl_init(&e->ctrl, c)) {
 		c->ops->close(c);
 		return;
 	}
+	recv_quota_add(&ps->q, c->source);
 	ps->n++;
 }
 
@@ -42,6 +57,11 @@ int recv_pending_next(struct recv_pendings *ps, unsigned int i,
 	struct recv_pending *e = &ps->p[i];
 	int ret = pxfer_ctrl_fill(&e->ctrl), r = pxfer_ctrl_next(&e->ctrl, m);
 
+	/* a peer that speaks gets the whole time to finish */
+	if (!e->heard && e->ctrl.in_len) {
+		e->heard = 1;
+		e->deadline += RECV_PENDING_SECS - RECV_PENDING_SILENT_SECS;
+	}
 	if (r == 0)
 		return ret < 0 ? -1 : 0;
 	return r < 0 ? -1 : 1;
@@ -55,7 +75,7 @@ struct pxfer_conn *recv_pending_take(struct recv_pendings *ps, unsigned int i,
 
 	memcpy(nonce, e->nonce, PXFER_NONCE_LEN);
 	pxfer_ctrl_release(&e->ctrl);
-	ps->p[i] = ps->p[--ps->n];
+	pending_remove(ps, i);
 	return c;
 }
 

@@ -13,8 +13,12 @@
 #include <stdint.h>
 #include "core/proto.h"
 #include "engine/ctrl.h"
+#include "recv/gate.h"
 
-#define RECV_PENDING_MAX 16
+/* places, shared out by source (gate.h) */
+#define RECV_PENDING_MAX RECV_QUOTA_TOTAL
+/* to answer: a connection that has sent nothing yet gets the first */
+#define RECV_PENDING_SILENT_SECS 5
 #define RECV_PENDING_SECS 15
 
 struct recv_pending {
@@ -22,16 +26,20 @@ struct recv_pending {
 	struct pxfer_ctrl ctrl;		/* frames what it sends */
 	uint8_t nonce[PXFER_NONCE_LEN];	/* of its CHALLENGE */
 	double deadline;
+	int heard;			/* it has sent something */
 };
 
 struct recv_pendings {
 	struct recv_pending p[RECV_PENDING_MAX];
 	unsigned int n;
+	struct recv_quota q;		/* who holds p[i]: its source, its age */
 };
 
 /*
  * recv_pending_add - challenge @c and wait for its answer (the set owns
- * @c from now on). When the set is full, the oldest makes room.
+ * @c from now on). Places are shared out by source (gate.h): it may take
+ * the place of an older connection, closed then; or, when every place
+ * is held by sources with a session, be closed at once itself.
  */
 void recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c);
 

@@ -48,6 +48,7 @@ struct recv_server {
 	uint64_t share;			/* ring memory per session */
 	unsigned int max_sessions;
 	struct recv_session **sess;	/* max_sessions slots: NULL when free */
+	struct recv_pendings *pend;	/* connections before their first message */
 	unsigned int nsess;
 	uint64_t admitted;
 	int rootfd;			/* the top directory (--dir) */
@@ -68,6 +69,7 @@ struct rslot {
 };
 
 struct recv_session;
+struct recv_pendings;
 
 struct rworker {
 	struct pxfer_worker b;
@@ -106,6 +108,8 @@ struct recv_session {
 	int stop_fd;			/* readable once stop is set */
 	atomic_int ended;		/* the thread is done with everything */
 	int code;			/* how it ended: an exit status */
+	char source[PXFER_SOURCE_LEN];	/* the sender's address, without port */
+	int vouched;			/* for its data connections (pending.c) */
 	/* data connections the server routed here, until all are in */
 	pthread_mutex_t in_lock;
 	struct recv_newconn in[PXFER_WORKERS_MAX];

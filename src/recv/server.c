@@ -172,6 +172,10 @@ static void admit(struct recv_server *srv, struct pxfer_conn *c,
 		error("cannot start a session for a sender: %s", strerror(-ret));
 		return;
 	}
+	/* newcomers from elsewhere may not take the places of the
+	 * connections this sender is about to open */
+	srv->sess[slot]->vouched = !recv_quota_vouch(&srv->pend->q,
+						     srv->sess[slot]->source);
 	srv->nsess++;
 	srv->admitted++;
 }
@@ -297,7 +301,7 @@ static void on_signal(struct recv_server *srv, struct recv_pendings *pend)
  */
 static int serve(struct recv_server *srv)
 {
-	struct recv_pendings pend = { .n = 0 };
+	struct recv_pendings *pend = srv->pend;
 	struct pollfd p[2 + RECV_PENDING_MAX + 2];
 	struct pxfer_msg *m = malloc(sizeof(*m));
 	int code = PXFER_EXIT_OK, stopped = 0;
@@ -312,10 +316,10 @@ static int serve(struct recv_server *srv)
 			p[n].fd = srv->ls[i]->ops->listener_fd(srv->ls[i]);
 			p[n].events = POLLIN;
 		}
-		n += recv_pending_poll(&pend, p + n);
-		for (i = 0; i < pend.n; i++)
-			if (pend.p[i].deadline < next)
-				next = pend.p[i].deadline;
+		n += recv_pending_poll(pend, p + n);
+		for (i = 0; i < pend->n; i++)
+			if (pend->p[i].deadline < next)
+				next = pend->p[i].deadline;
 		if (srv->draining && srv->nsess && srv->drain_end < next)
 			next = srv->drain_end;
 		p[n].fd = srv->sigfd;
@@ -328,7 +332,7 @@ static int serve(struct recv_server *srv)
 		    errno != EINTR)
 			break;
 		if (p[n - 2].revents & POLLIN || (!srv->draining && pxfer_signal_pending()))
-			on_signal(srv, &pend);
+			on_signal(srv, pend);
 		if (srv->draining && srv->nsess && pxfer_now() >= srv->drain_end) {
 			if (!stopped && !srv->o->quiet)
 				info("pxfer: the grace period is over; stopping %u session%s",
@@ -345,11 +349,11 @@ static int serve(struct recv_server *srv)
 		if (srv->o->once && srv->admitted && !srv->nsess)
 			break;
 		/* while draining, newcomers are told the receiver is stopping */
-		accept_new(srv, &pend, p);
-		for (i = 0; i < pend.n;)
-			i += pending_step(srv, &pend, i, m);
+		accept_new(srv, pend, p);
+		for (i = 0; i < pend->n;)
+			i += pending_step(srv, pend, i, m);
 	}
-	recv_pending_clear(&pend);
+	recv_pending_clear(pend);
 	stop_all(srv);
 	while (srv->nsess) {
 		struct pollfd e = { .fd = srv->ended_fd, .events = POLLIN };
@@ -403,8 +407,9 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 	srv->max_sessions = o->once ? 1 : o->max_sessions;
 	srv->share = o->ring_mem ? o->ring_mem / o->max_sessions : RECV_SHARE_DEFAULT;
 	srv->sess = calloc(srv->max_sessions, sizeof(*srv->sess));
+	srv->pend = calloc(1, sizeof(*srv->pend));
 	srv->ended_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!srv->sess || srv->ended_fd < 0) {
+	if (!srv->sess || !srv->pend || srv->ended_fd < 0) {
 		error("cannot set up the receiver: %s", strerror(errno ? errno : ENOMEM));
 		code = PXFER_EXIT_LOCAL;
 		goto out_srv;
@@ -433,6 +438,7 @@ out_srv:
 	if (srv->ended_fd >= 0)
 		close(srv->ended_fd);
 	free(srv->sess);
+	free(srv->pend);
 	free(srv);
 	return code;
 }

@@ -20,6 +20,7 @@
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/sys.h"
+#include "recv/pending.h"
 #include "recv/recv.h"
 
 #define RING_DEPTH 8		/* slots per worker an automatic chunk leaves */
@@ -466,6 +467,7 @@ int recv_session_start(struct recv_server *srv, unsigned int slot,
 				 srv->pool_part);
 	s->hello = *h;
 	memcpy(s->nonce, nonce, PXFER_NONCE_LEN);
+	memcpy(s->source, c->source, sizeof(s->source));
 	s->b.t = c->ops;
 	s->b.cconn = c;
 	s->b.wel.session = new_session_number(srv);
@@ -510,6 +512,8 @@ unsigned int recv_session_reap(struct recv_server *srv, int *code)
 			continue;
 		pthread_join(s->thread, NULL);
 		*code = s->code;
+		if (s->vouched)
+			recv_quota_unvouch(&srv->pend->q, s->source);
 		srv->sess[i] = NULL;
 		srv->nsess--;
 		session_free(s);
