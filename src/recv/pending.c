@@ -42,6 +42,7 @@ void recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c)
 	e = &ps->p[ps->n];
 	e->c = c;
 	e->heard = 0;
+	e->hold = 0;
 	e->deadline = pxfer_now() + RECV_PENDING_SILENT_SECS;
 	if (pxfer_hs_challenge(c, e->nonce) || pxfer_ctrl_init(&e->ctrl, c)) {
 		c->ops->close(c);
@@ -51,17 +52,35 @@ void recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c)
 	ps->n++;
 }
 
+/* a peer that speaks gets the whole time to finish */
+static void pending_heard(struct recv_pending *e)
+{
+	if (e->heard)
+		return;
+	e->heard = 1;
+	e->deadline += RECV_PENDING_SECS - RECV_PENDING_SILENT_SECS;
+}
+
+void recv_pending_hold(struct recv_pendings *ps, unsigned int i, double until)
+{
+	ps->p[i].hold = until;
+	pending_heard(&ps->p[i]);
+}
+
 int recv_pending_next(struct recv_pendings *ps, unsigned int i,
 		      struct pxfer_msg *m)
 {
 	struct recv_pending *e = &ps->p[i];
 	int ret = pxfer_ctrl_fill(&e->ctrl), r = pxfer_ctrl_next(&e->ctrl, m);
+	int held = e->hold != 0;
 
-	/* a peer that speaks gets the whole time to finish */
-	if (!e->heard && e->ctrl.in_len) {
-		e->heard = 1;
-		e->deadline += RECV_PENDING_SECS - RECV_PENDING_SILENT_SECS;
-	}
+	e->hold = 0;
+	if (e->ctrl.in_len)
+		pending_heard(e);
+	/* it left while it was held: nobody waits for an answer, and a
+	 * guesser's HELLOs left behind must not delay those after them */
+	if (held && ret < 0)
+		return -1;
 	if (r == 0)
 		return ret < 0 ? -1 : 0;
 	return r < 0 ? -1 : 1;
@@ -84,7 +103,8 @@ unsigned int recv_pending_poll(struct recv_pendings *ps, struct pollfd *p)
 	for (unsigned int i = 0; i < ps->n; i++) {
 		struct pxfer_conn *c = ps->p[i].c;
 
-		p[i].fd = c->ops->conn_fd(c);
+		/* poll skips a negative fd: a held one wakes nobody */
+		p[i].fd = ps->p[i].hold ? -1 : c->ops->conn_fd(c);
 		p[i].events = c->ops->poll_events(c, 0);
 	}
 	return ps->n;

@@ -27,6 +27,7 @@ struct recv_pending {
 	uint8_t nonce[PXFER_NONCE_LEN];	/* of its CHALLENGE */
 	double deadline;
 	int heard;			/* it has sent something */
+	double hold;			/* not read before then (0: none) */
 };
 
 struct recv_pendings {
@@ -42,6 +43,15 @@ struct recv_pendings {
  * is held by sources with a session, be closed at once itself.
  */
 void recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c);
+
+/*
+ * recv_pending_hold - leave pending connection @i unread until @until (its
+ * source waits after failed authentications, door.c): recv_pending_poll
+ * leaves it out, and it has the whole RECV_PENDING_SECS, since what it
+ * may have sent is not read. The next recv_pending_next ends the hold,
+ * and fails if the connection closed meanwhile.
+ */
+void recv_pending_hold(struct recv_pendings *ps, unsigned int i, double until);
 
 /* recv_pending_drop - close pending connection @i */
 void recv_pending_drop(struct recv_pendings *ps, unsigned int i);
@@ -65,7 +75,7 @@ struct pxfer_conn *recv_pending_take(struct recv_pendings *ps, unsigned int i,
 				     uint8_t *nonce);
 
 /* recv_pending_poll - fill @p (room for RECV_PENDING_MAX) to wait for
- * them; how many */
+ * them (a held one with fd -1); how many */
 unsigned int recv_pending_poll(struct recv_pendings *ps, struct pollfd *p);
 
 #endif

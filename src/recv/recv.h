@@ -22,6 +22,7 @@
 #include "engine/session.h"
 #include "engine/worker.h"
 #include "recv/filetab.h"
+#include "recv/gate.h"
 #include "recv/rfile.h"
 #include "transport/choose.h"
 
@@ -49,6 +50,7 @@ struct recv_server {
 	unsigned int max_sessions;
 	struct recv_session **sess;	/* max_sessions slots: NULL when free */
 	struct recv_pendings *pend;	/* connections before their first message */
+	struct recv_gate gate;		/* failed authentications per source */
 	unsigned int nsess;
 	uint64_t admitted;
 	int rootfd;			/* the top directory (--dir) */
@@ -166,5 +168,25 @@ void recv_file_finish(struct recv_session *s, uint32_t id);
 
 /* worker.c */
 void *recv_worker_main(void *arg);
+
+/*
+ * door.c: the gate (gate.h) applied by the server's thread.
+ * recv_door_wait: 1 if pending connection @i of @pend is to wait, unread
+ * (held: recv_pending_hold), because its source failed to authenticate
+ * moments ago; 0 if it may be read.
+ * recv_door_hello checks the HELLO @m of connection @c, whose CHALLENGE
+ * had @nonce: 0 with @h filled if it proves the secret; -EACCES if it
+ * does not (REFUSE sent; logged, or counted for the summary); -EPROTO if
+ * @m is no HELLO.
+ * recv_door_report logs the summary lines due at @now (@all: every one
+ * not written yet, as the receiver stops) and says when to call again.
+ */
+struct recv_pendings;
+int recv_door_wait(struct recv_server *srv, struct recv_pendings *pend,
+		   unsigned int i);
+int recv_door_hello(struct recv_server *srv, struct pxfer_conn *c,
+		    const uint8_t *nonce, const struct pxfer_msg *m,
+		    struct pxfer_hello *h);
+double recv_door_report(struct recv_server *srv, double now, int all);
 
 #endif

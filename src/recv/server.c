@@ -193,8 +193,16 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 	struct recv_newconn nc;
 	struct pxfer_conn *c;
 	struct pxfer_hello h;
-	int r = recv_pending_next(pend, i, m);
+	int r;
 
+	/* its source failed to authenticate moments ago: it waits, unread */
+	if (recv_door_wait(srv, pend, i)) {
+		if (pxfer_now() < e->deadline)
+			return 1;
+		recv_pending_drop(pend, i);
+		return 0;
+	}
+	r = recv_pending_next(pend, i, m);
 	if (r == 0 && pxfer_now() < e->deadline)
 		return 1;
 	if (r < 0) {
@@ -218,13 +226,9 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 		}
 		return 0;
 	}
-	r = pxfer_hs_hello_check(&srv->o->secret, e->nonce, m, &h);
-	if (r == -EACCES) {
-		if (!srv->o->quiet)
-			warning("refused a sender from %s: authentication failed (wrong secret)",
-				e->c->peer);
-		pxfer_hs_refuse(e->c, EACCES, "authentication failed");
-	} else if (r) {
+	/* a wrong secret is refused, and logged or counted (door.c) */
+	r = recv_door_hello(srv, e->c, e->nonce, m, &h);
+	if (r && r != -EACCES) {
 		verbose("dropped a connection from %s: it did not open with a HELLO",
 			e->c->peer);
 		pxfer_hs_refuse(e->c, EPROTO, "expected a HELLO");
@@ -309,7 +313,7 @@ static int serve(struct recv_server *srv)
 	if (!m)
 		return PXFER_EXIT_LOCAL;
 	for (;;) {
-		double now = pxfer_now(), next = now + 60;
+		double now = pxfer_now(), next = recv_door_report(srv, now, 0);
 		unsigned int n = 0, i;
 
 		for (i = 0; i < srv->nls; i++, n++) {
@@ -317,9 +321,12 @@ static int serve(struct recv_server *srv)
 			p[n].events = POLLIN;
 		}
 		n += recv_pending_poll(pend, p + n);
-		for (i = 0; i < pend->n; i++)
+		for (i = 0; i < pend->n; i++) {
 			if (pend->p[i].deadline < next)
 				next = pend->p[i].deadline;
+			if (pend->p[i].hold && pend->p[i].hold < next)
+				next = pend->p[i].hold;
+		}
 		if (srv->draining && srv->nsess && srv->drain_end < next)
 			next = srv->drain_end;
 		p[n].fd = srv->sigfd;
@@ -361,6 +368,7 @@ static int serve(struct recv_server *srv)
 		poll(&e, 1, 1000);
 		recv_session_reap(srv, &code);
 	}
+	recv_door_report(srv, pxfer_now(), 1);
 	free(m);
 	return code;
 }
