@@ -602,6 +602,42 @@ static void make_path_seeds(void)
 }
 
 /* ------------------------------------------------------------------------ */
+/* escape: flags (1 quote, 2 room enough), u16 buffer size, then the text */
+
+static void escape_seed(const char *name, uint8_t flags, uint16_t len,
+			const char *text, size_t n)
+{
+	uint8_t buf[3 + 64];
+
+	buf[0] = flags;
+	pxfer_put_be(buf + 1, len - 1, 2);
+	memcpy(buf + 3, text, n);
+	seed("escape", name, buf, 3 + n);
+}
+
+#define ESC(name, flags, len, text) \
+	escape_seed(name, flags, len, text, sizeof(text) - 1)
+
+static void make_escape(void)
+{
+	ESC("plain", 2, 1, "dir/file.txt");
+	ESC("quoted", 3, 1, "it's a name");
+	ESC("terminal", 3, 1, "\x1b]0;title\x07\x1b[2J\rforged\nline\t\\");
+	ESC("nul-del", 2, 1, "a\0b\x7f");
+	ESC("utf8", 2, 1, "h\xc3\xa9llo \xe2\x9c\x93 \xf0\x9f\x98\x80");
+	ESC("utf8-bad", 2, 1, "\xc3 \xa9 \xc0\xaf \xed\xa0\x80 \xf4\x90\x80\x80 \xff");
+	ESC("utf8-truncated", 2, 1, "ab\xe2\x9c");
+	ESC("layout", 2, 1, "\xc2\x9b \xe2\x80\xa8 \xe2\x80\xae \xe2\x81\xa6 \xd8\x9c");
+	ESC("cut", 1, 10, "abcdefghijklmnop");
+	ESC("cut-escape", 0, 8, "ab\x1b" "cdef");
+	ESC("cut-utf8", 0, 9, "abc\xe2\x9c\x93xyz");
+	ESC("cut-tiny", 1, 5, "abcdef");
+	ESC("cut-dots", 0, 4, "abcdef");
+	ESC("len-1", 0, 1, "a");
+	ESC("empty", 1, 2, "");
+}
+
+/* ------------------------------------------------------------------------ */
 /* ring_desc: u16 slots the WELCOME announced, then the blob */
 
 static void ring_seed(const char *name, uint16_t slots_max,
@@ -659,6 +695,7 @@ int main(int argc, char **argv)
 	make_msg_hdr();
 	make_chunk();
 	make_path_seeds();
+	make_escape();
 	make_ring_desc();
 	return failed;
 }
