@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/auth.h"
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "engine/handshake.h"
@@ -13,13 +14,16 @@
 int pxfer_hs_refused(struct pxfer_session *s, const struct pxfer_error *e,
 		     const char *peer)
 {
+	/* no secret is needed to send a REFUSE: its text is anybody's */
+	char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)];
+
+	pxfer_escape_reason(why, sizeof(why), e->text, e->text_len, e->code);
 	if (e->code == EACCES)
 		return pxfer_fail(&s->fail, PXFER_EXIT_AUTH,
 				  "the receiver %s refused the sender: %s (check that both sides use the same secret)",
-				  peer, e->text);
+				  peer, why);
 	return pxfer_fail(&s->fail, PXFER_EXIT_FAIL,
-			  "the receiver %s refused the session: %s", peer,
-			  e->text_len ? e->text : strerror(e->code));
+			  "the receiver %s refused the session: %s", peer, why);
 }
 
 static int expect_challenge(struct pxfer_session *s, struct pxfer_conn *c,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pxfer/pxfer.h"
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "engine/session.h"
@@ -177,8 +178,11 @@ int pxfer_session_start_workers(struct pxfer_session *s, void *(*fn)(void *),
 int pxfer_session_peer_abort(struct pxfer_session *s,
 			     const struct pxfer_error *e)
 {
+	char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)];
+
+	pxfer_escape_reason(why, sizeof(why), e->text, e->text_len, e->code);
 	pxfer_fail(&s->fail, e->code == EACCES ? PXFER_EXIT_AUTH : PXFER_EXIT_FAIL,
 		   "the %s %s ended the session: %s", s->peer_role,
-		   s->cconn->peer, e->text_len ? e->text : strerror(e->code));
+		   s->cconn->peer, why);
 	return 0;
 }

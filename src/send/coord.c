@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "send/send.h"
@@ -40,10 +41,13 @@ static int on_file_status(struct send_session *s, uint16_t type,
 	if (type == PXFER_MSG_FILE_ERR && e->ok)
 		return -EPROTO;
 	if (fs->code) {
+		char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)];
+
+		pxfer_escape_reason(why, sizeof(why), fs->text, fs->text_len,
+				    fs->code);
 		/* a read error was reported when it happened */
 		if (!(e->type == PXFER_FT_REG && e->f.err))
-			error("'%s' failed on the receiver: %s", e->f.src,
-			      fs->text_len ? fs->text : strerror(fs->code));
+			error("'%s' failed on the receiver: %s", e->f.src, why);
 		s->st->files_failed++;
 	} else if (e->type == PXFER_FT_REG) {
 		s->st->files++;

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# e2e_escape: text that pxfer did not write reaches no terminal and no log
+# as it came. Each side's output must hold only printable ASCII and the
+# newlines that end its own lines: no ESC, BEL, CR, C1 or byte that is
+# not UTF-8, and no line a peer forged; what the peer sent shows escaped
+# (\x1b, \n, ...).
+#   - a receiver that needs no secret (test/helper/hostile_receiver)
+#     refuses the sender with a text that sets the terminal's title,
+#     clears the screen, prints a forged summary and, after a newline, a
+#     forged error line (REFUSE with EPERM, then with EACCES, which a
+#     wrong secret gets)
+#   - a receiver with the secret fails the sender's file and ends the
+#     session with that text (FILE_ERR, ABORT)
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+HR=$HELPERS/hostile_receiver
+[ -x "$HR" ] || skip "$HR is not built"
+
+# clean FILE WHAT - fail unless FILE holds only printable ASCII and
+# newlines, and no line a peer forged
+clean()
+{
+	local bad
+
+	bad=$(LC_ALL=C tr -d '\n\040-\176' <"$1" | od -An -tx1 | head -n 2)
+	if [ -n "$bad" ]; then
+		echo "--- $1:" >&2
+		cat -A "$1" >&2
+		fail "$2: raw bytes in the output: $bad"
+	fi
+	if grep -q '^error: forged' "$1"; then
+		cat "$1" >&2
+		fail "$2: the peer forged a line"
+	fi
+}
+
+src=$T/src
+mkdir -p "$src" || fail "mkdir"
+printf 'data\n' >"$src/file"
+
+note "a receiver without the secret refuses the sender with a terminal attack"
+port=$(free_port)
+"$HR" "$port" refuse refuse-auth file-err >"$T/hostile.log" 2>&1 &
+hr=$!
+track $hr
+wait_for 10 port_listening "$port" || fail "the hostile receiver did not listen: $(cat "$T/hostile.log")"
+
+psend "$src/file" "127.0.0.1:$port"
+expect_rc 1 "$SEND_RC" "sender refused by the hostile receiver"
+expect_grep 'refused the session: \\x1b\]0;owned\\x07\\x1b\[2J' "$SEND_ERR" "sender refused"
+expect_grep 'transfer complete\\x1b\[8m\\nerror: forged line from the hostile receiver\\xc2\\x9b31m\\xff' \
+	"$SEND_ERR" "sender refused"
+clean "$SEND_ERR" "sender refused"
+ok "refused: $(grep -m 1 refused "$SEND_ERR" | cut -c 1-100)..."
+
+psend "$src/file" "127.0.0.1:$port"
+expect_rc 3 "$SEND_RC" "sender refused as with a wrong secret"
+expect_grep 'refused the sender: \\x1b\]0;owned.*\(check that both sides' "$SEND_ERR" \
+	"sender refused as with a wrong secret"
+clean "$SEND_ERR" "sender refused as with a wrong secret"
+ok "refused (EACCES): $(grep -m 1 refused "$SEND_ERR" | cut -c 1-100)..."
+
+note "a receiver with the secret fails the file and aborts with the attack"
+psend -j 1 "$src/file" "127.0.0.1:$port"
+expect_rc 1 "$SEND_RC" "sender whose file failed and session was aborted"
+expect_grep "'[^']*/file' failed on the receiver: \\\\x1b\]0;owned" "$SEND_ERR" "FILE_ERR"
+expect_grep 'ended the session: \\x1b\]0;owned' "$SEND_ERR" "ABORT"
+clean "$SEND_ERR" "FILE_ERR and ABORT"
+ok "$(grep -c owned "$SEND_ERR") lines with the attack, all escaped"
+wait_pid $hr 10
+expect_rc 0 "$WAIT_RC" "the hostile receiver"
+cat "$T/hostile.log"
+
+finish
