@@ -25,6 +25,7 @@
 #define PXFER_ESCAPE_H
 
 #include <stddef.h>
+#include <string.h>
 
 /* the room @n bytes of input need, quotes and NUL included, to never be cut */
 #define PXFER_ESCAPE_LEN(n)	(4 * (size_t)(n) + 3)
@@ -41,6 +42,12 @@ char *pxfer_escape(char *dst, size_t len, const char *src, size_t n);
 
 /* pxfer_quote - as pxfer_escape, between single quotes, ' escaped */
 char *pxfer_quote(char *dst, size_t len, const char *src, size_t n);
+
+/* pxfer_quote_str - pxfer_quote of the C string @s */
+static inline char *pxfer_quote_str(char *dst, size_t len, const char *s)
+{
+	return pxfer_quote(dst, len, s, strlen(s));
+}
 
 /*
  * pxfer_escape_reason - a peer's reason for an error: its @n bytes of

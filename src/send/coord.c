@@ -41,13 +41,14 @@ static int on_file_status(struct send_session *s, uint16_t type,
 	if (type == PXFER_MSG_FILE_ERR && e->ok)
 		return -EPROTO;
 	if (fs->code) {
-		char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)];
+		char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)], q[PXFER_QUOTE_MAX];
 
 		pxfer_escape_reason(why, sizeof(why), fs->text, fs->text_len,
 				    fs->code);
 		/* a read error was reported when it happened */
 		if (!(e->type == PXFER_FT_REG && e->f.err))
-			error("'%s' failed on the receiver: %s", e->f.src, why);
+			error("%s failed on the receiver: %s",
+			      pxfer_quote_str(q, sizeof(q), e->f.src), why);
 		s->st->files_failed++;
 	} else if (e->type == PXFER_FT_REG) {
 		s->st->files++;

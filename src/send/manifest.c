@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/escape.h"
 #include "core/limits.h"
 #include "core/log.h"
 #include "send/send.h"
@@ -164,22 +165,25 @@ opened:
 static int entry_kind(struct send_session *s, const struct pxfer_walk_entry *e,
 		      uint8_t *type, int *fd, struct stat *st)
 {
+	char q[PXFER_QUOTE_MAX];
 	int ret;
 
 	switch (e->kind) {
 	case PXFER_WALK_ERROR:
-		error("cannot read '%s': %s", e->src, strerror(-e->err));
+		error("cannot read %s: %s", pxfer_quote_str(q, sizeof(q), e->src),
+		      strerror(-e->err));
 		s->st->files_failed++;
 		return 0;
 	case PXFER_WALK_SKIP:
-		warning("skipping '%s': not a regular file, directory or symlink",
-			e->src);
+		warning("skipping %s: not a regular file, directory or symlink",
+			pxfer_quote_str(q, sizeof(q), e->src));
 		s->st->files_skipped++;
 		return 0;
 	case PXFER_WALK_FILE:
 		ret = open_source(e, fd, st);
 		if (ret) {
-			error("cannot read '%s': %s", e->src,
+			error("cannot read %s: %s",
+			      pxfer_quote_str(q, sizeof(q), e->src),
 			      ret == -ESTALE ? "it changed while being read"
 					     : strerror(-ret));
 			s->st->files_failed++;
@@ -188,7 +192,8 @@ static int entry_kind(struct send_session *s, const struct pxfer_walk_entry *e,
 		if (!S_ISREG(st->st_mode)) {
 			close(*fd);
 			*fd = -1;
-			warning("skipping '%s': it changed while being read", e->src);
+			warning("skipping %s: it changed while being read",
+				pxfer_quote_str(q, sizeof(q), e->src));
 			s->st->files_skipped++;
 			return 0;
 		}
@@ -210,6 +215,7 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	struct manifest *man = &s->man;
 	struct pxfer_msg *m = &s->b.msg;
 	struct stat st = e->st;
+	char q[PXFER_QUOTE_MAX];
 	struct sentry *se;
 	uint8_t type;
 	int fd = -1, ret;
@@ -227,7 +233,8 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	m->type = PXFER_MSG_FILE;
 	ret = fill_file_msg(&m->u.file, e, &st, type);
 	if (ret) {
-		error("cannot send '%s': %s", e->src, strerror(-ret));
+		error("cannot send %s: %s", pxfer_quote_str(q, sizeof(q), e->src),
+		      strerror(-ret));
 		s->st->files_failed++;
 		if (fd >= 0)
 			close(fd);
@@ -271,6 +278,7 @@ int send_manifest_can_feed(struct send_session *s)
 int send_manifest_feed(struct send_session *s)
 {
 	struct pxfer_walk_entry e;
+	char q[PXFER_QUOTE_MAX];
 	unsigned int n = 0;
 	int ret;
 
@@ -287,7 +295,8 @@ int send_manifest_feed(struct send_session *s)
 		ret = feed_entry(s, &e);
 		if (ret)
 			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
-					  "cannot queue '%s': %s", e.src,
+					  "cannot queue %s: %s",
+					  pxfer_quote_str(q, sizeof(q), e.src),
 					  strerror(-ret));
 		if (++n % FEED_FLUSH == 0)
 			pxfer_ctrl_flush(&s->b.ctrl);	/* errors show in the wait */

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sodium.h>
 
+#include "core/escape.h"
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/sys.h"
@@ -177,6 +178,7 @@ static void session_release(struct send_session *s)
 static int session_start(struct send_session *s)
 {
 	const struct pxfer_send_opts *o = s->o;
+	char q[PXFER_QUOTE_MAX];
 	const char *bad = NULL;
 	int ret;
 
@@ -203,9 +205,10 @@ static int session_start(struct send_session *s)
 	ret = pxfer_walk_init(&s->walk, o->paths, o->npaths, &bad);
 	if (ret)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_USAGE,
-				  ret == -EEXIST ? "two sources are named '%s'; they would overwrite each other"
-						 : "cannot read '%s': %s",
-				  bad ? bad : "?", strerror(-ret));
+				  ret == -EEXIST ? "two sources are named %s; they would overwrite each other"
+						 : "cannot read %s: %s",
+				  pxfer_quote_str(q, sizeof(q), bad ? bad : "?"),
+				  strerror(-ret));
 	s->walk.open_files = 1;
 	s->walk_init = 1;
 	if (handshake(s) || pxfer_session_ctrl_start(&s->b))

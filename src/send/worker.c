@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "core/escape.h"
 #include "core/hash.h"
 #include "core/log.h"
 #include "core/sys.h"
@@ -83,9 +84,13 @@ static void sw_drop_failed(struct sworker *w, struct sslot *ss, uint8_t *buf)
 		struct pxfer_plan_seg *seg = &ss->plan.seg[i];
 
 		if (ss->err[i]) {
+			const char *src = seg->f->src;
+			char q[PXFER_QUOTE_MAX];
+
 			/* one message per file, not one per segment */
 			if (pxfer_sched_done(&s->sched, seg->f, seg->len, ss->err[i]))
-				error("cannot read '%s': %s", seg->f->src,
+				error("cannot read %s: %s",
+				      pxfer_quote_str(q, sizeof(q), src),
 				      ss->err[i] == ENODATA ? "the file shrank while being sent"
 							    : strerror(ss->err[i]));
 			continue;

@@ -13,6 +13,8 @@
 #     wrong secret gets)
 #   - a receiver with the secret fails the sender's file and ends the
 #     session with that text (FILE_ERR, ABORT)
+#   - file names with the same attack in them: the sender's warning for a
+#     fifo it skips, and its error for a file the receiver cannot write
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -73,5 +75,23 @@ ok "$(grep -c owned "$SEND_ERR") lines with the attack, all escaped"
 wait_pid $hr 10
 expect_rc 0 "$WAIT_RC" "the hostile receiver"
 cat "$T/hostile.log"
+
+note "file names with control characters"
+evil=$'evil\x1b]0;owned\x07\x1b[2J\rpxfer: forged\nerror: forged line'
+mkdir -p "$src/tree"
+printf 'x\n' >"$src/tree/$evil"
+mkfifo "$src/tree/$evil.fifo"
+dst=$T/dst
+# a directory in the way: the file cannot be written on the receiver
+mkdir -p "$dst/tree/$evil/in-the-way"
+start_server "$dst" --once
+psend -j 1 "$src/tree" "$(target)"
+wait_recv
+expect_rc 1 "$SEND_RC" "sender of a file the receiver cannot write"
+q="evil\\\\x1b\\]0;owned\\\\x07\\\\x1b\\[2J\\\\rpxfer: forged\\\\nerror: forged line"
+expect_grep "skipping '[^']*/$q\\.fifo'" "$SEND_ERR" "the sender's warning about the fifo"
+expect_grep "'[^']*/$q' failed on the receiver" "$SEND_ERR" "the sender's error about the file"
+clean "$SEND_ERR" "the sender, about its own file names"
+ok "sender: $(grep -c 'owned' "$SEND_ERR") lines with a name, all escaped"
 
 finish
