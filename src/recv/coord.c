@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "recv/path.h"
@@ -98,7 +99,7 @@ static void reply_status(struct recv_session *s, uint16_t type, uint64_t id,
 static void finalize(struct recv_session *s, uint32_t id)
 {
 	struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, id);
-	char text[PXFER_TEXT_MAX + 1];
+	char text[PXFER_TEXT_MAX + 1], q[PXFER_QUOTE_MAX];
 	uint64_t total;
 	int by_sender, err;
 
@@ -121,7 +122,9 @@ static void finalize(struct recv_session *s, uint32_t id)
 	} else {
 		snprintf(text, sizeof(text), "cannot write it: %s", strerror(err));
 		if (!s->o->quiet)
-			error("cannot write '%s': %s", rf->path, strerror(err));
+			error("cannot write %s: %s",
+			      pxfer_quote_str(q, sizeof(q), rf->path),
+			      strerror(err));
 	}
 	s->failed++;
 	reply_status(s, PXFER_MSG_FILE_DONE, id, err, text);
@@ -133,11 +136,15 @@ static void finalize(struct recv_session *s, uint32_t id)
 static void refuse_file(struct recv_session *s, const struct pxfer_file *f,
 			int err, const char *what)
 {
-	char text[PXFER_TEXT_MAX + 1];
+	char text[PXFER_TEXT_MAX + 1], q[PXFER_QUOTE_MAX];
 
 	snprintf(text, sizeof(text), "%s: %s", what, strerror(err));
+	/* a path that was refused may hold anything but '/' and "..": a
+	 * newline that forges a line of the log too */
 	if (!s->o->quiet)
-		warning("refused '%s' from %s: %s", f->path, s->b.cconn->peer, text);
+		warning("refused %s from %s: %s",
+			pxfer_quote(q, sizeof(q), f->path, f->path_len),
+			s->b.cconn->peer, text);
 	s->failed++;
 	reply_status(s, PXFER_MSG_FILE_ERR, f->id, err, text);
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "core/escape.h"
 #include "core/log.h"
 #include "recv/path.h"
 #include "recv/rfile.h"
@@ -441,12 +442,14 @@ void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r)
 	for (size_t i = r->ndirs; i-- > 0;) {
 		struct pxfer_rdir *d = &r->dirs[i];
 		int fd = pxfer_path_open_dir(r->basefd, d->path);
+		char q[PXFER_QUOTE_MAX];
 
 		if (fd < 0)
 			continue;
 		if (fchmod(fd, d->mode & 01777) || futimens(fd, d->times))
-			warning("cannot set the mode or time of '%s': %s",
-				d->path, strerror(errno));
+			warning("cannot set the mode or time of %s: %s",
+				pxfer_quote_str(q, sizeof(q), d->path),
+				strerror(errno));
 		close(fd);
 	}
 }

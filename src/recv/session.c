@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "core/escape.h"
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/sys.h"
@@ -344,14 +345,16 @@ static void run(struct recv_session *s)
 				(h->flags & PXFER_HELLO_FSYNC));
 	s->files_init = 1;
 	if (ret) {
-		char text[PXFER_TEXT_MAX + 1];
+		char text[PXFER_TEXT_MAX + 1], q[PXFER_QUOTE_MAX];
 
 		snprintf(text, sizeof(text), "cannot use the destination '%.200s': %s",
 			 h->dest, strerror(-ret));
 		pxfer_hs_refuse(s->b.cconn, -ret, text);
 		pxfer_fail(&s->b.fail, PXFER_EXIT_FAIL,
-			   "refused a sender from %s: cannot use destination '%s': %s",
-			   s->b.cconn->peer, h->dest, strerror(-ret));
+			   "refused a sender from %s: cannot use destination %s: %s",
+			   s->b.cconn->peer,
+			   pxfer_quote(q, sizeof(q), h->dest, h->dest_len),
+			   strerror(-ret));
 		return;
 	}
 	if (welcome(s, h, s->nonce))

@@ -14,7 +14,11 @@
 #   - a receiver with the secret fails the sender's file and ends the
 #     session with that text (FILE_ERR, ABORT)
 #   - file names with the same attack in them: the sender's warning for a
-#     fifo it skips, and its error for a file the receiver cannot write
+#     fifo it skips, and both sides' errors for a file the receiver cannot
+#     write
+#   - a sender with the secret (test/helper/hostile_sender) whose refused
+#     path, refused destination and ABORT text hold the attack: the
+#     receiver's log
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -93,5 +97,31 @@ expect_grep "skipping '[^']*/$q\\.fifo'" "$SEND_ERR" "the sender's warning about
 expect_grep "'[^']*/$q' failed on the receiver" "$SEND_ERR" "the sender's error about the file"
 clean "$SEND_ERR" "the sender, about its own file names"
 ok "sender: $(grep -c 'owned' "$SEND_ERR") lines with a name, all escaped"
+expect_grep "cannot write 'tree/$q'" "$RECV_LOG" "the receiver's error about the file"
+clean "$RECV_LOG" "the receiver, about a file it cannot write"
+ok "receiver: $(grep -c 'owned' "$RECV_LOG") line with the name, escaped"
+
+HS=$HELPERS/hostile_sender
+note "a sender whose path, destination and ABORT attack the receiver's log"
+if [ -x "$HS" ]; then
+	dst=$T/dst.hostile
+	mkdir -p "$dst"
+	start_server "$dst"
+	for sc in ctrl-path ctrl-dest ctrl-abort; do
+		timeout -k 5 60 "$HS" 127.0.0.1 "$RECV_PORT" "$sc" >"$T/hs.$sc.out" 2>&1 ||
+			fail "$sc: hostile_sender exited $?: $(cat "$T/hs.$sc.out")"
+		grep -qE '^outcome: (refused|aborted)' "$T/hs.$sc.out" ||
+			fail "$sc: the receiver did not refuse: $(cat "$T/hs.$sc.out")"
+		clean "$T/hs.$sc.out" "hostile_sender's own output ($sc)"
+	done
+	stop_recv
+	expect_grep "refused '\\.\\./\\\\x1b\\]0;owned" "$RECV_LOG" "the refused path"
+	expect_grep "cannot use destination '\\.\\./\\\\x1b\\]0;owned" "$RECV_LOG" "the refused destination"
+	expect_grep "ended the session: \\\\x1b\\]0;owned" "$RECV_LOG" "the sender's ABORT"
+	clean "$RECV_LOG" "the receiver, about what a hostile sender sent"
+	ok "receiver: $(grep -c 'owned' "$RECV_LOG") lines with the attack, all escaped"
+else
+	echo "SKIP (subcase): $HS is not built"
+fi
 
 finish

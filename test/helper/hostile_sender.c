@@ -38,6 +38,7 @@
 
 #include "pxfer/pxfer.h"
 #include "core/auth.h"
+#include "core/escape.h"
 #include "core/proto.h"
 #include "transport/tcp/tcp.h"
 
@@ -88,28 +89,36 @@ struct hs {
 static void show(const char *dir, const struct pxfer_msg *m)
 {
 	const char *name = pxfer_msg_name(m->type);
+	/* texts and paths printed escaped, as pxfer prints them */
+	char q[PXFER_ESCAPE_LEN(PXFER_PATH_MAX)], t[PXFER_ESCAPE_LEN(PXFER_PATH_MAX)];
 
 	switch (m->type) {
 	case PXFER_MSG_REFUSE:
 	case PXFER_MSG_ABORT:
-		printf("%s %s code=%u (%s) '%s'\n", dir, name, m->u.error.code,
-		       strerror(m->u.error.code), m->u.error.text);
+		printf("%s %s code=%u (%s) %s\n", dir, name, m->u.error.code,
+		       strerror(m->u.error.code),
+		       pxfer_quote(q, sizeof(q), m->u.error.text,
+				   m->u.error.text_len));
 		break;
 	case PXFER_MSG_FILE:
-		printf("%s %s id=%llu type=%u mode=%04o size=%llu path='%s'%s%s%s\n",
+		pxfer_quote(q, sizeof(q), m->u.file.path, m->u.file.path_len);
+		pxfer_quote(t, sizeof(t), m->u.file.target, m->u.file.target_len);
+		printf("%s %s id=%llu type=%u mode=%04o size=%llu path=%s%s%s\n",
 		       dir, name, (unsigned long long)m->u.file.id,
 		       m->u.file.type, m->u.file.mode,
-		       (unsigned long long)m->u.file.size, m->u.file.path,
-		       m->u.file.target_len ? " target='" : "",
-		       m->u.file.target, m->u.file.target_len ? "'" : "");
+		       (unsigned long long)m->u.file.size, q,
+		       m->u.file.target_len ? " target=" : "",
+		       m->u.file.target_len ? t : "");
 		break;
 	case PXFER_MSG_FILE_OK:
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
-		printf("%s %s id=%llu code=%u%s%s%s\n", dir, name,
+		printf("%s %s id=%llu code=%u%s%s\n", dir, name,
 		       (unsigned long long)m->u.status.id, m->u.status.code,
-		       m->u.status.text_len ? " '" : "", m->u.status.text,
-		       m->u.status.text_len ? "'" : "");
+		       m->u.status.text_len ? " " : "",
+		       m->u.status.text_len ?
+		       pxfer_quote(q, sizeof(q), m->u.status.text,
+				   m->u.status.text_len) : "");
 		break;
 	case PXFER_MSG_FILE_END:
 		printf("%s %s id=%llu bytes=%llu code=%u\n", dir, name,
@@ -1369,6 +1378,35 @@ static enum outcome sc_early_close(struct hs *h)
 	return ret < 0 ? O_FAILED : O_ABORTED;
 }
 
+/* ---- scenarios: what the receiver prints ------------------------------ */
+
+/* what would set the title, clear the screen and forge a line of the log */
+#define ATTACK	"\x1b]0;owned\x07\x1b[2J\rpxfer: received 1000 files" \
+		"\nerror: forged line from the hostile sender"
+
+static enum outcome sc_ctrl_path(struct hs *h)
+{
+	/* refused, so the receiver names it in its log */
+	return path_scenario(h, PXFER_FT_REG, "../" ATTACK);
+}
+
+static enum outcome sc_ctrl_dest(struct hs *h)
+{
+	return dest_scenario(h, "../" ATTACK);
+}
+
+static enum outcome sc_ctrl_abort(struct hs *h)
+{
+	if (session(h, NULL))
+		return O_FAILED;
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_ABORT;
+	h->m.u.error.code = ECANCELED;
+	h->m.u.error.text_len = strlen(ATTACK);
+	memcpy(h->m.u.error.text, ATTACK, sizeof(ATTACK));
+	return after_violation(h, send_msg(h->ctl, &h->m));
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 struct scenario {
@@ -1404,6 +1442,9 @@ static const struct scenario scenarios[] = {
 	{ "symlink-dir", sc_symlink_dir, "link 'evil' -> OUTSIDE, then directory 'evil/sub'" },
 	{ "file-over-link", sc_file_over_link, "link 'evil' -> OUTSIDE/planted, then FILE 'evil' (replaces the link)" },
 	{ "dir-over-link", sc_dir_over_link, "link 'evil' -> OUTSIDE, then directory 'evil' mode 0700" },
+	{ "ctrl-path", sc_ctrl_path, "FILE '../' and ESC sequences, CR, a newline and a forged line" },
+	{ "ctrl-dest", sc_ctrl_dest, "destination '../' and the same" },
+	{ "ctrl-abort", sc_ctrl_abort, "an ABORT whose text is the same" },
 	{ "setid-mode", sc_setid_mode, "a directory and a file with set-id modes (may arrive, without the bits)" },
 	{ "beyond-size", sc_beyond_size, "a chunk past the end of its file" },
 	{ "segments-overflow", sc_segments_overflow, "two segments of one chunk that together pass the end" },
