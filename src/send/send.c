@@ -46,15 +46,17 @@ static int busy_wait(struct send_session *s, double end, double *delay)
 	const struct pxfer_error *e = &s->b.msg.u.error;
 	double now = pxfer_now(), d = *delay * (1 - randombytes_uniform(250) / 1000.0);
 	struct pollfd p = { .fd = s->b.sigfd, .events = POLLIN };
+	/* a REFUSE comes before any proof of the secret: anybody's text */
+	char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)];
 
+	pxfer_escape_reason(why, sizeof(why), e->text, e->text_len, e->code);
 	if (now + d > end)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_BUSY,
-				  "the receiver %s is still busy after %d s (%.*s); try again later, or wait longer with --wait",
-				  s->b.cconn->peer, s->o->wait_secs,
-				  (int)e->text_len, e->text);
+				  "the receiver %s is still busy after %d s (%s); try again later, or wait longer with --wait",
+				  s->b.cconn->peer, s->o->wait_secs, why);
 	if (*delay == BUSY_FIRST)
-		info("pxfer: the receiver %s is busy (%.*s); trying again for up to %d s",
-		     s->b.cconn->peer, (int)e->text_len, e->text, s->o->wait_secs);
+		info("pxfer: the receiver %s is busy (%s); trying again for up to %d s",
+		     s->b.cconn->peer, why, s->o->wait_secs);
 	s->b.t->close(s->b.cconn);
 	s->b.cconn = NULL;
 	poll(&p, 1, (int)(d * 1000));

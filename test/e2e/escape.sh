@@ -10,7 +10,7 @@
 #     refuses the sender with a text that sets the terminal's title,
 #     clears the screen, prints a forged summary and, after a newline, a
 #     forged error line (REFUSE with EPERM, then with EACCES, which a
-#     wrong secret gets)
+#     wrong secret gets, then with EBUSY, which a sender waits out)
 #   - a receiver with the secret fails the sender's file and ends the
 #     session with that text (FILE_ERR, ABORT)
 #   - file names with the same attack in them: the sender's warning for a
@@ -49,7 +49,7 @@ printf 'data\n' >"$src/file"
 
 note "a receiver without the secret refuses the sender with a terminal attack"
 port=$(free_port)
-"$HR" "$port" refuse refuse-auth file-err >"$T/hostile.log" 2>&1 &
+"$HR" "$port" refuse refuse-auth busy file-err >"$T/hostile.log" 2>&1 &
 hr=$!
 track $hr
 wait_for 10 port_listening "$port" || fail "the hostile receiver did not listen: $(cat "$T/hostile.log")"
@@ -68,6 +68,13 @@ expect_grep 'refused the sender: \\x1b\]0;owned.*\(check that both sides' "$SEND
 	"sender refused as with a wrong secret"
 clean "$SEND_ERR" "sender refused as with a wrong secret"
 ok "refused (EACCES): $(grep -m 1 refused "$SEND_ERR" | cut -c 1-100)..."
+
+psend --wait 1 "$src/file" "127.0.0.1:$port"
+expect_rc 6 "$SEND_RC" "sender refused as busy"
+expect_grep 'is busy \(\\x1b\]0;owned.*\); trying again' "$SEND_ERR" "sender refused as busy"
+expect_grep 'still busy after 1 s \(\\x1b\]0;owned' "$SEND_ERR" "sender refused as busy"
+clean "$SEND_ERR" "sender refused as busy"
+ok "busy: $(grep -m 1 'still busy' "$SEND_ERR" | cut -c 1-100)..."
 
 note "a receiver with the secret fails the file and aborts with the attack"
 psend -j 1 "$src/file" "127.0.0.1:$port"

@@ -13,6 +13,9 @@
  *			comes before any proof of the secret: anybody a
  *			sender connects to can send one.
  *	refuse-auth	the same with EACCES, what a wrong secret gets
+ *	busy		the same with EBUSY, what a receiver with all its
+ *			sessions taken says, to this sender and to every
+ *			one that comes within 2 s (a sender tries again)
  *	file-err	proves the secret ($PXFER_SECRET) and takes the
  *			session with one data connection, answers each FILE
  *			with FILE_ERR(EIO, the text) and the FIN with
@@ -49,14 +52,15 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
-static int accept_one(struct pxfer_listener *l, struct pxfer_conn **c)
+static int accept_one(struct pxfer_listener *l, struct pxfer_conn **c,
+		      int timeout_ms)
 {
 	struct pollfd p = { .fd = pxfer_tcp_ops.listener_fd(l),
 			    .events = POLLIN };
 	int ret;
 
 	for (;;) {
-		if (poll(&p, 1, TIMEOUT_MS) <= 0)
+		if (poll(&p, 1, timeout_ms) <= 0)
 			return -ETIMEDOUT;
 		ret = pxfer_tcp_ops.accept(l, c);
 		if (ret != -EAGAIN)
@@ -113,7 +117,7 @@ static int lie(struct pxfer_listener *l, struct pxfer_session *s,
 	s->wel.max_files = 16;
 	ret = pxfer_hs_welcome(s, secret, nonce_r, &h);
 	if (!ret)
-		ret = accept_one(l, &dc);
+		ret = accept_one(l, &dc, TIMEOUT_MS);
 	if (!ret)
 		ret = greet(dc, nonce, &m);
 	if (!ret)
@@ -154,8 +158,8 @@ static int answer(struct pxfer_listener *l, struct pxfer_conn *c,
 			return fail("the secret in $" PXFER_SECRET_ENV, -ret);
 		ret = lie(l, &s, &secret, nonce, &m);
 	} else {
-		pxfer_hs_refuse(c, strcmp(how, "refuse-auth") ? EPERM : EACCES,
-				attack);
+		pxfer_hs_refuse(c, !strcmp(how, "refuse-auth") ? EACCES :
+				   !strcmp(how, "busy") ? EBUSY : EPERM, attack);
 	}
 	if (!ret)
 		printf("answered a sender: %s\n", how);
@@ -171,12 +175,12 @@ int main(int argc, char **argv)
 
 	_Static_assert(sizeof(attack) - 1 <= PXFER_TEXT_MAX, "the text fits");
 	if (argc < 3) {
-		fprintf(stderr, "usage: hostile_receiver PORT refuse|refuse-auth|file-err...\n");
+		fprintf(stderr, "usage: hostile_receiver PORT refuse|refuse-auth|busy|file-err...\n");
 		return 2;
 	}
 	for (i = 2; i < argc; i++) {
 		if (strcmp(argv[i], "refuse") && strcmp(argv[i], "refuse-auth") &&
-		    strcmp(argv[i], "file-err")) {
+		    strcmp(argv[i], "busy") && strcmp(argv[i], "file-err")) {
 			fprintf(stderr, "hostile_receiver: no such answer '%s'\n",
 				argv[i]);
 			return 2;
@@ -190,13 +194,19 @@ int main(int argc, char **argv)
 	printf("listening\n");
 	fflush(stdout);
 	for (i = 2; i < argc && !ret; i++) {
-		ret = accept_one(l, &c);
+		ret = accept_one(l, &c, TIMEOUT_MS);
 		if (ret) {
 			ret = fail("no sender came", -ret);
 			break;
 		}
 		ret = answer(l, c, argv[i]);
 		pxfer_tcp_ops.close(c);
+		/* a busy receiver is busy for the sender's next tries too */
+		while (!ret && !strcmp(argv[i], "busy") &&
+		       !accept_one(l, &c, 2000)) {
+			ret = answer(l, c, argv[i]);
+			pxfer_tcp_ops.close(c);
+		}
 	}
 	pxfer_tcp_ops.listener_close(l);
 	return ret;
