@@ -8,6 +8,7 @@
 #include "pxfer/pxfer.h"
 #include "cli.h"
 #include "core/log.h"
+#include "core/netaddr.h"
 
 /* a macro's number as a string literal, for the help */
 #define STR_(x)	#x
@@ -212,6 +213,10 @@ int cmd_send(int argc, char **argv)
 	}
 	if (parse_target(argv[argc - 1], o))
 		return error("'%s' is not HOST[:PORT][/DEST]", argv[argc - 1]),
+		       PXFER_EXIT_USAGE;
+	if (pxfer_port_check(o->port))
+		return error("the PORT of HOST[:PORT][/DEST] is a number from 1 to 65535, not '%s'",
+			     o->port),
 		       PXFER_EXIT_USAGE;
 	if (a.port)
 		o->port = a.port;

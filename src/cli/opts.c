@@ -12,6 +12,7 @@
 #include "pxfer/pxfer.h"
 #include "cli.h"
 #include "core/log.h"
+#include "core/netaddr.h"
 
 int cli_parse_size(const char *s, uint64_t *out)
 {
@@ -118,6 +119,9 @@ int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
 
 static int set_port(const struct cli_common *c, const char *arg)
 {
+	if (pxfer_port_check(arg))
+		return error("--port takes a port number from 1 to 65535, not '%s'",
+			     arg);
 	*c->port = arg;
 	return 0;
 }
@@ -198,8 +202,9 @@ struct common_opt {
 
 static const struct common_opt common_opts[] = {
 	{ "port", 'p', "PORT", set_port, {
-		[CLI_SEND] = "receiver port (default " PXFER_DEFAULT_PORT "; or HOST:PORT)",
-		[CLI_RECV] = "port to listen on (default " PXFER_DEFAULT_PORT ")" } },
+		[CLI_SEND] = "receiver port, 1-65535 (default " PXFER_DEFAULT_PORT ";\n"
+			     "or HOST:PORT)",
+		[CLI_RECV] = "port to listen on, 1-65535 (default " PXFER_DEFAULT_PORT ")" } },
 	{ "bind", 0, "ADDR", set_bind, {
 		[CLI_SEND] = "source address for the connections",
 		[CLI_RECV] = "address to listen on (default: all)" } },

@@ -34,6 +34,22 @@ int pxfer_addr_resolve(const char *host, const char *port, int family,
 	return ret ? gai_errno(ret) : 0;
 }
 
+int pxfer_port_check(const char *port)
+{
+	unsigned long v = 0;
+
+	if (!port || !*port)
+		return -EINVAL;
+	for (const char *p = port; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+		v = v * 10 + (*p - '0');
+		if (v > 65535)
+			return -EINVAL;
+	}
+	return v ? 0 : -EINVAL;
+}
+
 void pxfer_addr_format(const struct sockaddr *sa, char *buf, size_t len)
 {
 	char host[INET6_ADDRSTRLEN] = "?";

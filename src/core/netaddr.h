@@ -17,6 +17,13 @@
 int pxfer_addr_resolve(const char *host, const char *port, int family,
 		       int passive, struct addrinfo **res);
 
+/*
+ * pxfer_port_check - whether @port is a port number: decimal digits only,
+ * 1 to 65535. 0, or -EINVAL for anything else (a service name, a sign,
+ * 0, 65536 and up, which getaddrinfo would take modulo 65536).
+ */
+int pxfer_port_check(const char *port);
+
 /* pxfer_addr_format - "a.b.c.d:port" or "[v6]:port" (or "?") into @buf */
 void pxfer_addr_format(const struct sockaddr *sa, char *buf, size_t len);
 

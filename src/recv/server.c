@@ -21,6 +21,7 @@
 
 #include "core/limits.h"
 #include "core/log.h"
+#include "core/netaddr.h"
 #include "core/sys.h"
 #include "recv/pending.h"
 #include "recv/recv.h"
@@ -378,6 +379,9 @@ static int check_opts(const struct pxfer_recv_opts *o)
 {
 	if (!o->dir || !o->port)
 		return error("pxfer_recv needs a directory and a port");
+	if (pxfer_port_check(o->port))
+		return error("pxfer_recv: port '%s': a number from 1 to 65535",
+			     o->port);
 	if (o->max_sessions < 1 || o->max_sessions > RECV_SESSIONS_MAX)
 		return error("pxfer_recv: %u sessions at once: from 1 to %d",
 			     o->max_sessions, RECV_SESSIONS_MAX);

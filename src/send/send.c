@@ -15,6 +15,7 @@
 #include "core/escape.h"
 #include "core/limits.h"
 #include "core/log.h"
+#include "core/netaddr.h"
 #include "core/sys.h"
 #include "send/send.h"
 
@@ -227,6 +228,9 @@ static int check_opts(const struct pxfer_send_opts *o)
 {
 	if (!o->paths || o->npaths < 1 || !o->host || !*o->host || !o->port)
 		return error("pxfer_send needs paths, a host and a port");
+	if (pxfer_port_check(o->port))
+		return error("pxfer_send: port '%s': a number from 1 to 65535",
+			     o->port);
 	for (int i = 0; i < o->npaths; i++)
 		if (!o->paths[i] || !*o->paths[i])
 			return error("pxfer_send: path %d is empty", i);

@@ -10,7 +10,8 @@
 #   - a missing or unusable --dir, an unwritable one: 2
 #   - a port in use: 4, "in use"; nothing listening: 4, with a hint
 #   - bad options and a bad HOST: 2; --device naming no device, or with
-#     --transport tcp, on either side: 2
+#     --transport tcp, on either side: 2; a port outside 1-65535 or not a
+#     number (--port, HOST:PORT), on either side: 2
 #   - --help and --version: 0
 #   - the receiver's disk fills up (a 16 MiB tmpfs in a private mount
 #     namespace, 64 MiB sent): the sender fails and says there is no
@@ -103,6 +104,7 @@ note "bad options"
 expect_fail 2 j0 "-j" send -j 0 "$src/file" 127.0.0.1:1
 expect_fail 2 j65 "-j" send -j 65 "$src/file" 127.0.0.1:1
 expect_fail 2 jx "-j" send -j many "$src/file" 127.0.0.1:1
+expect_fail 2 j1x "-j" send -j 1x "$src/file" 127.0.0.1:1
 expect_fail 2 chunk3 "chunk-size" send --chunk-size 3 "$src/file" 127.0.0.1:1
 expect_fail 2 chunkodd "chunk-size" send --chunk-size 5000 "$src/file" 127.0.0.1:1
 expect_fail 2 chunkbig "chunk-size" send --chunk-size 128M "$src/file" 127.0.0.1:1
@@ -127,6 +129,20 @@ expect_fail 2 maxchunk "max-chunk" recv --max-chunk 1G --dir "$dst"
 expect_fail 2 recvio "--io" recv --io magic --dir "$dst"
 expect_fail 2 nocmd "usage" 
 expect_fail 2 badcmd "not a pxfer command" frobnicate
+
+note "ports outside 1-65535, or not numbers (getaddrinfo would wrap 86537 to 21001)"
+expect_fail 2 port86537 "--port takes a port number from 1 to 65535, not '86537'" \
+	send --port 86537 "$src/file" 127.0.0.1
+expect_fail 2 port0 "--port takes a port number" send -p 0 "$src/file" 127.0.0.1
+expect_fail 2 hostport0 "PORT of HOST.* is a number from 1 to 65535, not '0'" send "$src/file" 127.0.0.1:0
+expect_fail 2 hostportabc "PORT of HOST.* not 'abc'" send "$src/file" 127.0.0.1:abc
+expect_fail 2 hostportbig "PORT of HOST.* not '86537'" send "$src/file" "[::1]:86537/dest"
+expect_fail 2 hostportsign "PORT of HOST.* not '\+7471'" send "$src/file" 127.0.0.1:+7471
+expect_fail 2 hostportname "PORT of HOST.* not 'http'" send --port 7471 "$src/file" 127.0.0.1:http
+expect_fail 2 recvport86537 "--port takes a port number from 1 to 65535, not '86537'" \
+	recv --once --port 86537 --dir "$dst"
+expect_fail 2 recvport0 "--port takes a port number" recv --once --port 0 --dir "$dst"
+expect_fail 2 recvportabc "--port takes a port number" recv --once --port abc --dir "$dst"
 
 note "bad HOST syntax"
 expect_fail 2 emptyport "HOST\[:PORT\]" send "$src/file" "127.0.0.1:"

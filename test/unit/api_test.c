@@ -96,6 +96,11 @@ static void test_bad_options(void)
 	so.npaths = 0;
 	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "no paths");
 	so.npaths = 1;
+	so.port = "86537";
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "port 86537");
+	so.port = "http";
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "port 'http'");
+	so.port = PXFER_DEFAULT_PORT;
 	so.secret.len = 3;
 	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "a short secret");
 	secret(&so.secret);
@@ -122,6 +127,9 @@ static void test_bad_options(void)
 	ro.grace_secs = PXFER_DEFAULT_GRACE_SECS;
 	ro.max_chunk = 1;
 	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "a 1-byte chunk");
+	ro.max_chunk = PXFER_DEFAULT_MAX_CHUNK;
+	ro.port = "0";
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "port 0");
 	handlers_are_ours("refused options");
 }
 
