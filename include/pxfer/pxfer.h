@@ -194,7 +194,9 @@ PXFER_API void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
  * RDMA one that polls the completion queue. All have ended when it returns.
  *
  * Options outside their documented ranges, or missing, are refused with
- * PXFER_EXIT_USAGE and a message, before anything starts.
+ * PXFER_EXIT_USAGE and a message, before anything starts; so are paths
+ * that are missing, unreadable, or not a regular file or a directory (a
+ * link to one is followed), before anything is sent.
  *
  * Process-wide effects: while it runs it handles SIGINT and SIGTERM, which
  * end the transfer with PXFER_EXIT_INTR, and ignores SIGPIPE; the handlers

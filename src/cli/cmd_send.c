@@ -103,7 +103,9 @@ static const struct cli_cmd send_cmd = {
 	"under its own name (\"dir\" and \"dir/\" both arrive as \"dir\"; \"dir/.\"\n"
 	"sends the contents of dir) below the receiver's --dir, or below DEST\n"
 	"inside it. Symbolic links are sent as links; a PATH that is a link is\n"
-	"followed. IPv6 hosts go in brackets: [fe80::1%eth0]:7471/dest.\n"
+	"followed. A PATH must be a regular file or a directory; inside a\n"
+	"directory, fifos, sockets and devices are skipped with a warning.\n"
+	"IPv6 hosts go in brackets: [fe80::1%eth0]:7471/dest.\n"
 	"\n"
 	"The shared secret comes from $" PXFER_SECRET_ENV " (the token 'pxfer recv' prints)\n"
 	"or --secret-file.\n",

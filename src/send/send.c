@@ -206,6 +206,10 @@ static int session_start(struct send_session *s)
 	atomic_store(&s->direct, s->b.t->send_chunk_fd &&
 		     !pxfer_env_flag("PXFER_NO_SENDFILE"));
 	ret = pxfer_walk_init(&s->walk, o->paths, o->npaths, &bad);
+	if (ret == -EINVAL)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_USAGE,
+				  "cannot send %s: it is not a regular file or a directory (fifos, sockets and devices are not sent)",
+				  pxfer_quote_str(q, sizeof(q), bad));
 	if (ret)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_USAGE,
 				  ret == -EEXIST ? "two sources are named %s; they would overwrite each other"

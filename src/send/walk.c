@@ -56,7 +56,12 @@ static const char *root_name(const char *root, size_t *len)
 	return p;
 }
 
-/* A root must exist and be readable before anything is sent. */
+/*
+ * A root must exist, be a regular file or a directory (a link is
+ * followed) and be readable before anything is sent: a fifo, a socket or
+ * a device named on the command line is a mistake to say, not an entry
+ * to skip as inside a tree.
+ */
 static int check_root(const char *root)
 {
 	struct stat st;
@@ -67,7 +72,7 @@ static int check_root(const char *root)
 	if (S_ISDIR(st.st_mode))
 		mode |= X_OK;
 	else if (!S_ISREG(st.st_mode))
-		return 0;
+		return -EINVAL;
 	if (faccessat(AT_FDCWD, root, mode, AT_EACCESS) < 0)
 		return -errno;
 	return 0;

@@ -56,8 +56,10 @@ struct pxfer_walk_entry {
  * "dir"; a root whose last component is "." or ".." (or "/") sends its
  * contents directly. A root that is a symlink is followed (like cp -H);
  * links below a root are sent as links. Two roots with the same name are
- * refused here (-EEXIST) before anything is sent. Returns 0 or -errno;
- * on -EEXIST or a missing root, *bad is set to the offending root.
+ * refused here (-EEXIST) before anything is sent, and so is a root that
+ * is not a regular file or a directory (-EINVAL: a fifo, a socket, a
+ * device). Returns 0 or -errno; on -EEXIST, -EINVAL or a missing root,
+ * *bad is set to the offending root.
  */
 int pxfer_walk_init(struct pxfer_walk *w, char *const *roots, int nroots,
 		    const char **bad);

@@ -3,7 +3,9 @@
 #
 # e2e_errors: what goes wrong, and how pxfer says so (the exit statuses in
 # 'pxfer send --help' and 'pxfer recv --help'):
-#   - a missing source: 2, naming it; two sources of the same name: 2
+#   - a missing source: 2, naming it; two sources of the same name: 2;
+#     a source that is not a regular file or directory (a device, a fifo,
+#     a socket, a link to a device): 2, naming it, before connecting
 #   - some files fail (unreadable, refused by the receiver, changed while
 #     sent, through the ring or by sendfile): 1, and the others arrive; a
 #     fifo is skipped with a warning
@@ -52,6 +54,23 @@ expect_fail()
 note "a source that does not exist"
 expect_fail 2 nosrc "$T/no-such-file" send "$T/no-such-file" 127.0.0.1:1
 expect_fail 2 nosrc2 "$T/also-missing" send "$src/file" "$T/also-missing" 127.0.0.1:1
+
+note "a source that is not a regular file or a directory"
+mkfifo "$T/fifo-arg"
+ln -s /dev/null "$T/link-to-null"
+expect_fail 2 srcdevnull "cannot send '/dev/null': it is not a regular file or a directory" \
+	send "$src/file" /dev/null 127.0.0.1:1
+expect_fail 2 srcfifo "cannot send '$T/fifo-arg': it is not a regular file" \
+	send "$T/fifo-arg" 127.0.0.1:1
+expect_fail 2 srclink "cannot send '$T/link-to-null': it is not a regular file" \
+	send "$T/link-to-null" 127.0.0.1:1
+if python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' \
+	"$T/socket-arg" 2>/dev/null; then
+	expect_fail 2 srcsocket "cannot send '$T/socket-arg': it is not a regular file" \
+		send "$T/socket-arg" 127.0.0.1:1
+else
+	echo "SKIP (subcase): no python3 to make a unix socket"
+fi
 
 note "the receiving directory"
 expect_fail 2 nodir "$T/no-such-dir" recv --once --port "$(free_port)" --dir "$T/no-such-dir"
