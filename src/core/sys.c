@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "core/sys.h"
 
@@ -67,4 +68,25 @@ int pxfer_env_flag(const char *name)
 	const char *v = getenv(name);
 
 	return v && *v && strcmp(v, "0");
+}
+
+mode_t pxfer_umask_get(void)
+{
+	FILE *f = fopen("/proc/self/status", "re");
+	unsigned int mask;
+	char line[256];
+	mode_t old;
+
+	if (f) {
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "Umask: %o", &mask) == 1) {
+				fclose(f);
+				return mask & 0777;
+			}
+		}
+		fclose(f);
+	}
+	old = umask(0077);
+	umask(old);
+	return old;
 }

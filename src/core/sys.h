@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* pxfer_now - seconds on the monotonic clock */
 double pxfer_now(void);
@@ -30,5 +31,14 @@ void pxfer_thread_name(pthread_t t, const char *role, int n);
 
 /* pxfer_env_flag - 1 if the environment variable @name is set, not "0" */
 int pxfer_env_flag(const char *name);
+
+/*
+ * pxfer_umask_get - the process's umask, read from /proc/self/status
+ * without changing it. Where the kernel does not show it (before 4.7, or
+ * without /proc) it is read by setting it and setting it back, which
+ * another thread creating a file at that moment would see: call it before
+ * any thread is made.
+ */
+mode_t pxfer_umask_get(void);
 
 #endif

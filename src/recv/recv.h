@@ -54,6 +54,7 @@ struct recv_server {
 	unsigned int nsess;
 	uint64_t admitted;
 	int rootfd;			/* the top directory (--dir) */
+	uint32_t mode_mask;		/* the bits of a wire mode that apply */
 	int sigfd;			/* a signal came */
 	int ended_fd;			/* a session's thread is done */
 	int draining;			/* stopped by a signal: no new sessions */

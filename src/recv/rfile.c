@@ -202,12 +202,15 @@ static int open_dest(int rootfd, const char *dest, size_t dest_len)
 }
 
 int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
-		      size_t dest_len, unsigned int n, int fsync)
+		      size_t dest_len, unsigned int n, int fsync,
+		      uint32_t mode_mask)
 {
 	memset(r, 0, sizeof(*r));
 	for (unsigned int i = 0; i < PXFER_DCACHE_N; i++)
 		r->dcache[i].fd = -1;
 	r->fsync = fsync;
+	/* never set-id bits from a peer */
+	r->mode_mask = mode_mask & 01777;
 	r->basefd = open_dest(rootfd, dest, dest_len);
 	if (r->basefd < 0)
 		return r->basefd;
@@ -280,7 +283,7 @@ static int remember_dir(struct pxfer_rfiles *r, const struct pxfer_file *m)
 	d->path = strdup(m->path);
 	if (!d->path)
 		return -ENOMEM;
-	d->mode = m->mode;
+	d->mode = m->mode & r->mode_mask;
 	set_times(d->times, m);
 	r->ndirs++;
 	return 0;
@@ -367,7 +370,7 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		ret = -errno;
 	/* no one can open an unnamed file: it can have its mode now, here
 	 * rather than in the worker that completes it */
-	mode_set = !ret && !tmp[0] && !fchmod(fd, m->mode & 01777);
+	mode_set = !ret && !tmp[0] && !fchmod(fd, m->mode & r->mode_mask);
 	if (!ret) {
 		path = strdup(m->path);
 		tname = tmp[0] ? strdup(tmp) : NULL;
@@ -392,7 +395,7 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	rf->base = path + (base - m->path);
 	rf->tmp = tname;
 	rf->size = m->size;
-	rf->mode = m->mode & 01777;	/* never set-id bits from a peer */
+	rf->mode = m->mode & r->mode_mask;
 	rf->mode_set = mode_set;
 	set_times(rf->times, m);
 	return 0;
@@ -446,7 +449,7 @@ void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r)
 
 		if (fd < 0)
 			continue;
-		if (fchmod(fd, d->mode & 01777) || futimens(fd, d->times))
+		if (fchmod(fd, d->mode) || futimens(fd, d->times))
 			warning("cannot set the mode or time of %s: %s",
 				pxfer_quote_str(q, sizeof(q), d->path),
 				strerror(errno));

@@ -70,6 +70,7 @@ struct pxfer_rdir {
 struct pxfer_rfiles {
 	int basefd;			/* the destination */
 	int fsync;			/* fsync each file and its directory */
+	uint32_t mode_mask;		/* the bits of a wire mode that apply */
 	struct pxfer_rfile *f;		/* by file id */
 	unsigned int n;
 	struct pxfer_dcache dcache[PXFER_DCACHE_N];
@@ -84,12 +85,14 @@ struct pxfer_rfiles {
 /*
  * pxfer_rfiles_init - the files of a session that writes into @dest
  * (@dest_len bytes, a wire path checked here; empty: @rootfd itself)
- * below @rootfd, made if missing, for ids below @n. 0 or -errno (the
- * destination cannot be used); pxfer_rfiles_release undoes what was done
- * either way.
+ * below @rootfd, made if missing, for ids below @n. A mode from the wire
+ * keeps only the bits in @mode_mask (never set-uid or set-gid: at most
+ * 01777). 0 or -errno (the destination cannot be used);
+ * pxfer_rfiles_release undoes what was done either way.
  */
 int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
-		      size_t dest_len, unsigned int n, int fsync);
+		      size_t dest_len, unsigned int n, int fsync,
+		      uint32_t mode_mask);
 
 /*
  * pxfer_rfiles_probe - find out how unnamed files can be named in the

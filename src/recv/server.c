@@ -426,6 +426,12 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 		code = PXFER_EXIT_LOCAL;
 		goto out_srv;
 	}
+	/*
+	 * Modes from the wire lose what the umask takes away, as with cp or
+	 * scp; read once, while this is the only thread (umask is process
+	 * wide). The sticky bit only restricts, so it stays.
+	 */
+	srv->mode_mask = 01777 & ~pxfer_umask_get();
 	/* while this is the only thread (best effort: it only saves time) */
 	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	if (check_dir(o, &srv->rootfd)) {

@@ -342,7 +342,8 @@ static void run(struct recv_session *s)
 		return;
 	ret = pxfer_rfiles_init(&s->files, s->srv->rootfd, h->dest, h->dest_len,
 				RECV_MAX_FILES, s->o->fsync ||
-				(h->flags & PXFER_HELLO_FSYNC));
+				(h->flags & PXFER_HELLO_FSYNC),
+				s->srv->mode_mask);
 	s->files_init = 1;
 	if (ret) {
 		char text[PXFER_TEXT_MAX + 1], q[PXFER_QUOTE_MAX];

@@ -21,6 +21,9 @@ PXFER=$build/pxfer
 # shellcheck disable=SC2034
 HELPERS=$build/test/helper
 export LC_ALL=C
+# the receiver applies its umask to modes from the wire: the tests that
+# compare modes expect the usual one
+umask 022
 # the secret both sides use unless a test says otherwise
 export PXFER_SECRET=e2e-shared-secret-0123456789
 # the sanitizers' options, as test/runtests.sh sets them, for a test run
