@@ -166,6 +166,10 @@ struct pxfer_recv_opts {
 	void (*on_session)(const struct pxfer_session_report *r, void *arg);
 	void *on_session_arg;
 	struct pxfer_secret secret;	/* (none) */
+	int perms;		/* give files and directories the modes the
+				 * sender sent, as rsync -p does, instead of
+				 * taking away what the umask does; set-uid and
+				 * set-gid never arrive either way (0) */
 };
 
 /*

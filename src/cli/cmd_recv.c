@@ -82,6 +82,14 @@ static int set_max_chunk(void *ctx, const char *arg)
 	return 0;
 }
 
+static int set_perms(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+
+	a->o.perms = 1;
+	return 0;
+}
+
 static const struct cli_opt recv_opts[] = {
 	{ "dir", 'd', "DIR", set_dir,
 	  "directory to receive into (default: the current one)" },
@@ -98,6 +106,9 @@ static const struct cli_opt recv_opts[] = {
 	  "print a JSON line for each session on stdout" },
 	{ "max-chunk", 0, "SIZE", set_max_chunk,
 	  "largest chunk accepted (default 16M)" },
+	{ "perms", 0, NULL, set_perms,
+	  "keep the modes the sender sent (but set-uid and\n"
+	  "set-gid); default: less what the umask takes away" },
 	{ 0 },
 };
 

@@ -428,10 +428,10 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 	}
 	/*
 	 * Modes from the wire lose what the umask takes away, as with cp or
-	 * scp; read once, while this is the only thread (umask is process
-	 * wide). The sticky bit only restricts, so it stays.
+	 * scp, unless --perms; read once, while this is the only thread
+	 * (umask is process wide). The sticky bit only restricts, so it stays.
 	 */
-	srv->mode_mask = 01777 & ~pxfer_umask_get();
+	srv->mode_mask = o->perms ? 01777 : 01777 & ~pxfer_umask_get();
 	/* while this is the only thread (best effort: it only saves time) */
 	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	if (check_dir(o, &srv->rootfd)) {

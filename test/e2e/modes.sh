@@ -9,6 +9,8 @@
 # and one with umask 077:
 #   umask 022: 0777 -> 0755, 1777 -> 1755, 0640 -> 0640, 4755 -> 0755
 #   umask 077: 0777 -> 0700, 1777 -> 1700, 0640 -> 0600
+# With 'pxfer recv --perms' (and umask 077) the modes arrive as they were
+# sent, set-uid and set-gid still excepted: 0777, 1777, 4755 -> 0755.
 # Small files (made unnamed) and a large one (a temporary name) alike.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -44,8 +46,7 @@ receive()
 	local mask=$1
 
 	shift
-	dst=$T/dst.$mask${1:+.$1}
-	dst=${dst//-/}
+	dst=$T/dst.$mask${1:+.${1#--}}
 	mkdir -p "$dst"
 	umask "$mask"
 	start_recv "$dst" "$@"
@@ -82,5 +83,19 @@ expect "$dst" f0640 600 "$why"
 expect "$dst" d0777 700 "$why, a directory"
 expect "$dst" d1777 1700 "$why, a sticky directory"
 ok "umask 077: $(cd "$dst" && stat -c '%n %a' f0777 f0640 d1777 | tr '\n' ' ')"
+
+note "a receiver with --perms (and umask 077)"
+receive 077 --perms
+why="--perms"
+expect "$dst" f0777 777 "$why"
+expect "$dst" big0777 777 "$why, a large file"
+expect "$dst" f0640 640 "$why"
+expect "$dst" f4755 755 "$why, set-uid never arrives"
+expect "$dst" f2755 755 "$why, set-gid never arrives"
+expect "$dst" d0777 777 "$why, a directory"
+expect "$dst" d1777 1777 "$why, a sticky directory"
+expect "$dst" d2755 755 "$why, a set-gid directory"
+expect "$dst" d0700 700 "$why"
+ok "--perms: $(cd "$dst" && stat -c '%n %a' f0777 d1777 f4755 | tr '\n' ' ')"
 
 finish
