@@ -24,7 +24,8 @@ echo 'ünïcødé' > "$src/dataset/name with spaces ✓"
 
 port=$(( 20000 + RANDOM % 20000 ))
 secret_file=$work/secret
-head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$secret_file"
+# readable by its owner only: pxfer refuses a secret file others can read
+(umask 077; head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$secret_file")
 
 echo "== starting the receiver: pxfer recv --dir $dst --port $port --once"
 "$pxfer" recv --dir "$dst" --port "$port" --once --secret-file "$secret_file" &

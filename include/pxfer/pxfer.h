@@ -232,9 +232,12 @@ PXFER_API int pxfer_recv(const struct pxfer_recv_opts *opts);
  * pxfer_secret_load - read a secret from @file ("-" for standard input) or,
  * when @file is NULL, from the PXFER_SECRET environment variable; trailing
  * white space is not part of it. Returns 0, -ENOENT if @file is NULL and
- * the variable is not set, -EINVAL if the secret is shorter than
- * PXFER_SECRET_MIN, -E2BIG if longer than PXFER_SECRET_MAX, or the negative
- * errno of opening or reading @file. Prints nothing.
+ * the variable is not set, -EPERM if @file is a regular file that its
+ * group or others may read or write (by its mode or its ACL; 'chmod 600'
+ * it: an ACL entry that lets the process's own user read it, as systemd
+ * gives a service its credentials, is fine), -EINVAL if the secret is
+ * shorter than PXFER_SECRET_MIN, -E2BIG if longer than PXFER_SECRET_MAX,
+ * or the negative errno of opening or reading @file. Prints nothing.
  */
 PXFER_API int pxfer_secret_load(struct pxfer_secret *s, const char *file);
 

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "pxfer/pxfer.h"
 #include "cli.h"
@@ -87,6 +89,22 @@ static int parse_gid(const char *arg, int *out)
 	return 0;
 }
 
+/* --secret-file @file may be read or written by others: say how to fix it */
+static int secret_file_open(const char *file)
+{
+	int acl = getxattr(file, "system.posix_acl_access", NULL, 0) > 0;
+	struct stat st;
+	char mode[32] = "";
+
+	if (!stat(file, &st))
+		snprintf(mode, sizeof(mode), " (mode %04o%s)",
+			 (unsigned int)st.st_mode & 07777,
+			 acl ? " and an ACL" : "");
+	return error("the secret file '%s' is open to others than its owner%s: run '%s%s%schmod 600 %s'",
+		     file, mode, acl ? "setfacl -b " : "", acl ? file : "",
+		     acl ? "; " : "", file);
+}
+
 int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
 {
 	int ret = pxfer_secret_load(s, file);
@@ -109,6 +127,8 @@ int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
 			     file ? file : "", file ? "'" : "", PXFER_SECRET_MIN);
 	if (ret == -E2BIG)
 		return error("the secret is longer than %d bytes", PXFER_SECRET_MAX);
+	if (ret == -EPERM)
+		return secret_file_open(file);
 	if (ret)
 		return error("cannot read the secret from '%s': %s", file,
 			     strerror(-ret));
@@ -209,7 +229,8 @@ static const struct common_opt common_opts[] = {
 		[CLI_SEND] = "source address for the connections",
 		[CLI_RECV] = "address to listen on (default: all)" } },
 	{ "secret-file", 0, "FILE", set_secret_file,
-	  BOTH("read the shared secret from FILE ('-': stdin)") },
+	  BOTH("read the shared secret from FILE ('-': stdin),\n"
+	       "which only its owner may read (chmod 600)") },
 	{ "transport", 0, "T", set_transport,
 	  BOTH("auto, rdma or tcp (default auto)") },
 	{ "device", 0, "NAME", set_device,

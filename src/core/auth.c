@@ -3,7 +3,12 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <endian.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <linux/posix_acl.h>
+#include <linux/posix_acl_xattr.h>
 #include <sodium.h>
 
 #include "core/auth.h"
@@ -128,6 +133,78 @@ static int read_all(int fd, char *buf, size_t cap, size_t *len)
 	return 0;
 }
 
+#define RW	(ACL_READ | ACL_WRITE)
+
+/*
+ * Whether the access ACL of @fd lets a user other than its owner and this
+ * process's, or any group, read or write it: 1 if so (or if there is no
+ * ACL, when the group bits of the mode are the group's own), 0 if not, or
+ * -errno. It is how systemd hands a service its credentials: 0400 and
+ * root's, with an entry that lets the service's user read it, whose mask
+ * shows in the mode's group bits.
+ */
+static int acl_open(int fd)
+{
+	struct {
+		struct posix_acl_xattr_header h;
+		struct posix_acl_xattr_entry e[32];
+	} acl;
+	unsigned int mask = RW, named = 0, other = 0;
+	ssize_t len;
+
+	len = fgetxattr(fd, "system.posix_acl_access", &acl, sizeof(acl));
+	if (len < 0 && errno != ENODATA && errno != EOPNOTSUPP &&
+	    errno != ERANGE)
+		return -errno;
+	/* none, too long, or not understood: the mode says it all */
+	if (len < (ssize_t)sizeof(acl.h) ||
+	    le32toh(acl.h.a_version) != POSIX_ACL_XATTR_VERSION)
+		return 1;
+	len = (len - sizeof(acl.h)) / sizeof(acl.e[0]);
+	for (ssize_t i = 0; i < len; i++) {
+		unsigned int perm = le16toh(acl.e[i].e_perm) & RW;
+
+		switch (le16toh(acl.e[i].e_tag)) {
+		case ACL_USER:
+			if (le32toh(acl.e[i].e_id) != geteuid())
+				named |= perm;
+			break;
+		case ACL_GROUP_OBJ:
+		case ACL_GROUP:
+			named |= perm;
+			break;
+		case ACL_MASK:
+			mask = perm;
+			break;
+		case ACL_OTHER:
+			other = perm;
+			break;
+		}
+	}
+	return (named & mask) || other;
+}
+
+/*
+ * A secret in a file that others may read is known to them; one they may
+ * write, they may choose (as ssh treats a private key, and the rsync
+ * daemon its secrets file). Only a regular file has modes that say so: a
+ * pipe or a terminal the caller handed over is the caller's business.
+ */
+static int check_private(int fd)
+{
+	struct stat st;
+	int ret;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (!S_ISREG(st.st_mode) || !(st.st_mode & 066))
+		return 0;
+	if (st.st_mode & 006)
+		return -EPERM;
+	ret = acl_open(fd);
+	return ret > 0 ? -EPERM : ret;
+}
+
 int pxfer_secret_load(struct pxfer_secret *s, const char *file)
 {
 	char buf[PXFER_SECRET_MAX + 2];
@@ -147,13 +224,17 @@ int pxfer_secret_load(struct pxfer_secret *s, const char *file)
 		fd = open(file, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return -errno;
+		ret = check_private(fd);
+		if (ret) {
+			close(fd);
+			return ret;
+		}
 	}
 	ret = read_all(fd, buf, sizeof(buf), &len);
 	if (fd != STDIN_FILENO)
 		close(fd);
-	if (ret)
-		return ret;
-	ret = secret_set(s, buf, len);
+	if (!ret)
+		ret = secret_set(s, buf, len);
 	sodium_memzero(buf, sizeof(buf));
 	return ret;
 }

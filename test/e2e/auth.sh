@@ -6,7 +6,9 @@
 #     the receiver writes nothing at all (not even temporary files), says
 #     why, and keeps serving: a correct sender then succeeds
 #   - the secret may come from --secret-file on either side (a trailing
-#     newline is not part of it)
+#     newline is not part of it); a secret file that its group or others
+#     may read or write is refused on either side (exit 2, saying 'chmod
+#     600 FILE'), unless it comes on standard input ('-')
 #   - a secret shorter than 16 characters: exit 2, on both sides
 #   - no secret at all: the sender exits 2 naming PXFER_SECRET; the
 #     receiver makes up a token, prints it, and a sender using it succeeds
@@ -34,6 +36,7 @@ recv_alive || fail "the receiver (--once) stopped after a refused sender"
 
 note "a wrong secret from a file, with several data connections asked for"
 printf 'another-wrong-secret-0000\n' >"$T/wrong.key"
+chmod 600 "$T/wrong.key"
 psend -j 8 --secret-file "$T/wrong.key" "$src" "$(target)"
 expect_rc 3 "$SEND_RC" "sender with a wrong --secret-file"
 [ -z "$(ls -A "$dst")" ] || fail "the receiver wrote something: $(ls -A "$dst")"
@@ -48,6 +51,7 @@ tree_equal "$src" "$dst/src"
 
 note "the secret from --secret-file on both sides (with a trailing newline)"
 printf '%s\n' "$PXFER_SECRET" >"$T/right.key"
+chmod 600 "$T/right.key"
 rm -rf "$dst" && mkdir "$dst"
 PXFER_SECRET='' start_recv "$dst" --secret-file "$T/right.key"
 (unset PXFER_SECRET; exec timeout 60 "$PXFER" send -q --secret-file - "$src" "$(target)" \
@@ -70,9 +74,39 @@ expect_rc 2 $rc "receiver with a 15-character secret"
 expect_grep "too short|16" "$T/short.log" "receiver with a short secret"
 ok "receiver: $(head -n 1 "$T/short.log")"
 printf 'tiny\n' >"$T/tiny.key"
+chmod 600 "$T/tiny.key"
 psend --secret-file "$T/tiny.key" "$src" 127.0.0.1:1
 expect_rc 2 "$SEND_RC" "sender with a short --secret-file"
 ok "short --secret-file: $(head -n 1 "$SEND_ERR")"
+
+note "a secret file that others may read or write"
+for mode in 0640 0604 0620 0666; do
+	chmod "$mode" "$T/right.key"
+	psend --secret-file "$T/right.key" "$src" 127.0.0.1:1
+	expect_rc 2 "$SEND_RC" "sender with a secret file of mode $mode"
+	expect_grep "secret file '$T/right.key' is open to others than its owner \\(mode $mode\\): run 'chmod 600 $T/right.key'" \
+		"$SEND_ERR" "sender with a secret file of mode $mode"
+done
+ok "sender: $(head -n 1 "$SEND_ERR")"
+chmod 0644 "$T/right.key"
+(unset PXFER_SECRET; exec timeout 20 "$PXFER" recv --once --port "$(free_port)" \
+	--dir "$dst" --secret-file "$T/right.key") >"$T/open.log" 2>&1
+rc=$?
+expect_rc 2 $rc "receiver with a secret file of mode 0644"
+expect_grep "run 'chmod 600 $T/right.key'" "$T/open.log" "receiver with a secret file of mode 0644"
+ok "receiver: $(head -n 1 "$T/open.log")"
+note "... unless it comes on standard input"
+rm -rf "$dst" && mkdir "$dst"
+chmod 600 "$T/right.key"
+PXFER_SECRET='' start_recv "$dst" --secret-file "$T/right.key"
+chmod 0644 "$T/right.key"
+(unset PXFER_SECRET; exec timeout 60 "$PXFER" send -q --secret-file - "$src" "$(target)" \
+	<"$T/right.key" >"$T/stdin.out" 2>&1)
+rc=$?
+[ $rc -eq 0 ] || { cat "$T/stdin.out"; fail "send with --secret-file - from a 0644 file exited $rc"; }
+wait_recv
+expect_rc 0 "$WAIT_RC" "receiver with a 0600 --secret-file"
+tree_equal "$src" "$dst/src"
 
 note "no secret at all"
 (unset PXFER_SECRET; exec timeout 20 "$PXFER" send "$src" 127.0.0.1:1) >"$T/none.log" 2>&1
