@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 
 	ret = pxfer_secret_load(&o.secret, NULL);
 	if (ret) {
-		fprintf(stderr, "recv_once: set %s to a secret of %d to %d characters%s%s\n",
+		fprintf(stderr, "recv_once: set %s to a random secret of %d to %d characters%s%s\n",
 			PXFER_SECRET_ENV, PXFER_SECRET_MIN, PXFER_SECRET_MAX,
 			ret == -ENOENT ? "" : ": ",
 			ret == -ENOENT ? "" : strerror(-ret));

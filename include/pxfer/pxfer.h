@@ -51,6 +51,19 @@ extern "C" {
 #define PXFER_DEFAULT_TIMEOUT_MS 15000		/* connect and handshake */
 #define PXFER_SECRET_MIN	16
 #define PXFER_SECRET_MAX	1024
+/*
+ * The least strength a secret must have against an offline guess, in
+ * bits, as estimated without a dictionary: only the shortest prefix whose
+ * repetition makes the secret counts ("abcabcab": "abc"); each of its
+ * characters is worth log2 of the number of characters in the classes the
+ * secret uses (lowercase letters 26, uppercase 26, digits 10, the other
+ * printable ASCII characters 33, any other byte 128), except one that
+ * repeats the character before it or continues a run of consecutive ones
+ * ("aaa", "abc", "321"), which is worth 1 bit. A 16-letter word (75 bits)
+ * is too weak; 22 random base64 characters (about 130 bits) and the
+ * token pxfer_secret_generate makes are strong enough.
+ */
+#define PXFER_SECRET_BITS	96
 #define PXFER_SECRET_ENV	"PXFER_SECRET"
 
 /*
@@ -198,9 +211,10 @@ PXFER_API void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
  * RDMA one that polls the completion queue. All have ended when it returns.
  *
  * Options outside their documented ranges, or missing, are refused with
- * PXFER_EXIT_USAGE and a message, before anything starts; so are paths
- * that are missing, unreadable, or not a regular file or a directory (a
- * link to one is followed), before anything is sent.
+ * PXFER_EXIT_USAGE and a message, before anything starts (a secret weaker
+ * than PXFER_SECRET_BITS among them); so are paths that are missing,
+ * unreadable, or not a regular file or a directory (a link to one is
+ * followed), before anything is sent.
  *
  * Process-wide effects: while it runs it handles SIGINT and SIGTERM, which
  * end the transfer with PXFER_EXIT_INTR, and ignores SIGPIPE; the handlers
@@ -223,8 +237,9 @@ PXFER_API int pxfer_send(const struct pxfer_send_opts *opts, struct pxfer_stats 
  * where it listens and what each session did; errors are always printed
  * there.
  *
- * Threads, signals and limits: as for pxfer_send, with a thread per
- * running session and one per worker of each.
+ * Options are checked as for pxfer_send. Threads, signals and limits: as
+ * for pxfer_send, with a thread per running session and one per worker of
+ * each.
  */
 PXFER_API int pxfer_recv(const struct pxfer_recv_opts *opts);
 

@@ -13,6 +13,7 @@
 
 #include "pxfer/pxfer.h"
 #include "cli.h"
+#include "core/auth.h"
 #include "core/log.h"
 #include "core/netaddr.h"
 
@@ -108,6 +109,7 @@ static int secret_file_open(const char *file)
 int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
 {
 	int ret = pxfer_secret_load(s, file);
+	unsigned int bits;
 
 	if (ret == -ENOENT && !file && generate) {
 		ret = pxfer_secret_generate(s);
@@ -132,6 +134,14 @@ int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
 	if (ret)
 		return error("cannot read the secret from '%s': %s", file,
 			     strerror(-ret));
+	bits = pxfer_secret_bits(s);
+	if (bits < PXFER_SECRET_BITS) {
+		memset(s, 0, sizeof(*s));
+		return error("the secret%s%s%s is too weak to resist an offline guess (about %u bits, %d needed: see 'man pxfer'); use a random one, such as the token 'pxfer recv' prints or 'head -c 18 /dev/urandom | base64'",
+			     file ? " in '" : " in $" PXFER_SECRET_ENV,
+			     file ? file : "", file ? "'" : "", bits,
+			     PXFER_SECRET_BITS);
+	}
 	return 0;
 }
 

@@ -99,6 +99,80 @@ int pxfer_auth_equal(const uint8_t *a, const uint8_t *b)
 	return sodium_memcmp(a, b, PXFER_MAC_LEN) == 0;
 }
 
+/* log2(@n) in 1/1024 bits, for @n >= 1 */
+static unsigned int log2_1024(unsigned int n)
+{
+	unsigned int k = 31 - __builtin_clz(n), r = 0;
+	uint64_t x = ((uint64_t)n << 16) >> k;	/* n / 2^k in 16.16: [1, 2) */
+
+	/* each squaring doubles the logarithm: its next binary digit */
+	for (int i = 9; i >= 0; i--) {
+		x = x * x >> 16;
+		if (x >= 2u << 16) {
+			x >>= 1;
+			r |= 1u << i;
+		}
+	}
+	return k * 1024 + r;
+}
+
+/* how many characters the classes of the characters of @k make */
+static unsigned int secret_pool(const uint8_t *k, size_t len)
+{
+	unsigned int lower = 0, upper = 0, digit = 0, punct = 0, other = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		if (k[i] >= 'a' && k[i] <= 'z')
+			lower = 26;
+		else if (k[i] >= 'A' && k[i] <= 'Z')
+			upper = 26;
+		else if (k[i] >= '0' && k[i] <= '9')
+			digit = 10;
+		else if (k[i] >= 0x20 && k[i] < 0x7f)
+			punct = 33;
+		else
+			other = 128;
+	}
+	return lower + upper + digit + punct + other;
+}
+
+/* the shortest prefix of @k whose repetition makes all of it */
+static size_t secret_period(const uint8_t *k, size_t len)
+{
+	size_t p, i;
+
+	for (p = 1; p < len; p++) {
+		for (i = p; i < len && k[i] == k[i - p]; i++)
+			;
+		if (i == len)
+			break;
+	}
+	return p;
+}
+
+unsigned int pxfer_secret_bits(const struct pxfer_secret *s)
+{
+	const uint8_t *k = s->key;
+	size_t len = s->len < PXFER_SECRET_MAX ? s->len : PXFER_SECRET_MAX;
+	size_t p = secret_period(k, len);
+	unsigned int each, total = 0;
+	int step, last = 2;		/* no step yet */
+
+	if (!len)
+		return 0;
+	each = log2_1024(secret_pool(k, len));
+	for (size_t i = 0; i < p; i++) {
+		step = i ? k[i] - k[i - 1] : 2;
+		/* "aa", or the third of "abc" or "321": nearly free to guess */
+		if (step == 0 || ((step == 1 || step == -1) && step == last))
+			total += 1024;
+		else
+			total += each;
+		last = step;
+	}
+	return total / 1024;
+}
+
 static int secret_set(struct pxfer_secret *s, const char *buf, size_t len)
 {
 	/* a trailing newline from "echo > file" is not part of the secret */

@@ -40,4 +40,11 @@ void pxfer_auth_data_mac(const uint8_t *session_key, const uint8_t *nonce_d,
 /* pxfer_auth_equal - constant-time comparison of two MACs; 1 if equal. */
 int pxfer_auth_equal(const uint8_t *a, const uint8_t *b);
 
+/*
+ * pxfer_secret_bits - the strength of @s against an offline guess, in
+ * bits, rounded down, by the estimate pxfer.h gives for
+ * PXFER_SECRET_BITS.
+ */
+unsigned int pxfer_secret_bits(const struct pxfer_secret *s);
+
 #endif

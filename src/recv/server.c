@@ -397,6 +397,9 @@ static int check_opts(const struct pxfer_recv_opts *o)
 	if (o->secret.len < PXFER_SECRET_MIN || o->secret.len > PXFER_SECRET_MAX)
 		return error("pxfer_recv: no secret, or one of %zu bytes: %d to %d",
 			     o->secret.len, PXFER_SECRET_MIN, PXFER_SECRET_MAX);
+	if (pxfer_secret_bits(&o->secret) < PXFER_SECRET_BITS)
+		return error("pxfer_recv: the secret is too weak: about %u bits of the %d needed",
+			     pxfer_secret_bits(&o->secret), PXFER_SECRET_BITS);
 	return 0;
 }
 

@@ -10,6 +10,10 @@
 #     may read or write is refused on either side (exit 2, saying 'chmod
 #     600 FILE'), unless it comes on standard input ('-')
 #   - a secret shorter than 16 characters: exit 2, on both sides
+#   - a secret too weak to resist an offline guess (a 16-letter word, a
+#     repeated pattern, a run: under 96 bits by the rule of 'man pxfer'),
+#     from the environment or a file: exit 2, on both sides, before
+#     anything is sent
 #   - no secret at all: the sender exits 2 naming PXFER_SECRET; the
 #     receiver makes up a token, prints it, and a sender using it succeeds
 # shellcheck source=../lib/common.sh
@@ -78,6 +82,29 @@ chmod 600 "$T/tiny.key"
 psend --secret-file "$T/tiny.key" "$src" 127.0.0.1:1
 expect_rc 2 "$SEND_RC" "sender with a short --secret-file"
 ok "short --secret-file: $(head -n 1 "$SEND_ERR")"
+
+note "a secret too weak to resist an offline guess"
+for weak in internationalism passwordpassword aaaaaaaaaaaaaaaaaaaaaaaa1 Password1234!!!!; do
+	PXFER_SECRET=$weak psend "$src" 127.0.0.1:1
+	expect_rc 2 "$SEND_RC" "sender with the secret '$weak'"
+	expect_grep "secret in \\\$PXFER_SECRET is too weak .*about [0-9]+ bits, 96 needed" \
+		"$SEND_ERR" "sender with the secret '$weak'"
+done
+ok "sender: $(head -n 1 "$SEND_ERR")"
+PXFER_SECRET=internationalism timeout 20 "$PXFER" recv --once --port "$(free_port)" \
+	--dir "$dst" >"$T/weak.log" 2>&1
+rc=$?
+expect_rc 2 $rc "receiver with a 16-letter word as its secret"
+expect_grep "too weak" "$T/weak.log" "receiver with a weak secret"
+ok "receiver: $(head -n 1 "$T/weak.log")"
+printf 'internationalism\n' >"$T/weak.key"
+chmod 600 "$T/weak.key"
+(unset PXFER_SECRET; exec timeout 20 "$PXFER" recv --once --port "$(free_port)" \
+	--dir "$dst" --secret-file "$T/weak.key") >"$T/weakfile.log" 2>&1
+rc=$?
+expect_rc 2 $rc "receiver with a weak --secret-file"
+expect_grep "secret in '$T/weak.key' is too weak" "$T/weakfile.log" "receiver with a weak --secret-file"
+ok "receiver, from a file: $(head -n 1 "$T/weakfile.log")"
 
 note "a secret file that others may read or write"
 for mode in 0640 0604 0620 0666; do

@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * secret_test: loading the shared secret (pxfer_secret_load,
- * src/core/auth.c). From a file: trailing white space dropped, a file its
- * group or others may read or write refused (-EPERM) whatever it holds,
- * also through an ACL, but not one that only lets this process's user
- * read it (how systemd hands a service its credentials); too short or too
- * long refused. From the environment: the same limits, and -ENOENT when
- * the variable is not set.
+ * secret_test: the shared secret (src/core/auth.c).
+ *
+ * Loading it (pxfer_secret_load). From a file: trailing white space
+ * dropped, a file its group or others may read or write refused (-EPERM)
+ * whatever it holds, also through an ACL, but not one that only lets this
+ * process's user read it (how systemd hands a service its credentials);
+ * too short or too long refused. From the environment: the same limits,
+ * and -ENOENT when the variable is not set.
+ *
+ * Its strength (pxfer_secret_bits, the rule of PXFER_SECRET_BITS): the
+ * estimate of known secrets to the bit; words, runs, sequences and
+ * repeated patterns refused; random base64 tokens of 22 characters and
+ * generated tokens accepted, every one of many thousands; the secrets of
+ * the test suite and the documentation accepted; pxfer_send and
+ * pxfer_recv refuse a weak secret.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +28,7 @@
 #include <linux/posix_acl_xattr.h>
 
 #include "pxfer/pxfer.h"
+#include "core/auth.h"
 #include "test.h"
 
 static char dir[] = "/tmp/pxfer-secret-test.XXXXXX";
@@ -142,6 +151,127 @@ static void test_env(void)
 	T_EXPECT(pxfer_secret_load(&s, NULL) == -E2BIG, "1025 characters");
 }
 
+static unsigned int bits(const char *text)
+{
+	struct pxfer_secret s = { .len = strlen(text) };
+
+	memcpy(s.key, text, s.len);
+	return pxfer_secret_bits(&s);
+}
+
+static void test_estimate(void)
+{
+	static const struct {
+		const char *text;
+		unsigned int bits;
+	} known[] = {
+		/* 16 x log2(26): a 16-letter word */
+		{ "internationalism", 75 },
+		/* the shortest period, "password": 7 letters and a run */
+		{ "passwordpassword", 33 },
+		/* "aaa...": 28 runs of 1 bit; 'a' and '1' log2(36) each */
+		{ "aaaaaaaaaaaaaaaaaaaaaaaaaaaa1", 37 },
+		/* "0123456789abcdef", 16 of which 12 continue a sequence */
+		{ "0123456789abcdef0123", 32 },
+		/* period 11 of 95 characters */
+		{ "Tr0ub4dor&3Tr0ub4dor&3", 72 },
+		{ "Password1234!!!!", 71 },
+		{ "qwertyuiopasdfghjkl", 81 },
+		/* 22 characters of 95 */
+		{ "Kq7-vR2x_Lm9/Tz4pW8+bN", 144 },
+		/* bytes outside printable ASCII: a pool of 128, 7 bits for
+		 * the first two, 1 for each that continues the sequence */
+		{ "\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c", 24 },
+	};
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		unsigned int b = bits(known[i].text);
+
+		T_EXPECT(b == known[i].bits, "'%s': %u bits, not %u",
+			 known[i].text, b, known[i].bits);
+	}
+}
+
+static void test_rule(void)
+{
+	static const char *const weak[] = {
+		"internationalism", "passwordpassword", "Password1234!!!!",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaa1", "Tr0ub4dor&3Tr0ub4dor&3",
+		"abcdefghijklmnopqrstuvwxyz", "Summer2024!Summer",
+		"0123456789012345678901234567890123456789",
+	};
+	/* the suite's, the benchmarks' and the documentation's secrets */
+	static const char *const strong[] = {
+		"e2e-shared-secret-0123456789",
+		"rdma-suite-shared-secret-0123456789",
+		"rdma-by-hand-secret-0123456789",
+		"api-test-secret-0123456789",
+		"not-the-right-secret-at-all",
+		"another-wrong-secret-0000",
+		"not-the-right-secret-42-42-42",
+		"Kq7-vR2x_Lm9/Tz4pW8+bN",
+	};
+
+	for (size_t i = 0; i < sizeof(weak) / sizeof(weak[0]); i++)
+		T_EXPECT(bits(weak[i]) < PXFER_SECRET_BITS,
+			 "'%s' is weak, not %u bits", weak[i], bits(weak[i]));
+	for (size_t i = 0; i < sizeof(strong) / sizeof(strong[0]); i++)
+		T_EXPECT(bits(strong[i]) >= PXFER_SECRET_BITS,
+			 "'%s' is strong, not %u bits", strong[i], bits(strong[i]));
+}
+
+/* random tokens as a user would make them, and pxfer's own */
+static void test_random(void)
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	unsigned int least = ~0u, b;
+	struct pxfer_secret s;
+	uint8_t r[PXFER_NONCE_LEN];
+
+	T_EXPECT(pxfer_auth_init() == 0, "libsodium");
+	for (int n = 0; n < 20000; n++) {
+		char tok[23];
+
+		pxfer_auth_nonce(r);
+		for (int i = 0; i < 22; i++)
+			tok[i] = b64[r[i] & 63];
+		tok[22] = 0;
+		b = bits(tok);
+		T_EXPECT(b >= PXFER_SECRET_BITS, "random base64 '%s': %u bits",
+			 tok, b);
+		if (b < least)
+			least = b;
+	}
+	printf("22 random base64 characters: at least %u bits\n", least);
+	for (int n = 0; n < 2000; n++) {
+		T_EXPECT(pxfer_secret_generate(&s) == 0, "generate");
+		b = pxfer_secret_bits(&s);
+		T_EXPECT(b >= PXFER_SECRET_BITS, "generated '%.*s': %u bits",
+			 (int)s.len, (char *)s.key, b);
+	}
+}
+
+/* the library refuses a weak secret before it starts */
+static void test_library(void)
+{
+	char *paths[] = { "/nonexistent", NULL };
+	struct pxfer_send_opts so;
+	struct pxfer_recv_opts ro;
+	struct pxfer_stats st;
+
+	pxfer_send_opts_init(&so);
+	so.paths = paths;
+	so.npaths = 1;
+	so.host = "127.0.0.1";
+	so.secret.len = strlen("internationalism");
+	memcpy(so.secret.key, "internationalism", so.secret.len);
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "pxfer_send, weak");
+	pxfer_recv_opts_init(&ro);
+	ro.secret = so.secret;
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "pxfer_recv, weak");
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -151,6 +281,10 @@ int main(void)
 	test_file();
 	test_acl();
 	test_env();
+	test_estimate();
+	test_rule();
+	test_random();
+	test_library();
 	t_rm_rf_at(AT_FDCWD, dir);
 	return t_result();
 }
