@@ -11,6 +11,12 @@
 
 #define CTRL_IN_CAP (4 * (PXFER_HDR_LEN + PXFER_MSG_MAX))
 #define CTRL_OUT_MIN 65536
+/*
+ * While reading is paused, a transport that announces room to send and
+ * bytes to read with one event (rdma) would wake the coordinator at once
+ * and again: it tries to send this often instead.
+ */
+#define CTRL_PAUSE_RETRY_MS 10
 
 int pxfer_ctrl_init(struct pxfer_ctrl *c, struct pxfer_conn *conn)
 {
@@ -139,10 +145,17 @@ size_t pxfer_ctrl_pending(struct pxfer_ctrl *c)
 	return n;
 }
 
+int pxfer_ctrl_paused(struct pxfer_ctrl *c)
+{
+	return c->read_pause && pxfer_ctrl_pending(c) > c->read_pause;
+}
+
 int pxfer_ctrl_fill(struct pxfer_ctrl *c)
 {
 	ssize_t n;
 
+	if (pxfer_ctrl_paused(c))
+		return 0;
 	if (c->in_off) {
 		memmove(c->in, c->in + c->in_off, c->in_len - c->in_off);
 		c->in_len -= c->in_off;
@@ -170,6 +183,12 @@ int pxfer_ctrl_keepalive(struct pxfer_ctrl *c)
 	struct pxfer_msg ping = { .type = PXFER_MSG_PING };
 	double now = pxfer_now();
 
+	if (pxfer_ctrl_paused(c)) {
+		/* not reading is our choice, not the peer's silence; a peer
+		 * that takes nothing of what waits for it is stuck */
+		c->last_rx = now;
+		return now - c->last_tx > PXFER_IDLE_SECS ? -ENOBUFS : 0;
+	}
 	if (now - c->last_rx > PXFER_IDLE_SECS)
 		return -ETIMEDOUT;
 	if (now - c->last_tx > PXFER_PING_SECS && !pxfer_ctrl_pending(c)) {
@@ -186,6 +205,8 @@ int pxfer_ctrl_next(struct pxfer_ctrl *c, struct pxfer_msg *m)
 	struct pxfer_hdr h;
 	int ret;
 
+	if (pxfer_ctrl_paused(c))
+		return 0;
 	ret = pxfer_hdr_decode(p, avail, &h);
 	if (ret == -EAGAIN)
 		return 0;
@@ -211,16 +232,38 @@ void pxfer_ctrl_drain_wake(struct pxfer_ctrl *c)
 	}
 }
 
+/* whether pxfer_ctrl_next has something to say without reading more */
+static int msg_buffered(const struct pxfer_ctrl *c)
+{
+	size_t avail = c->in_len - c->in_off;
+	struct pxfer_hdr h;
+	int ret = pxfer_hdr_decode(c->in + c->in_off, avail, &h);
+
+	if (ret == -EAGAIN)
+		return 0;
+	return ret || avail >= PXFER_HDR_LEN + h.len;
+}
+
 int pxfer_ctrl_wait(struct pxfer_ctrl *c, int sigfd, int timeout_ms)
 {
 	const struct pxfer_transport_ops *t = c->conn->ops;
 	struct pollfd p[3];
 	int ret = pxfer_ctrl_flush(c);
+	size_t pending;
 
 	if (ret)
 		return ret;
+	pending = pxfer_ctrl_pending(c);
 	p[0].fd = t->conn_fd(c->conn);
-	p[0].events = t->poll_events(c->conn, pxfer_ctrl_pending(c) > 0);
+	p[0].events = t->poll_events(c->conn, pending > 0);
+	if (c->read_pause && pending > c->read_pause) {
+		p[0].events &= ~POLLIN;
+		if (!p[0].events && timeout_ms > CTRL_PAUSE_RETRY_MS)
+			timeout_ms = CTRL_PAUSE_RETRY_MS;
+	} else if (msg_buffered(c)) {
+		/* left by a pause that has ended: no need to wait for more */
+		timeout_ms = 0;
+	}
 	p[1].fd = c->wake_fd;
 	p[1].events = POLLIN;
 	p[2].fd = sigfd;

@@ -27,6 +27,8 @@ struct pxfer_ctrl {
 	pthread_t owner;	/* the coordinator: flushes without a wake-up */
 	int eof;
 	double last_tx, last_rx;	/* when bytes last left / arrived */
+	size_t read_pause;	/* stop reading above this many unsent
+				   bytes; 0: never (see above) */
 };
 
 /* how long a handshake step may take */
@@ -39,7 +41,9 @@ struct pxfer_ctrl {
 /*
  * pxfer_ctrl_keepalive - queue a PING if nothing was sent for
  * PXFER_PING_SECS. Returns -ETIMEDOUT if nothing arrived for
- * PXFER_IDLE_SECS (the peer sends PINGs, so it is gone), else 0 or -errno.
+ * PXFER_IDLE_SECS (the peer sends PINGs, so it is gone), -ENOBUFS if
+ * reading is paused (read_pause) and the peer took nothing of what waits
+ * for it for as long, else 0 or -errno.
  */
 int pxfer_ctrl_keepalive(struct pxfer_ctrl *c);
 
@@ -55,12 +59,19 @@ int pxfer_ctrl_flush(struct pxfer_ctrl *c);
 /* pxfer_ctrl_pending - bytes still to send */
 size_t pxfer_ctrl_pending(struct pxfer_ctrl *c);
 
-/* pxfer_ctrl_fill - read what has arrived. 0, -EPIPE at EOF, or -errno. */
+/* pxfer_ctrl_paused - whether reading is paused (read_pause): 1 or 0 */
+int pxfer_ctrl_paused(struct pxfer_ctrl *c);
+
+/*
+ * pxfer_ctrl_fill - read what has arrived (nothing while paused). 0,
+ * -EPIPE at EOF, or -errno.
+ */
 int pxfer_ctrl_fill(struct pxfer_ctrl *c);
 
 /*
  * pxfer_ctrl_next - decode the next whole message from what arrived.
- * 1 with @m filled, 0 if no whole message is buffered, -EPROTO.
+ * 1 with @m filled, 0 if no whole message is buffered or reading is
+ * paused, -EPROTO.
  */
 int pxfer_ctrl_next(struct pxfer_ctrl *c, struct pxfer_msg *m);
 
@@ -70,8 +81,9 @@ void pxfer_ctrl_drain_wake(struct pxfer_ctrl *c);
 /*
  * pxfer_ctrl_wait - one turn of a coordinator's loop: send what the
  * connection takes, then wait up to @timeout_ms for the peer, a wake-up or
- * a signal on @sigfd, and clear the wake event. Returns 0, or -errno when
- * sending failed (the connection is broken).
+ * a signal on @sigfd, and clear the wake event; not at all when a whole
+ * message is already buffered. Returns 0, or -errno when sending failed
+ * (the connection is broken).
  */
 int pxfer_ctrl_wait(struct pxfer_ctrl *c, int sigfd, int timeout_ms);
 

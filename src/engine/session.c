@@ -80,6 +80,11 @@ int pxfer_session_keepalive(struct pxfer_session *s)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "no word from the %s %s for %d s: it is gone or unreachable",
 				  s->peer_role, s->cconn->peer, PXFER_IDLE_SECS);
+	if (ret == -ENOBUFS)
+		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+				  "the %s %s took nothing of what was sent to it for %d s (%zu KiB waiting): it is stuck, or does not read what it is sent",
+				  s->peer_role, s->cconn->peer, PXFER_IDLE_SECS,
+				  pxfer_ctrl_pending(&s->ctrl) >> 10);
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 				  "cannot queue a message to %s: %s",

@@ -84,7 +84,9 @@ int pxfer_session_wait(struct pxfer_session *s, int timeout_ms,
 
 /*
  * pxfer_session_keepalive - send a PING after a quiet spell; fail the
- * session (-1) when the peer said nothing for PXFER_IDLE_SECS.
+ * session (-1) when the peer said nothing for PXFER_IDLE_SECS, or, while
+ * reading is paused (ctrl.read_pause), took nothing of what waits for it
+ * for as long.
  */
 int pxfer_session_keepalive(struct pxfer_session *s);
 

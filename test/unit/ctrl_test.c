@@ -15,7 +15,12 @@
  *  - flush never blocks when the peer does not read: it returns 0 with
  *    bytes still pending, and they all go once the peer reads;
  *  - a message the encoder refuses is not queued; a flush to a closed peer
- *    reports the error.
+ *    reports the error;
+ *  - backpressure: a side that answers every message and pauses reading
+ *    above read_pause unsent bytes keeps its replies bounded however much
+ *    a peer that reads nothing sends it, does not wake for that peer's
+ *    bytes while paused, calls the peer stuck after PXFER_IDLE_SECS, and
+ *    answers everything once the peer reads (no deadlock).
  */
 #include <errno.h>
 #include <poll.h>
@@ -57,6 +62,11 @@ static ssize_t sock_send(struct pxfer_conn *c, const void *buf, size_t len)
 	return n;
 }
 
+static short sock_poll_events(struct pxfer_conn *c, int want_send)
+{
+	return POLLIN | (want_send ? POLLOUT : 0);
+}
+
 static ssize_t sock_recv(struct pxfer_conn *c, void *buf, size_t cap)
 {
 	ssize_t n = recv(sock_fd(c), buf, cap, MSG_DONTWAIT);
@@ -69,6 +79,7 @@ static ssize_t sock_recv(struct pxfer_conn *c, void *buf, size_t cap)
 static const struct pxfer_transport_ops sock_ops = {
 	.name = "socketpair",
 	.conn_fd = sock_fd,
+	.poll_events = sock_poll_events,
 	.send = sock_send,
 	.recv = sock_recv,
 };
@@ -673,6 +684,124 @@ static void test_stall(void)
 	free(pp);
 }
 
+/* ---- backpressure ------------------------------------------------------ */
+
+#define BP_MSGS		3000
+#define BP_PAUSE	4096
+
+/* side b's answer to message @seq: a FILE_ERR with the longest text */
+static void bp_reply(unsigned int seq, struct pxfer_msg *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = PXFER_MSG_FILE_ERR;
+	r->u.status.id = seq;
+	r->u.status.code = EINVAL;
+	r->u.status.text_len = PXFER_TEXT_MAX;
+	memset(r->u.status.text, 'r', PXFER_TEXT_MAX);
+}
+
+/* b's turn, as the receiver's coordinator: answer what it may read */
+static int bp_answer(struct pair *pp, struct pxfer_msg *m, struct pxfer_msg *r,
+		     unsigned int *answered, size_t *most)
+{
+	int ret = pxfer_ctrl_fill(&pp->b);
+
+	while (!ret && (ret = pxfer_ctrl_next(&pp->b, m)) == 1) {
+		bp_reply((*answered)++, r);
+		ret = pxfer_ctrl_queue(&pp->b, r);
+		if (pxfer_ctrl_pending(&pp->b) > *most)
+			*most = pxfer_ctrl_pending(&pp->b);
+	}
+	return ret < 0 ? ret : pxfer_ctrl_flush(&pp->b);
+}
+
+static void test_backpressure(void)
+{
+	struct pxfer_msg *m = malloc(sizeof(*m)), *r = malloc(sizeof(*r));
+	struct pair *pp = malloc(sizeof(*pp));
+	unsigned int answered = 0, last = ~0u, same = 0, got = 0;
+	size_t most = 0, reply_len;
+	uint8_t buf[FRAME_MAX];
+	double t0, deadline;
+	int ret;
+
+	if (!m || !r || !pp)
+		abort();
+	bp_reply(0, r);
+	reply_len = pxfer_msg_encode(buf, sizeof(buf), r);
+	pair_open(pp, 4096);
+	pp->b.read_pause = BP_PAUSE;
+	/* a sends everything and reads nothing: about 140 KB of FILE_END,
+	 * about 830 KB of answers if b took them all */
+	for (unsigned int i = 0; i < BP_MSGS; i++) {
+		make_msg(0, 4 * i, m);
+		T_EXPECT(pxfer_ctrl_queue(&pp->a, m) == 0, "queue %u", i);
+	}
+	deadline = now_s() + 20;
+	while (same < 20 && now_s() < deadline) {
+		T_EXPECT(pxfer_ctrl_flush(&pp->a) == 0, "a: flush");
+		ret = bp_answer(pp, m, r, &answered, &most);
+		T_EXPECT(ret == 0, "b: %d", ret);
+		same = answered == last ? same + 1 : 0;
+		last = answered;
+	}
+	T_EXPECT(pxfer_ctrl_paused(&pp->b),
+		 "b does not pause (%zu bytes unsent)",
+		 pxfer_ctrl_pending(&pp->b));
+	T_EXPECT(answered < BP_MSGS,
+		 "b answered all %u messages that nobody read", answered);
+	T_EXPECT(most <= BP_PAUSE + reply_len,
+		 "b's replies grew to %zu bytes, pause at %d", most, BP_PAUSE);
+	T_EXPECT(pxfer_ctrl_next(&pp->b, m) == 0, "a message while paused");
+	printf("backpressure: %u of %u answered before the pause, at most %zu bytes unsent\n",
+	       answered, BP_MSGS, most);
+
+	/* paused, b waits for room to send, not for a's bytes (which are
+	 * there): no spinning */
+	t0 = now_s();
+	T_EXPECT(pxfer_ctrl_wait(&pp->b, -1, 300) == 0, "b: wait");
+	T_EXPECT(now_s() - t0 > 0.2, "b woke after %.3f s while paused",
+		 now_s() - t0);
+	/* and a peer that takes nothing for so long is stuck, not silent */
+	T_EXPECT(pxfer_ctrl_keepalive(&pp->b) == 0, "keepalive while paused");
+	pp->b.last_tx -= PXFER_IDLE_SECS + 1;
+	pp->b.last_rx -= PXFER_IDLE_SECS + 1;
+	ret = pxfer_ctrl_keepalive(&pp->b);
+	T_EXPECT(ret == -ENOBUFS, "keepalive after %d s paused: %d",
+		 PXFER_IDLE_SECS + 1, ret);
+	pp->b.last_tx += PXFER_IDLE_SECS + 1;
+
+	/* now a reads: b resumes, and every message gets its answer */
+	while ((answered < BP_MSGS || got < BP_MSGS) && now_s() < deadline) {
+		ret = pxfer_ctrl_wait(&pp->a, -1, 10);
+		T_EXPECT(ret == 0, "a: wait: %d", ret);
+		ret = pxfer_ctrl_fill(&pp->a);
+		while (!ret && (ret = pxfer_ctrl_next(&pp->a, m)) == 1) {
+			bp_reply(got++, r);
+			if (!same_msg(m, r)) {
+				T_EXPECT(0, "answer %u garbled", got - 1);
+				ret = -1;
+			}
+		}
+		if (ret < 0)
+			break;
+		ret = pxfer_ctrl_wait(&pp->b, -1, 0);
+		if (!ret)
+			ret = bp_answer(pp, m, r, &answered, &most);
+		T_EXPECT(ret == 0, "b: %d", ret);
+		if (ret)
+			break;
+	}
+	T_EXPECT(answered == BP_MSGS && got == BP_MSGS,
+		 "%u answered, %u of them read, of %u", answered, got, BP_MSGS);
+	T_EXPECT(most <= BP_PAUSE + reply_len,
+		 "b's replies grew to %zu bytes, pause at %d", most, BP_PAUSE);
+	pair_close(pp);
+	free(m);
+	free(r);
+	free(pp);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -684,6 +813,7 @@ int main(void)
 	test_malformed();
 	test_eof();
 	test_stall();
+	test_backpressure();
 	alarm(0);
 	return t_result();
 }
