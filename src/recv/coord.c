@@ -19,6 +19,18 @@
 
 #define REPLY_FLUSH 32		/* control messages handled between sends */
 
+/*
+ * Replies waiting to be sent above which the sender's messages are left
+ * unread (pxfer_ctrl's read_pause), so that a sender that does not read
+ * its replies cannot make them grow: the queue stays under twice this.
+ * It is above anything an honest sender can be owed -- two replies per
+ * file in flight (RECV_MAX_FILES x 300 bytes) and one CREDIT per ring
+ * slot (65536 x 14 bytes), 1.2 MB in all -- so that such a sender never
+ * meets it: over rdma the receiver's sends need the receive credits its
+ * own reads give back, and a pause there must never wait on the sender.
+ */
+#define REPLY_PAUSE (2u << 20)
+
 /* ---- complete files ------------------------------------------------------ */
 
 int recv_file_done(struct recv_session *s, uint32_t id)
@@ -302,6 +314,7 @@ int recv_coordinate(struct recv_session *s)
 {
 	uint32_t id;
 
+	s->b.ctrl.read_pause = REPLY_PAUSE;
 	if (grant_credits(s))
 		return -1;
 	while (!pxfer_failed(&s->b.fail) && !s->acked) {
