@@ -218,6 +218,8 @@ int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
 	if (!r->f)
 		return -ENOMEM;
 	r->n = n;
+	r->dirs_max = PXFER_RDIRS_MAX;
+	r->dirs_bytes_max = (size_t)PXFER_RDIRS_MIB << 20;
 	crypto_shorthash_keygen(r->tmp_key);
 	atomic_store(&r->tmp_seq, 0);
 	return 0;
@@ -249,7 +251,10 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r)
 		free(r->dirs[i].path);
 	free(r->dirs);
 	r->dirs = NULL;
-	r->ndirs = r->dirs_cap = 0;
+	r->ndirs = r->dirs_cap = r->dirs_bytes = 0;
+	free(r->dir_index);
+	r->dir_index = NULL;
+	r->dir_index_cap = 0;
 	dcache_release(r);
 	if (r->basefd >= 0)
 		close(r->basefd);
@@ -266,10 +271,72 @@ static void set_times(struct timespec *ts, const struct pxfer_file *m)
 
 /* ---- creating --------------------------------------------------------- */
 
-static int remember_dir(struct pxfer_rfiles *r, const struct pxfer_file *m)
+/* keyed, so that a sender cannot choose paths that collide */
+static uint32_t dir_hash(const struct pxfer_rfiles *r, const char *path)
+{
+	uint8_t h[crypto_shorthash_BYTES];
+	uint32_t v;
+
+	crypto_shorthash(h, (const uint8_t *)path, strlen(path), r->tmp_key);
+	memcpy(&v, h, sizeof(v));
+	return v;
+}
+
+/* the record of directory @path (hash @h), or NULL and where it goes */
+static struct pxfer_rdir *dir_find(const struct pxfer_rfiles *r,
+				   const char *path, uint32_t h, size_t *slot)
+{
+	size_t mask = r->dir_index_cap - 1;
+
+	for (size_t i = h & mask; r->dir_index_cap; i = (i + 1) & mask) {
+		uint64_t e = r->dir_index[i];
+
+		if (!e) {
+			*slot = i;
+			return NULL;
+		}
+		if ((uint32_t)(e >> 32) == h &&
+		    !strcmp(r->dirs[(uint32_t)e - 1].path, path))
+			return &r->dirs[(uint32_t)e - 1];
+	}
+	return NULL;
+}
+
+/* room in the index for one more directory: at most half full */
+static int dir_index_grow(struct pxfer_rfiles *r)
+{
+	size_t cap = r->dir_index_cap ? 2 * r->dir_index_cap : 256;
+	uint64_t *old = r->dir_index;
+	size_t old_cap = r->dir_index_cap, slot;
+
+	if (2 * (r->ndirs + 1) <= r->dir_index_cap)
+		return 0;
+	r->dir_index = calloc(cap, sizeof(*r->dir_index));
+	if (!r->dir_index) {
+		r->dir_index = old;
+		return -ENOMEM;
+	}
+	r->dir_index_cap = cap;
+	for (size_t i = 0; i < old_cap; i++) {
+		if (!old[i])
+			continue;
+		dir_find(r, r->dirs[(uint32_t)old[i] - 1].path, old[i] >> 32,
+			 &slot);
+		r->dir_index[slot] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/* a new record for directory @m (hash @h), known to fit */
+static int remember_dir(struct pxfer_rfiles *r, const struct pxfer_file *m,
+			uint32_t h)
 {
 	struct pxfer_rdir *d;
+	size_t slot;
 
+	if (dir_index_grow(r))
+		return -ENOMEM;
 	if (r->ndirs == r->dirs_cap) {
 		size_t cap = r->dirs_cap ? 2 * r->dirs_cap : 64;
 
@@ -285,6 +352,9 @@ static int remember_dir(struct pxfer_rfiles *r, const struct pxfer_file *m)
 		return -ENOMEM;
 	d->mode = m->mode & r->mode_mask;
 	set_times(d->times, m);
+	dir_find(r, m->path, h, &slot);
+	r->dir_index[slot] = (uint64_t)h << 32 | (uint32_t)(r->ndirs + 1);
+	r->dirs_bytes += m->path_len + 1;
 	r->ndirs++;
 	return 0;
 }
@@ -292,13 +362,29 @@ static int remember_dir(struct pxfer_rfiles *r, const struct pxfer_file *m)
 int pxfer_rfile_mkdir(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		      const char **what)
 {
-	/* owner-writable until the end, when the real mode is applied */
-	int ret = pxfer_path_mkdir(r->basefd, m->path, 0700);
+	uint32_t h = dir_hash(r, m->path);
+	struct pxfer_rdir *d;
+	size_t slot;
+	int ret;
 
+	/* a record that repeats one updates it: a sender cannot make the
+	 * list grow but by new directories, and those are limited */
+	d = dir_find(r, m->path, h, &slot);
+	if (!d && (r->ndirs >= r->dirs_max ||
+		   r->dirs_bytes + m->path_len + 1 > r->dirs_bytes_max)) {
+		*what = "more directories than one session keeps (131072, or 16 MiB of their paths); send the rest in another session";
+		return -ENOBUFS;
+	}
+	/* owner-writable until the end, when the real mode is applied */
+	ret = pxfer_path_mkdir(r->basefd, m->path, 0700);
 	*what = "cannot create the directory";
-	if (!ret)
-		ret = remember_dir(r, m);
-	return ret;
+	if (ret)
+		return ret;
+	if (!d)
+		return remember_dir(r, m, h);
+	d->mode = m->mode & r->mode_mask;
+	set_times(d->times, m);
+	return 0;
 }
 
 int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,

@@ -67,6 +67,15 @@ struct pxfer_rdir {
 	struct timespec times[2];
 };
 
+/*
+ * Directories a session remembers to give them their mode and times at
+ * the end: each once (a record that repeats one updates it), and at most
+ * PXFER_RDIRS_MAX of them, or PXFER_RDIRS_MIB MiB of their paths; a
+ * directory beyond either is refused, and not made. About 26 MiB at most.
+ */
+#define PXFER_RDIRS_MAX		131072
+#define PXFER_RDIRS_MIB		16
+
 struct pxfer_rfiles {
 	int basefd;			/* the destination */
 	int fsync;			/* fsync each file and its directory */
@@ -80,6 +89,10 @@ struct pxfer_rfiles {
 	enum pxfer_link_how link_how;
 	struct pxfer_rdir *dirs;	/* made, to be given mode and times */
 	size_t ndirs, dirs_cap;
+	size_t dirs_bytes;		/* of their paths, with their NULs */
+	size_t dirs_max, dirs_bytes_max;	/* PXFER_RDIRS_*; tests lower them */
+	uint64_t *dir_index;	/* by path: hash << 32 | (1 + index in dirs) */
+	size_t dir_index_cap;	/* a power of two, at least 2 x ndirs */
 };
 
 /*
@@ -114,7 +127,11 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r);
 int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		       const char **what);
 
-/* pxfer_rfile_mkdir - directory @m, given its mode and time at the end */
+/*
+ * pxfer_rfile_mkdir - directory @m, given its mode and time at the end:
+ * 0, or -errno with what failed in *what (-ENOBUFS: one directory too
+ * many for the session, see PXFER_RDIRS_MAX)
+ */
 int pxfer_rfile_mkdir(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		      const char **what);
 
