@@ -153,7 +153,9 @@ static int range_add(struct pxfer_filetab *t, struct pxfer_fstate *f,
 			f->rng = f->rng_in;
 			f->rng_cap = 2;
 		} else if (f->nrng == f->rng_cap) {
-			unsigned int cap = 4 * f->rng_cap;
+			/* doubling: the arrays of all files hold at most
+			 * twice PXFER_RANGES_MAX ranges (32 MiB) */
+			unsigned int cap = 2 * f->rng_cap;
 			struct pxfer_range *r = malloc(cap * sizeof(*r));
 
 			if (!r)
