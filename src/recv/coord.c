@@ -18,6 +18,7 @@
 #include "recv/recv.h"
 
 #define REPLY_FLUSH 32		/* control messages handled between sends */
+#define REFUSALS_LOGGED 20	/* refused files a session names in the log */
 
 /*
  * Replies waiting to be sent above which the sender's messages are left
@@ -152,11 +153,17 @@ static void refuse_file(struct recv_session *s, const struct pxfer_file *f,
 
 	snprintf(text, sizeof(text), "%s: %s", what, strerror(err));
 	/* a path that was refused may hold anything but '/' and "..": a
-	 * newline that forges a line of the log too */
-	if (!s->o->quiet)
+	 * newline that forges a line of the log too. And a sender can have
+	 * thousands refused a second: the log names the first ones, the
+	 * sender hears of each */
+	s->refused++;
+	if (!s->o->quiet && s->refused <= REFUSALS_LOGGED)
 		warning("refused %s from %s: %s",
 			pxfer_quote(q, sizeof(q), f->path, f->path_len),
 			s->b.cconn->peer, text);
+	if (!s->o->quiet && s->refused == REFUSALS_LOGGED + 1)
+		warning("more files refused from %s are not named here; the sender is told of each",
+			s->b.cconn->peer);
 	s->failed++;
 	reply_status(s, PXFER_MSG_FILE_ERR, f->id, err, text);
 }

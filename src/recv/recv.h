@@ -131,6 +131,7 @@ struct recv_session {
 	int done_init;
 	unsigned int finish_next;	/* worker for the next handed-on finish */
 	atomic_int fin_seen;
+	uint64_t refused;	/* files refused, for the log (coord.c) */
 	int acked;
 	uint64_t files_ok, bytes, failed;
 };
