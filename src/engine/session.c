@@ -186,7 +186,9 @@ int pxfer_session_peer_abort(struct pxfer_session *s,
 	char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)];
 
 	pxfer_escape_reason(why, sizeof(why), e->text, e->text_len, e->code);
-	pxfer_fail(&s->fail, e->code == EACCES ? PXFER_EXIT_AUTH : PXFER_EXIT_FAIL,
+	/* a receiver that ended an idle session: as if the peer went away */
+	pxfer_fail(&s->fail, e->code == EACCES ? PXFER_EXIT_AUTH :
+		   e->code == ETIMEDOUT ? PXFER_EXIT_NET : PXFER_EXIT_FAIL,
 		   "the %s %s ended the session: %s", s->peer_role,
 		   s->cconn->peer, why);
 	return 0;

@@ -131,7 +131,8 @@ int pxfer_session_start_workers(struct pxfer_session *s, void *(*fn)(void *),
 
 /*
  * pxfer_session_peer_abort - the peer ended the session with ABORT @e:
- * fail it with the peer's reason (a refused secret: PXFER_EXIT_AUTH).
+ * fail it with the peer's reason (a refused secret: PXFER_EXIT_AUTH; an
+ * idle session, ETIMEDOUT: PXFER_EXIT_NET).
  * Returns 0: the message itself was well formed.
  */
 int pxfer_session_peer_abort(struct pxfer_session *s,
