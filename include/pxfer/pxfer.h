@@ -49,6 +49,7 @@ extern "C" {
 #define PXFER_DEFAULT_WAIT_SECS	60		/* a sender waits for a busy receiver */
 #define PXFER_DEFAULT_MAX_CHUNK	(16u << 20)	/* largest chunk a receiver takes */
 #define PXFER_DEFAULT_TIMEOUT_MS 15000		/* connect and handshake */
+#define PXFER_DEFAULT_IDLE_TIMEOUT 120		/* seconds a session may idle */
 #define PXFER_SECRET_MIN	16
 #define PXFER_SECRET_MAX	1024
 /*
@@ -183,6 +184,11 @@ struct pxfer_recv_opts {
 				 * sender sent, as rsync -p does, instead of
 				 * taking away what the umask does; set-uid and
 				 * set-gid never arrive either way (0) */
+	int idle_timeout;	/* end a session, with an ABORT that says why,
+				 * after this many seconds in which the sender
+				 * sent no file data and no FILE, FILE_END or
+				 * FIN (PINGs do not count), 0 to 86400; 0:
+				 * never (PXFER_DEFAULT_IDLE_TIMEOUT) */
 };
 
 /*

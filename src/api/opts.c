@@ -34,4 +34,5 @@ void pxfer_recv_opts_init(struct pxfer_recv_opts *o)
 	o->max_chunk = PXFER_DEFAULT_MAX_CHUNK;
 	o->max_sessions = PXFER_DEFAULT_MAX_SESSIONS;
 	o->grace_secs = PXFER_DEFAULT_GRACE_SECS;
+	o->idle_timeout = PXFER_DEFAULT_IDLE_TIMEOUT;
 }

@@ -6,6 +6,9 @@
 #include "cli.h"
 #include "core/log.h"
 
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
+
 /* the command line of pxfer recv, as it is parsed */
 struct recv_args {
 	struct pxfer_recv_opts o;
@@ -90,6 +93,18 @@ static int set_perms(void *ctx, const char *arg)
 	return 0;
 }
 
+static int set_idle_timeout(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+	unsigned long secs;
+
+	if (cli_parse_uint(arg, 0, 86400, &secs))
+		return error("--idle-timeout takes seconds from 0 (never) to 86400, not '%s'",
+			     arg);
+	a->o.idle_timeout = secs;
+	return 0;
+}
+
 static const struct cli_opt recv_opts[] = {
 	{ "dir", 'd', "DIR", set_dir,
 	  "directory to receive into (default: the current one)" },
@@ -109,6 +124,10 @@ static const struct cli_opt recv_opts[] = {
 	{ "perms", 0, NULL, set_perms,
 	  "keep the modes the sender sent (but set-uid and\n"
 	  "set-gid); default: less what the umask takes away" },
+	{ "idle-timeout", 0, "SEC", set_idle_timeout,
+	  "end a session whose sender sent no file data and\n"
+	  "no file for SEC seconds (default "
+	  STR(PXFER_DEFAULT_IDLE_TIMEOUT) "; 0: never)" },
 	{ 0 },
 };
 

@@ -61,8 +61,13 @@ void recv_file_finish(struct recv_session *s, uint32_t id)
 	int by_sender;
 
 	/* a file that failed is reported as is and removed */
-	if (!pxfer_filetab_outcome(&s->tab, id, &total, &by_sender))
-		pxfer_rfile_finish(&s->files, id, total);
+	if (pxfer_filetab_outcome(&s->tab, id, &total, &by_sender))
+		return;
+	/* its fsync may take long: the sender is not idle meanwhile */
+	atomic_fetch_add(&s->busy, 1);
+	pxfer_rfile_finish(&s->files, id, total);
+	atomic_fetch_sub(&s->busy, 1);
+	recv_progress(s);
 }
 
 /*
@@ -122,6 +127,7 @@ static void finalize(struct recv_session *s, uint32_t id)
 	if (!err)
 		err = rf->finish_err;
 	pxfer_filetab_close(&s->tab, id);
+	recv_progress(s);
 	if (!err) {
 		s->files_ok++;
 		s->bytes += total;
@@ -234,6 +240,9 @@ static int on_fin(struct recv_session *s, const struct pxfer_fin *fin)
 
 static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 {
+	if (m->type == PXFER_MSG_FILE || m->type == PXFER_MSG_FILE_END ||
+	    m->type == PXFER_MSG_FIN)
+		recv_progress(s);
 	switch (m->type) {
 	case PXFER_MSG_FILE:
 		return on_file(s, &m->u.file);
@@ -304,6 +313,35 @@ static int grant_credits(struct recv_session *s)
 
 /* ---- the loop ------------------------------------------------------------ */
 
+/*
+ * --idle-timeout: a sender that got nothing done for so long (no chunk
+ * arrived or was written, no FILE, FILE_END or FIN; PINGs are no
+ * progress) while the receiver finished no file of its own is told so
+ * (ABORT) and let go, so that it cannot hold the receiver for ever.
+ */
+static int idle_check(struct recv_session *s)
+{
+	uint64_t progress = atomic_load(&s->progress);
+	char text[PXFER_TEXT_MAX + 1];
+	int secs = s->o->idle_timeout;
+	double now = pxfer_now();
+
+	if (progress != s->progress_seen || atomic_load(&s->busy)) {
+		s->progress_seen = progress;
+		s->idle_since = now;
+		return 0;
+	}
+	if (!secs || s->acked || now - s->idle_since < secs)
+		return 0;
+	snprintf(text, sizeof(text),
+		 "idle for %d s: no file data, FILE, FILE_END or FIN arrived (the receiver's --idle-timeout)",
+		 secs);
+	pxfer_session_abort(&s->b, ETIMEDOUT, text, 1000);
+	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+			  "ended the session with the sender %s: %s",
+			  s->b.cconn->peer, text);
+}
+
 /* a data connection closed before FIN and no ABORT explained it in time */
 static int data_closed_early(struct recv_session *s)
 {
@@ -322,6 +360,7 @@ int recv_coordinate(struct recv_session *s)
 	uint32_t id;
 
 	s->b.ctrl.read_pause = REPLY_PAUSE;
+	s->idle_since = pxfer_now();
 	if (grant_credits(s))
 		return -1;
 	while (!pxfer_failed(&s->b.fail) && !s->acked) {
@@ -332,7 +371,7 @@ int recv_coordinate(struct recv_session *s)
 		while (file_done_pop(s, &id))
 			finalize(s, id);
 		if (data_closed_early(s) || pxfer_session_keepalive(&s->b) ||
-		    grant_credits(s))
+		    idle_check(s) || grant_credits(s))
 			break;
 	}
 	if (s->acked && pxfer_session_flush(&s->b, PXFER_HANDSHAKE_MS))

@@ -131,6 +131,20 @@ struct recv_session {
 	int done_init;
 	unsigned int finish_next;	/* worker for the next handed-on finish */
 	atomic_int fin_seen;
+	/*
+	 * For --idle-timeout: what the sender got done (chunks arrived and
+	 * written, FILE, FILE_END, FIN, complete files), counted by the
+	 * workers and the coordinator, and files being finished, the
+	 * receiver's own work that may take long (fsync), which is no
+	 * idleness of the sender's. The coordinator watches both. Writes in
+	 * flight are not "busy": a worker blocked on a chunk its sender left
+	 * half sent cannot reap those that completed, and would hold the
+	 * clock for ever; each counts as progress when reaped instead.
+	 */
+	atomic_uint_fast64_t progress;
+	atomic_int busy;
+	uint64_t progress_seen;
+	double idle_since;
 	uint64_t refused;	/* files refused, for the log (coord.c) */
 	int acked;
 	uint64_t files_ok, bytes, failed;
@@ -167,6 +181,12 @@ int recv_coordinate(struct recv_session *s);
 int recv_file_done(struct recv_session *s, uint32_t id);
 /* finish complete file @id here, unless it failed (reported as is) */
 void recv_file_finish(struct recv_session *s, uint32_t id);
+
+/* the sender got something done (--idle-timeout); any thread */
+static inline void recv_progress(struct recv_session *s)
+{
+	atomic_fetch_add_explicit(&s->progress, 1, memory_order_relaxed);
+}
 
 /* worker.c */
 void *recv_worker_main(void *arg);

@@ -394,6 +394,9 @@ static int check_opts(const struct pxfer_recv_opts *o)
 	if (o->max_chunk < PXFER_CHUNK_MIN || o->max_chunk > PXFER_CHUNK_MAX)
 		return error("pxfer_recv: a largest chunk of %u: from 4 KiB to 64 MiB",
 			     o->max_chunk);
+	if (o->idle_timeout < 0 || o->idle_timeout > 86400)
+		return error("pxfer_recv: an idle timeout of %d s: from 0 (never) to 86400",
+			     o->idle_timeout);
 	if (o->secret.len < PXFER_SECRET_MIN || o->secret.len > PXFER_SECRET_MAX)
 		return error("pxfer_recv: no secret, or one of %zu bytes: %d to %d",
 			     o->secret.len, PXFER_SECRET_MIN, PXFER_SECRET_MAX);

@@ -76,6 +76,7 @@ static void rw_slot_free(struct rworker *w, unsigned int slot)
 	pxfer_credits_put(&w->b.cred, slot);
 	pthread_mutex_unlock(&w->b.lock);
 	w->slots_freed = 1;
+	recv_progress(w->s);	/* its data is written */
 }
 
 static int rw_write_done(struct rworker *w, uint64_t tag, int res)
@@ -141,6 +142,7 @@ static int rw_chunk(struct rworker *w)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
 				  "checksum mismatch in chunk %llu from %s (data connection %u): data was corrupted in transit",
 				  (unsigned long long)d->seq, w->b.conn->peer, w->b.idx);
+	recv_progress(s);
 	rs->nseg = d->nseg;
 	rs->pending = 1;	/* the slot stays taken until all are under way */
 	for (unsigned int i = 0; i < d->nseg; i++) {

@@ -130,6 +130,13 @@ static void test_bad_options(void)
 	ro.max_chunk = PXFER_DEFAULT_MAX_CHUNK;
 	ro.port = "0";
 	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "port 0");
+	ro.port = PXFER_DEFAULT_PORT;
+	T_EXPECT(ro.idle_timeout == PXFER_DEFAULT_IDLE_TIMEOUT,
+		 "an idle timeout of %d s by default", ro.idle_timeout);
+	ro.idle_timeout = -1;
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "an idle timeout of -1 s");
+	ro.idle_timeout = 86401;
+	T_EXPECT(pxfer_recv(&ro) == PXFER_EXIT_USAGE, "an idle timeout of a day and a second");
 	handlers_are_ours("refused options");
 }
 
