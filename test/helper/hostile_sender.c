@@ -7,6 +7,7 @@
  *
  *	hostile_sender [-o OUTSIDE] HOST PORT SCENARIO
  *	hostile_sender -l			list the scenarios
+ *	hostile_sender -b			list those about bounds
  *
  * The secret comes from $PXFER_SECRET; $PXFER_HS_RECV_PID, when set, is
  * the receiver's pid, which data-reset stops while it resets a connection
@@ -29,6 +30,7 @@
 #include <signal.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1407,6 +1409,308 @@ static enum outcome sc_ctrl_abort(struct hs *h)
 	return after_violation(h, send_msg(h->ctl, &h->m));
 }
 
+/* ---- scenarios: bounds (listed by -b, played by test/e2e/bounds.sh) ---- */
+
+#define REPEATS		300000	/* dir-repeat: records of one directory */
+#define UNREAD_MAX	2000000	/* replies-unread: FILE messages at most */
+#define BATCH		1000	/* messages sent before their answers are read */
+
+/* a path of nearly PXFER_PATH_MAX bytes: 250-byte components, then @leaf */
+static void long_path(char *buf, const char *leaf)
+{
+	size_t n = 0, leaf_len = strlen(leaf);
+
+	while (n + 251 + 1 + leaf_len <= PXFER_PATH_MAX) {
+		memset(buf + n, 'p', 250);
+		buf[n + 250] = '/';
+		n += 251;
+	}
+	memcpy(buf + n, leaf, leaf_len + 1);
+}
+
+/* FILE @id of @type at @path, encoded into @buf; its length, or -1 */
+static ssize_t file_frame(struct hs *h, uint8_t *buf, uint64_t id,
+			  uint8_t type, const char *path)
+{
+	struct pxfer_file *f = &h->m.u.file;
+
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_FILE;
+	f->id = id;
+	f->type = type;
+	f->mode = type == PXFER_FT_DIR ? 0755 : 0644;
+	f->mtime_sec = 1600000000;
+	f->path_len = strlen(path);
+	memcpy(f->path, path, f->path_len + 1);
+	return pxfer_msg_encode(buf, PXFER_HDR_LEN + PXFER_MSG_MAX, &h->m);
+}
+
+/* the answers to so many FILE messages, unprinted */
+struct tally {
+	unsigned long ok, err, done;
+	char err_text[PXFER_TEXT_MAX + 1];	/* of the last FILE_ERR */
+};
+
+/*
+ * Read @n answers (FILE_OK, FILE_ERR, FILE_DONE; CREDIT and PING do not
+ * count) without printing them: 1, GONE (printed) or -1.
+ */
+static int read_answers(struct hs *h, struct tally *t, unsigned long n)
+{
+	struct pxfer_msg *m = &h->m;
+	int ret;
+
+	while (n) {
+		ret = pxfer_conn_recv_msg(h->ctl, m, TIMEOUT_MS);
+		if (ret == -EPIPE || ret == -ECONNRESET) {
+			printf("<- (the receiver closed the connection)\n");
+			h->ended = 1;
+			return GONE;
+		}
+		if (ret) {
+			printf("<- (nothing: %s)\n", strerror(-ret));
+			return -1;
+		}
+		switch (m->type) {
+		case PXFER_MSG_FILE_OK:
+			t->ok++;
+			break;
+		case PXFER_MSG_FILE_ERR:
+			t->err++;
+			memcpy(t->err_text, m->u.status.text,
+			       m->u.status.text_len + 1);
+			break;
+		case PXFER_MSG_FILE_DONE:
+			t->done++;
+			break;
+		case PXFER_MSG_CREDIT:
+		case PXFER_MSG_PING:
+			continue;
+		default:
+			show("<-", m);
+			if (m->type == PXFER_MSG_ABORT)
+				h->ended = 1;
+			return m->type == PXFER_MSG_ABORT ? GONE : -1;
+		}
+		n--;
+	}
+	return 1;
+}
+
+static void say_tally(const struct tally *t)
+{
+	printf("<- %lu FILE_OK, %lu FILE_DONE, %lu FILE_ERR%s%s%s\n", t->ok,
+	       t->done, t->err, t->err ? " (last: '" : "", t->err_text,
+	       t->err ? "')" : "");
+	fflush(stdout);
+}
+
+/* send @count copies of the @len-byte frame in @frame, BATCH at a time,
+ * reading the answers of each batch: 1, GONE or -1 */
+static int send_batches(struct hs *h, const uint8_t *frame, size_t len,
+			unsigned long count, struct tally *t)
+{
+	uint8_t *buf = malloc(len * BATCH);
+	int ret = 1;
+
+	if (!buf)
+		return -1;
+	for (unsigned int i = 0; i < BATCH; i++)
+		memcpy(buf + i * len, frame, len);
+	while (count && ret == 1) {
+		unsigned long k = count < BATCH ? count : BATCH;
+
+		ret = send_raw(h->ctl, buf, k * len);
+		if (ret > 0)
+			h->ended = 1;
+		ret = ret ? (ret > 0 ? GONE : -1) : read_answers(h, t, k);
+		count -= k;
+	}
+	free(buf);
+	return ret;
+}
+
+/* one directory record, the longest path, REPEATS times */
+static enum outcome sc_dir_repeat(struct hs *h)
+{
+	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	char path[PXFER_PATH_MAX + 1];
+	struct tally t = { 0 };
+	ssize_t n;
+	int ret;
+
+	long_path(path, "repeated");
+	if (session(h, NULL))
+		return O_FAILED;
+	n = file_frame(h, frame, 0, PXFER_FT_DIR, path);
+	if (n < 0)
+		return O_FAILED;
+	printf("-> FILE directory '.../repeated' (%zu bytes of path) %u times\n",
+	       strlen(path), REPEATS);
+	ret = send_batches(h, frame, n, REPEATS, &t);
+	say_tally(&t);
+	if (ret < 0)
+		return O_FAILED;
+	return finish(h, O_COMPLETED);
+}
+
+/* distinct directories, the longest paths, until the receiver refuses */
+static enum outcome sc_dirs_many(struct hs *h)
+{
+	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	char path[PXFER_PATH_MAX + 1], leaf[32];
+	struct tally t = { 0 };
+	unsigned long i;
+	ssize_t n;
+	int ret = 1;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	say("FILE directories '.../d<N>' (4 KB paths), 64 at a time, until refused, 8192 at most");
+	for (i = 0; i < 8192 && ret == 1 && !t.err; i++) {
+		snprintf(leaf, sizeof(leaf), "d%lu", i);
+		long_path(path, leaf);
+		n = file_frame(h, frame, 0, PXFER_FT_DIR, path);
+		ret = n < 0 ? -1 : send_raw(h->ctl, frame, n);
+		ret = ret ? (ret > 0 ? GONE : -1) : 1;
+		if (ret == 1 && i % 64 == 63)
+			ret = read_answers(h, &t, 64);
+	}
+	say_tally(&t);
+	if (ret < 0)
+		return O_FAILED;
+	if (finish(h, O_COMPLETED) != O_COMPLETED)
+		return O_ABORTED;
+	return t.err ? O_REFUSED : O_COMPLETED;
+}
+
+/* FILE_END, 0 bytes, for every id below @n, sent unprinted: 1, GONE, -1 */
+static int end_all(struct hs *h, uint32_t n)
+{
+	uint8_t frame[PXFER_HDR_LEN + 32];
+	ssize_t len;
+	int ret;
+
+	for (uint32_t id = 0; id < n; id++) {
+		memset(&h->m, 0, sizeof(h->m));
+		h->m.type = PXFER_MSG_FILE_END;
+		h->m.u.end.id = id;
+		len = pxfer_msg_encode(frame, sizeof(frame), &h->m);
+		if (len < 0)
+			return -1;
+		ret = send_raw(h->ctl, frame, len);
+		if (ret)
+			return ret > 0 ? GONE : -1;
+	}
+	return 1;
+}
+
+/*
+ * Every file id the receiver allows in flight, with the longest paths, a
+ * few rounds (each completed), then all of them open at once and one
+ * more: the receiver must end the session.
+ */
+static enum outcome sc_many_files(struct hs *h)
+{
+	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	char path[PXFER_PATH_MAX + 1], leaf[32];
+	struct tally t = { 0 };
+	unsigned int rounds = 8;
+	ssize_t n;
+	int ret = 1;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	printf("-> FILE x %u (every id, 4 KB paths), %u rounds, then one id more\n",
+	       h->wel.max_files, rounds);
+	for (unsigned int r = 0; r < rounds && ret == 1; r++) {
+		for (uint32_t id = 0; id < h->wel.max_files && ret == 1; id++) {
+			snprintf(leaf, sizeof(leaf), "f%u-%u", r, id);
+			long_path(path, leaf);
+			n = file_frame(h, frame, id, PXFER_FT_REG, path);
+			ret = n < 0 ? -1 : send_raw(h->ctl, frame, n);
+			ret = ret ? (ret > 0 ? GONE : -1) : 1;
+		}
+		if (ret == 1)
+			ret = read_answers(h, &t, h->wel.max_files);
+		if (ret == 1 && r + 1 < rounds)
+			ret = end_all(h, h->wel.max_files);
+		if (ret == 1 && r + 1 < rounds)
+			ret = read_answers(h, &t, h->wel.max_files);
+	}
+	say_tally(&t);
+	if (ret != 1)
+		return ret == GONE ? O_ABORTED : O_FAILED;
+	say("one FILE more than max_files allows in flight");
+	return after_violation(h, send_file(h, h->wel.max_files, PXFER_FT_REG,
+					    0644, 0, "one-too-many", NULL));
+}
+
+/*
+ * FILE messages the receiver refuses (an unsafe path), as fast as it
+ * takes them, never reading an answer, until it stops taking them (2 s)
+ * or UNREAD_MAX went; then every answer is read, and the session must
+ * end normally: a receiver that stopped reading must start again.
+ */
+static enum outcome sc_replies_unread(struct hs *h)
+{
+	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	struct pollfd p = { .events = POLLOUT };
+	unsigned long sent = 0, bytes = 0, cap;
+	struct tally t = { 0 };
+	int stalled = 0, ret = 1;
+	uint8_t *buf;
+	ssize_t n, k;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	n = file_frame(h, frame, 0, PXFER_FT_REG, "a//b");
+	buf = n < 0 ? NULL : malloc(n * BATCH);
+	if (!buf)
+		return O_FAILED;
+	for (unsigned int i = 0; i < BATCH; i++)
+		memcpy(buf + i * n, frame, n);
+	cap = (unsigned long)n * BATCH;
+	printf("-> FILE 'a//b' (refused) up to %u times, no answer read\n",
+	       UNREAD_MAX);
+	p.fd = pxfer_tcp_ops.conn_fd(h->ctl);
+	while (bytes < (unsigned long)n * UNREAD_MAX) {
+		k = send(p.fd, buf + bytes % cap, cap - bytes % cap,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (k > 0) {
+			bytes += k;
+			continue;
+		}
+		if (k < 0 && errno != EAGAIN && errno != EINTR) {
+			ret = GONE;
+			break;
+		}
+		if (k < 0 && errno == EAGAIN && !poll(&p, 1, 2000)) {
+			stalled = 1;
+			break;
+		}
+	}
+	sent = bytes / n;
+	/* the last frame whole, then the answers */
+	if (ret == 1 && bytes % n)
+		ret = send_raw(h->ctl, buf + bytes % cap, n - bytes % n) ? GONE : 1;
+	if (bytes % n)
+		sent++;
+	free(buf);
+	printf("-> %lu FILE messages sent%s\n", sent, stalled ?
+	       "; the receiver stopped taking them" : "");
+	if (ret == 1)
+		ret = read_answers(h, &t, sent);
+	say_tally(&t);
+	if (ret < 0)
+		return O_FAILED;
+	if (ret == GONE) {
+		h->ended = 1;
+		return O_ABORTED;
+	}
+	return finish(h, O_COMPLETED);
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 struct scenario {
@@ -1471,12 +1775,28 @@ static const struct scenario scenarios[] = {
 	{ "early-close", sc_early_close, "half a file, then the sender disappears" },
 };
 
+/* what a peer that proved the secret can make the receiver hold: played
+ * by test/e2e/bounds.sh, listed by -b */
+static const struct scenario bounds_scenarios[] = {
+	{ "dir-repeat", sc_dir_repeat, "one directory record, a 4 KB path, 300000 times" },
+	{ "dirs-many", sc_dirs_many, "distinct directories with 4 KB paths until refused" },
+	{ "many-files", sc_many_files, "every file id in flight, 4 KB paths, rounds of them, then one more" },
+	{ "replies-unread", sc_replies_unread, "refused FILE messages until the receiver stops taking them, no answer read; then all read" },
+};
+
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
+#define NBOUNDS (sizeof(bounds_scenarios) / sizeof(bounds_scenarios[0]))
+
+static void list(const struct scenario *sc, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		printf("%-22s %s\n", sc[i].name, sc[i].what);
+}
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: hostile_sender [-o OUTSIDE] HOST PORT SCENARIO\n"
-		   "       hostile_sender -l\n"
+		   "       hostile_sender -l | -b\n"
 		   "The shared secret comes from $%s.\n", PXFER_SECRET_ENV);
 }
 
@@ -1488,12 +1808,13 @@ int main(int argc, char **argv)
 	int c;
 
 	h.outside = "/tmp/pxfer-outside";
-	while ((c = getopt(argc, argv, "lo:h")) != -1) {
+	while ((c = getopt(argc, argv, "blo:h")) != -1) {
 		switch (c) {
+		case 'b':
+			list(bounds_scenarios, NBOUNDS);
+			return 0;
 		case 'l':
-			for (size_t i = 0; i < NSCENARIOS; i++)
-				printf("%-22s %s\n", scenarios[i].name,
-				       scenarios[i].what);
+			list(scenarios, NSCENARIOS);
 			return 0;
 		case 'o':
 			h.outside = optarg;
@@ -1515,8 +1836,11 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < NSCENARIOS; i++)
 		if (!strcmp(scenarios[i].name, argv[optind + 2]))
 			sc = &scenarios[i];
+	for (size_t i = 0; i < NBOUNDS; i++)
+		if (!strcmp(bounds_scenarios[i].name, argv[optind + 2]))
+			sc = &bounds_scenarios[i];
 	if (!sc) {
-		fprintf(stderr, "hostile_sender: no scenario '%s' (see -l)\n",
+		fprintf(stderr, "hostile_sender: no scenario '%s' (see -l and -b)\n",
 			argv[optind + 2]);
 		return 2;
 	}
