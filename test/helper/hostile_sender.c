@@ -7,7 +7,8 @@
  *
  *	hostile_sender [-o OUTSIDE] HOST PORT SCENARIO
  *	hostile_sender -l			list the scenarios
- *	hostile_sender -b			list those about bounds
+ *	hostile_sender -b			list those about bounds: memory
+ *						and idle time
  *
  * The secret comes from $PXFER_SECRET; $PXFER_HS_RECV_PID, when set, is
  * the receiver's pid, which data-reset stops while it resets a connection
@@ -42,6 +43,7 @@
 #include "core/auth.h"
 #include "core/escape.h"
 #include "core/proto.h"
+#include "core/sys.h"
 #include "transport/tcp/tcp.h"
 
 #define TIMEOUT_MS	5000
@@ -75,6 +77,7 @@ struct hs {
 	uint8_t nonce_s[PXFER_NONCE_LEN];
 	uint8_t key[PXFER_KEY_LEN];
 	struct pxfer_welcome wel;
+	uint32_t chunk_req;		/* chunk size to ask for; 0: CHUNK_REQ */
 	uint64_t seq;			/* next chunk on the data connection */
 	uint16_t slots[PXFER_SLOTS_MAX];	/* granted and not yet used */
 	unsigned int nslots;
@@ -319,7 +322,7 @@ static int hello(struct hs *h, const char *dest, int bad_mac)
 	hl->magic = PXFER_MAGIC;
 	hl->version = PXFER_PROTO_VERSION;
 	hl->workers = 1;
-	hl->chunk_size = CHUNK_REQ;
+	hl->chunk_size = h->chunk_req ? h->chunk_req : CHUNK_REQ;
 	pxfer_auth_nonce(hl->nonce);
 	memcpy(h->nonce_s, hl->nonce, PXFER_NONCE_LEN);
 	if (dest) {
@@ -1711,6 +1714,125 @@ static enum outcome sc_replies_unread(struct hs *h)
 	return finish(h, O_COMPLETED);
 }
 
+/* ---- scenarios: idle (listed by -b, played by test/e2e/idle.sh) ------- */
+
+/* PINGs, every half second, until the receiver ends the session or a
+ * minute went: O_ABORTED or O_ACCEPTED */
+static enum outcome ping_until_ended(struct hs *h)
+{
+	struct pollfd p = { .events = POLLIN };
+	double t0 = pxfer_now();
+
+	p.fd = pxfer_tcp_ops.conn_fd(h->ctl);
+	while (!h->ended && pxfer_now() - t0 < 60) {
+		memset(&h->m, 0, sizeof(h->m));
+		h->m.type = PXFER_MSG_PING;
+		if (pxfer_conn_send_msg(h->ctl, &h->m, TIMEOUT_MS))
+			break;
+		if (poll(&p, 1, 500) == 1 && next_msg(h) != 1)
+			break;
+	}
+	printf("ended after %.1f s\n", pxfer_now() - t0);
+	return h->ended ? O_ABORTED : O_ACCEPTED;
+}
+
+/* only PINGs */
+static enum outcome sc_ping_only(struct hs *h)
+{
+	if (session(h, NULL))
+		return O_FAILED;
+	say("PING every 0.5 s, nothing else, for 60 s at most");
+	return ping_until_ended(h);
+}
+
+/*
+ * A whole chunk, then half of the next one, then only PINGs. The worker
+ * that reads them waits for the rest of the second, and has not even
+ * started writing the first (chunks of 256 KiB go through io_uring, which
+ * it submits after the chunks it reads): the session must still end.
+ */
+static enum outcome sc_half_chunk(struct hs *h)
+{
+	uint32_t len = 256 << 10;
+	struct pxfer_chunk ch = { .nseg = 1, .len = len };
+	uint8_t *buf;
+	ssize_t dlen;
+	int slot, ret;
+
+	h->chunk_req = len;
+	if (open_victim(h, 2 * len))
+		return O_FAILED;
+	if (h->wel.chunk_size < len) {
+		fprintf(stderr, "hostile_sender: the receiver gave chunks of %u bytes, not %u\n",
+			h->wel.chunk_size, len);
+		return O_FAILED;
+	}
+	ret = send_piece(h, 0, 0, len, FLAW_NONE);
+	slot = ret ? -1 : take_slot(h);
+	buf = malloc(PXFER_HDR_LEN + PXFER_CHUNK_DESC_MAX + len);
+	if (slot < 0 || !buf) {
+		free(buf);
+		return ret > 0 ? O_ABORTED : O_FAILED;
+	}
+	ch.slot = slot;
+	ch.seg[0] = (struct pxfer_seg){ .file = 0, .offset = len, .len = len };
+	ch.seq = h->seq++;
+	dlen = pxfer_chunk_encode(buf + PXFER_HDR_LEN, PXFER_CHUNK_DESC_MAX, &ch);
+	if (dlen < 0) {
+		free(buf);
+		return O_FAILED;
+	}
+	memset(buf + PXFER_HDR_LEN + dlen, 'h', len);
+	pxfer_hdr_encode(buf, PXFER_MSG_CHUNK, dlen + len);
+	say("the next CHUNK cut after half its payload; then PINGs");
+	ret = send_raw(h->data, buf, PXFER_HDR_LEN + dlen + len / 2);
+	free(buf);
+	if (ret)
+		return ret > 0 ? O_ABORTED : O_FAILED;
+	return ping_until_ended(h);
+}
+
+/* pause between steps of sc_trickle */
+static void step(void)
+{
+	usleep(800000);
+}
+
+/*
+ * A sender that is slow but never idle: a directory, a file, its five
+ * chunks, its FILE_END and the FIN, 0.8 s apart, against a receiver that
+ * ends idle sessions after 2 s. It must complete.
+ */
+static enum outcome sc_trickle(struct hs *h)
+{
+	int ret;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	say("one step every 0.8 s: a directory, a file, 5 chunks, FILE_END, FIN");
+	ret = send_file(h, 0, PXFER_FT_DIR, 0755, 0, "slow", NULL);
+	if (!ret && file_reply(h, 0) != PXFER_MSG_FILE_DONE)
+		ret = -1;
+	step();
+	if (!ret)
+		ret = send_file(h, 1, PXFER_FT_REG, 0644, 500, "slow/file", NULL);
+	if (!ret && file_reply(h, 1) != PXFER_MSG_FILE_OK)
+		ret = -1;
+	for (unsigned int i = 0; i < 5 && !ret; i++) {
+		step();
+		ret = send_piece(h, 1, 100 * i, 100, FLAW_NONE);
+	}
+	step();
+	if (!ret)
+		ret = send_end(h, 1, 500);
+	if (!ret && file_reply(h, 1) != PXFER_MSG_FILE_DONE)
+		ret = -1;
+	step();
+	if (ret)
+		return h->ended ? O_ABORTED : O_FAILED;
+	return finish(h, O_COMPLETED);
+}
+
 /* ---- main ------------------------------------------------------------- */
 
 struct scenario {
@@ -1775,13 +1897,16 @@ static const struct scenario scenarios[] = {
 	{ "early-close", sc_early_close, "half a file, then the sender disappears" },
 };
 
-/* what a peer that proved the secret can make the receiver hold: played
- * by test/e2e/bounds.sh, listed by -b */
+/* what a peer that proved the secret can make the receiver hold, and for
+ * how long: played by test/e2e/bounds.sh and idle.sh, listed by -b */
 static const struct scenario bounds_scenarios[] = {
 	{ "dir-repeat", sc_dir_repeat, "one directory record, a 4 KB path, 300000 times" },
 	{ "dirs-many", sc_dirs_many, "distinct directories with 4 KB paths until refused" },
 	{ "many-files", sc_many_files, "every file id in flight, 4 KB paths, rounds of them, then one more" },
 	{ "replies-unread", sc_replies_unread, "refused FILE messages until the receiver stops taking them, no answer read; then all read" },
+	{ "ping-only", sc_ping_only, "nothing but PINGs after the handshake" },
+	{ "half-chunk", sc_half_chunk, "a chunk and half the next one, then nothing but PINGs" },
+	{ "trickle", sc_trickle, "slow but never idle: a step every 0.8 s" },
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
