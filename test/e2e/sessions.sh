@@ -8,6 +8,9 @@
 #   - a sender that finds every session taken is told so, waits and gets
 #     in when the session ends; with a short --wait it fails with exit 6
 #     and says the receiver was busy
+#   - an authenticated sender that holds the only session and only sends
+#     PINGs is ended after --idle-timeout, and a sender waiting meanwhile
+#     gets in
 #   - two senders writing the same path at once: the file under its name
 #     is one of the two, whole; no temporary file is left
 #   - SIGTERM: a newcomer is told the receiver is stopping, the running
@@ -123,6 +126,30 @@ expect_rc 0 "$WAIT_RC" "the first sender"
 cmp -s "$src/huge" "$dst/huge" || fail "the first sender's file differs"
 ok "the waiting sender got in after the first session ended"
 stop_recv
+
+note "an idle session is ended and a waiting sender gets in"
+HS=$HELPERS/hostile_sender
+if [ -x "$HS" ]; then
+	dst=$T/dst.idle
+	mkdir "$dst"
+	start_server "$dst" --max-sessions 1 --idle-timeout 2
+	timeout -k 5 60 "$HS" 127.0.0.1 "$RECV_PORT" ping-only >"$T/idle.out" 2>&1 &
+	idle_pid=$!
+	track "$idle_pid"
+	wait_for 10 grep -q "ping-only" "$T/idle.out" || fail "the idle sender did not start"
+	sleep 0.5
+	timer_start
+	send_ok --wait 30 "$src/t2" "$(target)"
+	secs=$(timer_secs)
+	expect_grep "is busy" "$SEND_ERR" "a sender behind an idle session"
+	tree_equal "$src/t2" "$dst/t2"
+	expect_grep "idle for 2 s" "$RECV_LOG" "the receiver"
+	wait_pid "$idle_pid" 30
+	ok "the idle session was ended; the waiting sender got in and finished in $secs s"
+	stop_recv
+else
+	note "skipped: $HS is not built"
+fi
 
 note "two senders write the same path at once"
 mkdir -p "$T/a" "$T/b"
