@@ -76,7 +76,7 @@ BENCH_BIN := $(BENCH_SRC:%.c=$(BUILD)/%)
 
 # libpxfer.so.VERSION, whose soname libpxfer.so.SOVERSION changes, before
 # 1.0, with any change to a struct or a call in include/pxfer/pxfer.h
-SOVERSION := 0
+SOVERSION := 1
 SONAME := libpxfer.so.$(SOVERSION)
 SHLIB := libpxfer.so.$(VERSION)
 LIB_MAP := src/api/libpxfer.map
