@@ -121,12 +121,7 @@ check_grep "more files refused from .* are not named here" "$RECV_LOG" \
 	"replies-unread: the log says it stops naming refusals"
 
 note "a normal transfer to the same receiver"
-src=$T/src
-mkdir -p "$src/sub"
-head -c 300000 /dev/urandom >"$src/sub/data"
-echo hello >"$src/hello"
-send_ok -q -j 2 "$src" "$(target)"
-tree_equal "$src" "$dir/src"
+send_check_tree "$dir"
 
 stop_recv
 expect_rc 130 "$WAIT_RC" "receiver after SIGTERM"

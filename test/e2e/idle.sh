@@ -119,12 +119,7 @@ wait_for 10 have_no_part "$dir" || fail "temporary files are still there 10 s la
 ok "ended $secs s after the stop; the sender exited 4 and said why"
 
 note "a normal transfer to the same receiver"
-rm -f "$src/big"
-mkdir -p "$src/sub"
-head -c 300000 /dev/urandom >"$src/sub/data"
-echo hello >"$src/hello"
-send_ok -q -j 2 "$src" "$(target)"
-tree_equal "$src" "$dir/src"
+send_check_tree "$dir"
 
 stop_recv
 expect_rc 130 "$WAIT_RC" "receiver after SIGTERM"

@@ -27,22 +27,6 @@ head -c 2G /dev/zero >"$src/big" || fail "cannot write the test file"
 [ "$(stat -c %s "$src/big")" -eq $((2 << 30)) ] || fail "the test file is not 2 GiB"
 ok "made in $(timer_secs) s"
 
-# finals DIR - entries of DIR that are not temporary files
-finals()
-{
-	(cd "$1" && find . -mindepth 1 ! -name '.pxfer-*.part' -printf '%P\n')
-}
-
-# bg_send ARGS... - pxfer send in the background; SEND_PID, SEND_ERR
-bg_send()
-{
-	_nsend=$((_nsend + 1))
-	SEND_ERR=$T/send.$_nsend.err
-	"$PXFER" send "$@" >/dev/null 2>"$SEND_ERR" &
-	SEND_PID=$!
-	track "$SEND_PID"
-}
-
 note "the receiver is killed in the middle of a 2 GiB file"
 dst=$T/dst.kill
 mkdir "$dst"

@@ -33,26 +33,10 @@ done
 head -c $((256 << 20)) /dev/zero >"$src/huge" || fail "cannot write"
 ok "made"
 
-# finals DIR - entries of DIR that are not temporary files
-finals()
-{
-	(cd "$1" && find . -mindepth 1 ! -name '.pxfer-*.part' -printf '%P\n')
-}
-
 # hwm PID - the peak resident set of PID, in KiB
 hwm()
 {
 	awk '/^VmHWM:/ { print $2 }' "/proc/$1/status" 2>/dev/null
-}
-
-# bg_send ARGS... - pxfer send in the background; SEND_PID, SEND_ERR
-bg_send()
-{
-	_nsend=$((_nsend + 1))
-	SEND_ERR=$T/send.$_nsend.err
-	"$PXFER" send "$@" >/dev/null 2>"$SEND_ERR" &
-	SEND_PID=$!
-	track "$SEND_PID"
 }
 
 note "$N senders at once, 64 MiB of rings in all"

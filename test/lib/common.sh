@@ -379,6 +379,38 @@ no_part_files()
 	[ -z "$left" ] || fail "temporary files left in '$1': $left"
 }
 
+# finals DIR - entries of DIR that are not temporary files
+finals()
+{
+	(cd "$1" && find . -mindepth 1 ! -name '.pxfer-*.part' -printf '%P\n')
+}
+
+# bg_send ARGS... - pxfer send in the background; SEND_PID, SEND_ERR
+bg_send()
+{
+	_nsend=$((_nsend + 1))
+	SEND_ERR=$T/send.$_nsend.err
+	"$PXFER" send "$@" >/dev/null 2>"$SEND_ERR" &
+	SEND_PID=$!
+	track "$SEND_PID"
+}
+
+# send_check_tree DIR - "the receiver still serves": a small tree (300,000
+# bytes in a subdirectory and a short file) sent with -j 2 arrives intact
+# as DIR/check
+send_check_tree()
+{
+	local src=$T/check
+
+	if [ ! -f "$src/hello" ]; then
+		mkdir -p "$src/sub" || fail "mkdir"
+		head -c 300000 /dev/urandom >"$src/sub/data" || fail "cannot write"
+		echo hello >"$src/hello"
+	fi
+	send_ok -q -j 2 "$src" "$(target)"
+	tree_equal "$src" "$1/check"
+}
+
 # wait_for SECONDS CMD... - run CMD every 0.05 s until it succeeds; 1 if it
 # never does within SECONDS
 wait_for()
