@@ -29,6 +29,12 @@
 #                     processes used during each run is reported either way
 #                     ("other CPU" column).
 #   PXFER_BASELINE    the same as --baseline
+#   PXFER_BENCH_WARM  MiB of memory to fault in and free just before each run
+#                     (bench/warm_mem), so that the pages the run writes into
+#                     are backed by the host; default: the run's bytes + 512
+#                     MiB on a guest whose balloon reports free pages to the
+#                     host (there, writing into memory freed seconds earlier
+#                     costs several times as much system time), else 0
 #   PXFER_BENCH_RETRIES  how many times a run that other processes disturbed
 #                     (> 0.1 CPU) is repeated; default 2. The last attempt is
 #                     kept, but the medians leave disturbed runs out when the
@@ -69,6 +75,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
 PXFER=$PXFER_BUILD/pxfer
 FLOOR=$PXFER_BUILD/bench/tcp_floor
+WARM=$PXFER_BUILD/bench/warm_mem
 TIME=/usr/bin/time
 TFMT='%e %U %S %M'
 RUN_TIMEOUT=600         # seconds; a run that takes longer has failed
@@ -151,6 +158,24 @@ RESULTS=$WORK/results.tsv
 rm -rf "$LOGS" "$COPIES"
 mkdir -p "$LOGS" "$COPIES"
 : >"$RESULTS"
+
+# free page reporting: virtio-balloon feature bit 5 (VIRTIO_BALLOON_F_REPORTING)
+balloon_reports() {
+	local f
+	for f in /sys/bus/virtio/drivers/virtio_balloon/*/features; do
+		[ -r "$f" ] && [ "$(cut -c 6 "$f")" = 1 ] && return 0
+	done
+	return 1
+}
+if [ -z "${PXFER_BENCH_WARM:-}" ]; then
+	balloon_reports && PXFER_BENCH_WARM=auto || PXFER_BENCH_WARM=0
+fi
+case $PXFER_BENCH_WARM in
+auto|0) ;;
+*[!0-9]*|'') echo "bench: PXFER_BENCH_WARM takes MiB or 0" >&2; exit 2;;
+esac
+[ "$PXFER_BENCH_WARM" = 0 ] || [ -x "$WARM" ] ||
+	{ echo "bench: no $WARM (run 'make' first)" >&2; exit 2; }
 
 SRV_PID='' DAEMON_PIDFILE=''
 cleanup() {
@@ -487,6 +512,11 @@ machine_info() {
 	echo "peers:   $(iperf3 --version 2>/dev/null | head -n 1 | awk '{print $1, $2}'),"\
 	     "$(rsync --version | head -n 1 | awk '{print $1, $3}'),"\
 	     "OpenBSD nc $(dpkg-query -W -f='${Version}' netcat-openbsd 2>/dev/null)"
+	case $PXFER_BENCH_WARM in
+	0) ;;
+	auto) echo "memory:  the balloon reports free pages to the host: a run's bytes + 512 MiB faulted in before each run";;
+	*) echo "memory:  $PXFER_BENCH_WARM MiB faulted in before each run";;
+	esac
 	echo "sizes:   A = $(human_bytes $A_BYTES) file; B = $B_FILES files x $B_FILE_SIZE bytes" \
 	     "in $B_DIRS directories; $reps repetition(s), median shown"
 }
@@ -518,6 +548,11 @@ run_one() {             # $1 id, $2 workload, $3 label, $4 function [args], $5 r
 	wait_quiet
 	next_port
 	if [ "$wl" = A ]; then BYTES=$A_BYTES; else BYTES=$B_BYTES; fi
+	if [ "$PXFER_BENCH_WARM" = auto ]; then
+		"$WARM" $(((BYTES >> 20) + 512)) >/dev/null || return 1
+	elif [ "$PXFER_BENCH_WARM" != 0 ]; then
+		"$WARM" "$PXFER_BENCH_WARM" >/dev/null || return 1
+	fi
 	# shellcheck disable=SC2086
 	if ! $fn; then
 		printf '%-3s %-20s rep %d/%d  FAILED (logs: %s.*)\n' "$wl" "$label" \
