@@ -274,7 +274,7 @@ static void stop_all(struct recv_server *srv)
  * --grace seconds to finish; a second one, or the end of the grace,
  * stops them (their incomplete files are removed).
  */
-static void on_signal(struct recv_server *srv, struct recv_pendings *pend)
+static void on_signal(struct recv_server *srv)
 {
 	char c;
 	int n = 0;
@@ -297,7 +297,8 @@ static void on_signal(struct recv_server *srv, struct recv_pendings *pend)
 	if (!srv->o->quiet)
 		info("pxfer: no new sessions; waiting up to %d s for %u running session%s (a second signal stops them now)",
 		     srv->o->grace_secs, srv->nsess, srv->nsess == 1 ? "" : "s");
-	recv_pending_clear(pend);
+	/* the pending connections stay: among them may be the data
+	 * connections of a session that has just started */
 }
 
 /*
@@ -340,7 +341,7 @@ static int serve(struct recv_server *srv)
 		    errno != EINTR)
 			break;
 		if (p[n - 2].revents & POLLIN || (!srv->draining && pxfer_signal_pending()))
-			on_signal(srv, pend);
+			on_signal(srv);
 		if (srv->draining && srv->nsess && pxfer_now() >= srv->drain_end) {
 			if (!stopped && !srv->o->quiet)
 				info("pxfer: the grace period is over; stopping %u session%s",
