@@ -228,14 +228,14 @@ static int send_msg(struct pxfer_conn *c, const struct pxfer_msg *m)
  * h->m filled, GONE if the receiver aborted or closed, -1 on timeout or
  * another failure.
  */
-static int next_msg(struct hs *h)
+/*
+ * The next message on the control connection into h->m, not printed: 1,
+ * GONE if the receiver closed it, -1 on timeout or another failure.
+ */
+static int recv_msg(struct hs *h)
 {
-	struct pxfer_msg *m = &h->m;
-	int ret;
+	int ret = pxfer_conn_recv_msg(h->ctl, &h->m, TIMEOUT_MS);
 
-	if (h->ended)
-		return GONE;
-	ret = pxfer_conn_recv_msg(h->ctl, m, TIMEOUT_MS);
 	if (ret == -EPIPE || ret == -ECONNRESET) {
 		printf("<- (the receiver closed the connection)\n");
 		h->ended = 1;
@@ -245,6 +245,19 @@ static int next_msg(struct hs *h)
 		printf("<- (nothing: %s)\n", strerror(-ret));
 		return -1;
 	}
+	return 1;
+}
+
+static int next_msg(struct hs *h)
+{
+	struct pxfer_msg *m = &h->m;
+	int ret;
+
+	if (h->ended)
+		return GONE;
+	ret = recv_msg(h);
+	if (ret != 1)
+		return ret;
 	show("<-", m);
 	if (m->type == PXFER_MSG_ABORT) {
 		h->ended = 1;
@@ -1464,16 +1477,9 @@ static int read_answers(struct hs *h, struct tally *t, unsigned long n)
 	int ret;
 
 	while (n) {
-		ret = pxfer_conn_recv_msg(h->ctl, m, TIMEOUT_MS);
-		if (ret == -EPIPE || ret == -ECONNRESET) {
-			printf("<- (the receiver closed the connection)\n");
-			h->ended = 1;
-			return GONE;
-		}
-		if (ret) {
-			printf("<- (nothing: %s)\n", strerror(-ret));
-			return -1;
-		}
+		ret = recv_msg(h);
+		if (ret != 1)
+			return ret;
 		switch (m->type) {
 		case PXFER_MSG_FILE_OK:
 			t->ok++;
