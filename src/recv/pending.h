@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Connections that were sent a CHALLENGE and have not answered yet: new
- * control connections before their HELLO (server.c), data connections
- * before their DATA_HELLO (session.c). They are read together as their
+ * Connections that were sent a CHALLENGE and have not answered yet:
+ * control connections before their HELLO and data connections before
+ * their DATA_HELLO, in one table the server owns (server.c), which hands
+ * each data connection to its session. They are read together as their
  * bytes come, each with a deadline, so that one that says nothing, which
  * anybody can open, holds up no other.
  */
