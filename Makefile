@@ -36,7 +36,7 @@ endif
 
 # the libraries the engine uses, by their pkg-config names
 PKG_CONFIG ?= pkg-config
-DEPS := liburing libsodium libxxhash librdmacm libibverbs
+DEPS := liburing libsodium libcrypto libxxhash librdmacm libibverbs
 DEPS_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEPS) 2>/dev/null)
 DEPS_LIBS := $(shell $(PKG_CONFIG) --libs $(DEPS) 2>/dev/null)
 ifeq ($(DEPS_LIBS),)

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build_pkgs=(build-essential pkg-config liburing-dev libibverbs-dev librdmacm-dev
-	    libxxhash-dev libsodium-dev)
+	    libxxhash-dev libsodium-dev libssl-dev)
 test_pkgs=(iproute2 procps psmisc libseccomp-dev python3)
 bench_pkgs=(iperf3 rsync netcat-openbsd time)
 # CI's checks: the clang build and make lint
