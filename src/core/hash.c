@@ -72,20 +72,19 @@ static void bus_install(void)
 		bus_err = -errno;
 }
 
-int pxfer_hash_file(int fd, uint64_t off, size_t len, uint64_t *out)
+int pxfer_file_apply(int fd, uint64_t off, size_t len,
+		     int (*fn)(void *arg, const void *p, size_t len), void *arg)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t base = off & ~(uint64_t)(page - 1);
 	size_t maplen = len + (off - base);
-	volatile uint64_t h = 0;
+	volatile int ret = 0;
 	sigjmp_buf env;
 	struct stat st;
 	uint8_t *map;
 
-	if (!len) {
-		*out = pxfer_hash(NULL, 0);
-		return 0;
-	}
+	if (!len)
+		return fn(arg, NULL, 0);
 	pthread_once(&bus_once, bus_install);
 	if (bus_err)
 		return bus_err;
@@ -105,9 +104,24 @@ int pxfer_hash_file(int fd, uint64_t off, size_t len, uint64_t *out)
 	bus_guard = &env;
 	if (pxfer_hash_file_hook)
 		pxfer_hash_file_hook(fd);
-	h = pxfer_hash(map + (off - base), len);
+	ret = fn(arg, map + (off - base), len);
 	bus_guard = NULL;
 	munmap(map, maplen);
-	*out = h;
+	return ret;
+}
+
+static int hash_fn(void *arg, const void *p, size_t len)
+{
+	*(uint64_t *)arg = pxfer_hash(p, len);
 	return 0;
+}
+
+int pxfer_hash_file(int fd, uint64_t off, size_t len, uint64_t *out)
+{
+	uint64_t h;
+	int ret = pxfer_file_apply(fd, off, len, hash_fn, &h);
+
+	if (!ret)
+		*out = h;
+	return ret;
 }
