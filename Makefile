@@ -9,7 +9,7 @@
 #   make demo            the README's loopback demo
 #   make docs            the diagrams in docs/ from their .dot sources
 
-VERSION := 0.1.0
+VERSION := 0.2.0
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
@@ -76,7 +76,7 @@ BENCH_BIN := $(BENCH_SRC:%.c=$(BUILD)/%)
 
 # libpxfer.so.VERSION, whose soname libpxfer.so.SOVERSION changes, before
 # 1.0, with any change to a struct or a call in include/pxfer/pxfer.h
-SOVERSION := 1
+SOVERSION := 2
 SONAME := libpxfer.so.$(SOVERSION)
 SHLIB := libpxfer.so.$(VERSION)
 LIB_MAP := src/api/libpxfer.map

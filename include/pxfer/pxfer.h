@@ -79,6 +79,9 @@ enum pxfer_exit {
 	PXFER_EXIT_NET = 4,		/* cannot connect, or peer gone */
 	PXFER_EXIT_LOCAL = 5,		/* local resource: disk, memory, memlock */
 	PXFER_EXIT_BUSY = 6,		/* the receiver stayed busy (--wait) */
+	PXFER_EXIT_INTEGRITY = 7,	/* a message or chunk failed its
+					 * integrity check: forged, replayed,
+					 * reordered, dropped or corrupted */
 	PXFER_EXIT_INTR = 130,		/* interrupted */
 };
 
@@ -133,6 +136,14 @@ struct pxfer_send_opts {
 				 * again for up to this long; 0: fail at once
 				 * (PXFER_DEFAULT_WAIT_SECS) */
 	struct pxfer_secret secret;	/* (none) */
+	/* how file data is protected (docs/security.md): "mac", a keyed tag
+	 * on every chunk, or "checksum", the plain XXH3 checksum, which
+	 * catches corruption but not an attacker ("mac") */
+	const char *integrity;
+	int encrypt;		/* encrypt file data and control messages;
+				 * integrity is then the AEAD's (0) */
+	/* "aes-256-gcm" or "chacha20-poly1305" ("aes-256-gcm") */
+	const char *cipher;
 };
 
 /* What one of a receiver's sessions did, when it ended. */
@@ -145,6 +156,10 @@ struct pxfer_session_report {
 	double seconds;
 	int exit_code;		/* how it ended: a PXFER_EXIT_* status */
 	const char *error;	/* why it failed, or NULL */
+	/* how its file data was protected: "encrypted (aes-256-gcm)",
+	 * "authenticated (gmac)", "plain checksum (xxh3)"..., or NULL if
+	 * the handshake did not complete */
+	const char *protection;
 };
 
 /*
@@ -189,6 +204,7 @@ struct pxfer_recv_opts {
 				 * sent no file data and no FILE, FILE_END or
 				 * FIN (PINGs do not count), 0 to 86400; 0:
 				 * never (PXFER_DEFAULT_IDLE_TIMEOUT) */
+	int require_encrypt;	/* refuse a sender that does not encrypt (0) */
 };
 
 /*

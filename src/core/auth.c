@@ -10,6 +10,9 @@
 #include <linux/posix_acl.h>
 #include <linux/posix_acl_xattr.h>
 #include <sodium.h>
+#include <openssl/core_names.h>
+#include <openssl/kdf.h>
+#include <openssl/params.h>
 
 #include "core/auth.h"
 #include "core/bytes.h"
@@ -40,7 +43,7 @@ void pxfer_auth_hello_mac(const struct pxfer_secret *s,
 	crypto_auth_hmacsha256_state st;
 	uint8_t params[14];
 
-	mac_begin(&st, s->key, s->len, "pxfer1 hello");
+	mac_begin(&st, s->key, s->len, "pxfer2 hello");
 	crypto_auth_hmacsha256_update(&st, nonce_r, PXFER_NONCE_LEN);
 	crypto_auth_hmacsha256_update(&st, h->nonce, PXFER_NONCE_LEN);
 	pxfer_put_be(params, h->workers, 2);
@@ -54,44 +57,103 @@ void pxfer_auth_hello_mac(const struct pxfer_secret *s,
 }
 
 void pxfer_auth_welcome_mac(const struct pxfer_secret *s,
-			    const uint8_t *nonce_r, const uint8_t *nonce_s,
-			    uint64_t session, uint8_t *mac)
+			    const uint8_t *nonce_r, const struct pxfer_hello *h,
+			    const struct pxfer_welcome *w, uint8_t *mac)
 {
 	crypto_auth_hmacsha256_state st;
-	uint8_t sess[8];
+	uint8_t p[24];
 
-	mac_begin(&st, s->key, s->len, "pxfer1 welcome");
-	crypto_auth_hmacsha256_update(&st, nonce_s, PXFER_NONCE_LEN);
+	mac_begin(&st, s->key, s->len, "pxfer2 welcome");
+	crypto_auth_hmacsha256_update(&st, h->nonce, PXFER_NONCE_LEN);
 	crypto_auth_hmacsha256_update(&st, nonce_r, PXFER_NONCE_LEN);
-	pxfer_put_be(sess, session, 8);
-	crypto_auth_hmacsha256_update(&st, sess, sizeof(sess));
+	/* the HELLO it answers, and so all that the HELLO asked */
+	crypto_auth_hmacsha256_update(&st, h->mac, PXFER_MAC_LEN);
+	pxfer_put_be(p, w->session, 8);
+	pxfer_put_be(p + 8, w->chunk_size, 4);
+	pxfer_put_be(p + 12, w->workers, 2);
+	pxfer_put_be(p + 14, w->slots, 2);
+	pxfer_put_be(p + 16, w->max_files, 4);
+	pxfer_put_be(p + 20, w->flags, 4);
+	crypto_auth_hmacsha256_update(&st, p, sizeof(p));
 	crypto_auth_hmacsha256_final(&st, mac);
 }
 
-void pxfer_auth_session_key(const struct pxfer_secret *s,
-			    const uint8_t *nonce_r, const uint8_t *nonce_s,
-			    uint8_t *key)
-{
-	crypto_auth_hmacsha256_state st;
-
-	mac_begin(&st, s->key, s->len, "pxfer1 session");
-	crypto_auth_hmacsha256_update(&st, nonce_r, PXFER_NONCE_LEN);
-	crypto_auth_hmacsha256_update(&st, nonce_s, PXFER_NONCE_LEN);
-	crypto_auth_hmacsha256_final(&st, key);
-}
-
-void pxfer_auth_data_mac(const uint8_t *session_key, const uint8_t *nonce_d,
+void pxfer_auth_data_mac(const uint8_t *auth_key, const uint8_t *nonce_d,
 			 uint64_t session, uint16_t worker, uint8_t *mac)
 {
 	crypto_auth_hmacsha256_state st;
 	uint8_t tail[10];
 
-	mac_begin(&st, session_key, PXFER_KEY_LEN, "pxfer1 data");
+	mac_begin(&st, auth_key, PXFER_KEY_LEN, "pxfer2 data");
 	crypto_auth_hmacsha256_update(&st, nonce_d, PXFER_NONCE_LEN);
 	pxfer_put_be(tail, session, 8);
 	pxfer_put_be(tail + 8, worker, 2);
 	crypto_auth_hmacsha256_update(&st, tail, sizeof(tail));
 	crypto_auth_hmacsha256_final(&st, mac);
+}
+
+void pxfer_auth_dwel_mac(const uint8_t *auth_key, const uint8_t *nonce_d,
+			 uint64_t session, const struct pxfer_data_welcome *dw,
+			 uint8_t *mac)
+{
+	crypto_auth_hmacsha256_state st;
+	uint8_t tail[12];
+
+	mac_begin(&st, auth_key, PXFER_KEY_LEN, "pxfer2 data welcome");
+	crypto_auth_hmacsha256_update(&st, nonce_d, PXFER_NONCE_LEN);
+	pxfer_put_be(tail, session, 8);
+	pxfer_put_be(tail + 8, dw->worker, 2);
+	pxfer_put_be(tail + 10, dw->blob_len, 2);
+	crypto_auth_hmacsha256_update(&st, tail, sizeof(tail));
+	crypto_auth_hmacsha256_update(&st, dw->blob, dw->blob_len);
+	crypto_auth_hmacsha256_final(&st, mac);
+}
+
+const char *const pxfer_key_labels[4] = {
+	"pxfer2 ctrl s2r", "pxfer2 ctrl r2s", "pxfer2 data s2r", "pxfer2 data auth",
+};
+
+static int hkdf(EVP_KDF_CTX *kctx, const struct pxfer_secret *s,
+		const uint8_t *salt, const char *label, uint8_t *out)
+{
+	OSSL_PARAM p[5], *q = p;
+
+	*q++ = OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST,
+						"SHA256", 0);
+	*q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY,
+						 (void *)s->key, s->len);
+	*q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_SALT,
+						 (void *)salt,
+						 2 * PXFER_NONCE_LEN);
+	*q++ = OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO,
+						 (void *)label, strlen(label));
+	*q = OSSL_PARAM_construct_end();
+	return EVP_KDF_derive(kctx, out, PXFER_KEY_LEN, p) == 1 ? 0 : -EIO;
+}
+
+int pxfer_auth_keys(const struct pxfer_secret *s, const uint8_t *nonce_r,
+		    const uint8_t *nonce_s, struct pxfer_keys *k)
+{
+	uint8_t *out[4] = { k->ctrl_s2r, k->ctrl_r2s, k->data, k->auth };
+	uint8_t salt[2 * PXFER_NONCE_LEN];
+	EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	EVP_KDF_CTX *kctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
+	int ret = kctx ? 0 : -EIO;
+
+	memcpy(salt, nonce_r, PXFER_NONCE_LEN);
+	memcpy(salt + PXFER_NONCE_LEN, nonce_s, PXFER_NONCE_LEN);
+	for (int i = 0; !ret && i < 4; i++)
+		ret = hkdf(kctx, s, salt, pxfer_key_labels[i], out[i]);
+	EVP_KDF_CTX_free(kctx);
+	EVP_KDF_free(kdf);
+	if (ret)
+		pxfer_auth_wipe(k, sizeof(*k));
+	return ret;
+}
+
+void pxfer_auth_wipe(void *p, size_t len)
+{
+	sodium_memzero(p, len);
 }
 
 int pxfer_auth_equal(const uint8_t *a, const uint8_t *b)

@@ -25,9 +25,9 @@
 #define CHALLENGE_LEN		(4 + 2 + 2 + PXFER_NONCE_LEN)
 #define HELLO_MAX		(4 + 2 + 2 + 4 + 4 + PXFER_NONCE_LEN + \
 				 PXFER_MAC_LEN + STR(PXFER_PATH_MAX))
-#define WELCOME_LEN		(PXFER_MAC_LEN + 8 + 4 + 2 + 2 + 4)
+#define WELCOME_LEN		(PXFER_MAC_LEN + 8 + 4 + 2 + 2 + 4 + 4)
 #define DATA_HELLO_LEN		(8 + 2 + PXFER_MAC_LEN)
-#define DATA_WELCOME_MAX	(2 + 2 + PXFER_BLOB_MAX)
+#define DATA_WELCOME_MAX	(2 + PXFER_MAC_LEN + 2 + PXFER_BLOB_MAX)
 #define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
 #define FILE_MAX		(8 + 1 + 4 + 8 + 8 + 4 + \
 				 2 * STR(PXFER_PATH_MAX))
@@ -42,7 +42,9 @@ _Static_assert(HELLO_MAX <= PXFER_MSG_MAX, "HELLO exceeds PXFER_MSG_MAX");
 _Static_assert(FILE_MAX <= PXFER_MSG_MAX, "FILE exceeds PXFER_MSG_MAX");
 _Static_assert(CREDIT_LEN_MAX <= PXFER_MSG_MAX, "CREDIT exceeds PXFER_MSG_MAX");
 _Static_assert(CHUNK_FRAME_MAX <= UINT32_MAX, "CHUNK frame exceeds u32");
-_Static_assert(PXFER_CHUNK_DESC_MAX == 24 + PXFER_SEG_MAX * 20,
+_Static_assert(PXFER_CHUNK_DESC_FIXED == 2 + 2 + 4 + 8 + PXFER_TAG_LEN,
+	       "PXFER_CHUNK_DESC_FIXED out of step with the layout");
+_Static_assert(PXFER_CHUNK_DESC_MAX == PXFER_CHUNK_DESC_FIXED + PXFER_SEG_MAX * 20,
 	       "PXFER_CHUNK_DESC_MAX out of step with the layout");
 
 /*
@@ -285,6 +287,8 @@ static bool hello_ok(const struct pxfer_hello *h)
 	       workers_ok(h->workers) &&
 	       chunk_size_ok(h->chunk_size) &&
 	       !(h->flags & ~PXFER_HELLO_FLAGS) &&
+	       (h->flags & (PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT)) !=
+	       (PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT) &&
 	       str_ok(h->dest, h->dest_len, PXFER_PATH_MAX);
 }
 
@@ -293,7 +297,10 @@ static bool welcome_ok(const struct pxfer_welcome *w)
 	return chunk_size_ok(w->chunk_size) &&
 	       workers_ok(w->workers) &&
 	       w->slots >= 1 && w->slots <= PXFER_SLOTS_MAX &&
-	       w->max_files >= 1 && w->max_files <= MAX_FILES_MAX;
+	       w->max_files >= 1 && w->max_files <= MAX_FILES_MAX &&
+	       !(w->flags & ~PXFER_HELLO_PROT) &&
+	       (w->flags & (PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT)) !=
+	       (PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT);
 }
 
 static bool file_ok(const struct pxfer_file *f)
@@ -439,6 +446,7 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		put_u16(w, wl->workers);
 		put_u16(w, wl->slots);
 		put_u32(w, wl->max_files);
+		put_u32(w, wl->flags);
 		break;
 	case PXFER_MSG_DATA_HELLO:
 		put_u64(w, dh->session);
@@ -447,6 +455,7 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		break;
 	case PXFER_MSG_DATA_WELCOME:
 		put_u16(w, dw->worker);
+		put_bytes(w, dw->mac, PXFER_MAC_LEN);
 		put_u16(w, dw->blob_len);
 		put_bytes(w, dw->blob, dw->blob_len);
 		break;
@@ -539,6 +548,7 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		wl->workers = get_u16(r);
 		wl->slots = get_u16(r);
 		wl->max_files = get_u32(r);
+		wl->flags = get_u32(r);
 		break;
 	case PXFER_MSG_DATA_HELLO:
 		dh->session = get_u64(r);
@@ -547,6 +557,7 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		break;
 	case PXFER_MSG_DATA_WELCOME:
 		dw->worker = get_u16(r);
+		get_bytes(r, dw->mac, PXFER_MAC_LEN);
 		dw->blob_len = get_u16(r);
 		if (dw->blob_len > PXFER_BLOB_MAX) {
 			r->err = 1;
@@ -621,10 +632,28 @@ int pxfer_hdr_decode(const void *buf, size_t len, struct pxfer_hdr *h)
 	h->len = get_u32(&r);
 	if (h->type < 1 || h->type > PXFER_MSG_TYPE_MAX)
 		return -EPROTO;
-	/* version 1 defines no flags; a set bit means a peer we do not speak */
+	/* version 2 defines no flags; a set bit means a peer we do not speak */
 	if (h->flags)
 		return -EPROTO;
 	if (h->len > body_max[h->type])
+		return -EPROTO;
+	return 0;
+}
+
+int pxfer_hdr_decode_sealed(const void *buf, size_t len, struct pxfer_hdr *h)
+{
+	struct rcur r = { .p = buf, .left = len };
+
+	if (len < PXFER_HDR_LEN)
+		return -EAGAIN;
+	h->type = get_u16(&r);
+	h->flags = get_u16(&r);
+	h->len = get_u32(&r);
+	if (h->type < 1 || h->type > PXFER_MSG_TYPE_MAX ||
+	    h->type == PXFER_MSG_CHUNK || h->flags)
+		return -EPROTO;
+	if (h->len < PXFER_TAG_LEN ||
+	    h->len - PXFER_TAG_LEN > body_max[h->type])
 		return -EPROTO;
 	return 0;
 }
@@ -691,8 +720,8 @@ ssize_t pxfer_chunk_encode(void *buf, size_t cap, const struct pxfer_chunk *c)
 	put_u16(&w, c->slot);
 	put_u16(&w, c->nseg);
 	put_u32(&w, c->len);
-	put_u64(&w, c->xxh3);
 	put_u64(&w, c->seq);
+	put_bytes(&w, c->tag, PXFER_TAG_LEN);
 	for (i = 0; i < c->nseg; i++) {
 		put_u64(&w, c->seg[i].file);
 		put_u64(&w, c->seg[i].offset);
@@ -712,8 +741,8 @@ ssize_t pxfer_chunk_decode(const void *buf, size_t len, struct pxfer_chunk *c)
 	c->slot = get_u16(&r);
 	c->nseg = get_u16(&r);
 	c->len = get_u32(&r);
-	c->xxh3 = get_u64(&r);
 	c->seq = get_u64(&r);
+	get_bytes(&r, c->tag, PXFER_TAG_LEN);
 	/*
 	 * Judge the fixed part before asking for more bytes: a bad nseg must
 	 * not make a stream reader wait for segments that are not coming, and

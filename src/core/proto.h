@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PXFER_PROTO_VERSION	1
+#define PXFER_PROTO_VERSION	2
 #define PXFER_MAGIC		0x50584652u	/* "PXFR" */
 
 #define PXFER_HDR_LEN		8
@@ -41,7 +41,9 @@
 /* largest control message body: a FILE entry with path and symlink target */
 #define PXFER_MSG_MAX		(2 * PXFER_PATH_MAX + 128)
 /* largest encoded chunk descriptor */
-#define PXFER_CHUNK_DESC_MAX	(24 + PXFER_SEG_MAX * 20)
+#define PXFER_TAG_LEN		16	/* chunk tag, and control messages' */
+#define PXFER_CHUNK_DESC_FIXED	32
+#define PXFER_CHUNK_DESC_MAX	(PXFER_CHUNK_DESC_FIXED + PXFER_SEG_MAX * 20)
 
 enum pxfer_msg_type {
 	PXFER_MSG_CHALLENGE = 1,	/* r -> s, first on every connection */
@@ -75,7 +77,15 @@ enum pxfer_file_type {
 /* chunk_size is the largest wanted: the receiver may pick a smaller one,
  * down to 1 MiB, to keep several slots per worker in its ring */
 #define PXFER_HELLO_CHUNK_AUTO	0x2u
-#define PXFER_HELLO_FLAGS	(PXFER_HELLO_FSYNC | PXFER_HELLO_CHUNK_AUTO)
+/* how chunks are protected (docs/security.md): a keyed tag unless ... */
+#define PXFER_HELLO_CHECKSUM	0x4u	/* ... the plain checksum, or */
+#define PXFER_HELLO_ENCRYPT	0x8u	/* ... sealed: encrypted and tagged */
+/* ChaCha20-Poly1305 instead of AES-256-GCM, for control and chunks */
+#define PXFER_HELLO_CHACHA	0x10u
+#define PXFER_HELLO_PROT	(PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT | \
+				 PXFER_HELLO_CHACHA)
+#define PXFER_HELLO_FLAGS	(PXFER_HELLO_FSYNC | PXFER_HELLO_CHUNK_AUTO | \
+				 PXFER_HELLO_PROT)
 
 struct pxfer_hdr {
 	uint16_t type;
@@ -113,7 +123,7 @@ struct pxfer_hello {
 
 /*
  * WELCOME body: mac[32], u64 session, u32 chunk_size, u16 workers,
- * u16 slots, u32 max_files.
+ * u16 slots, u32 max_files, u32 flags.
  */
 struct pxfer_welcome {
 	uint8_t mac[PXFER_MAC_LEN];
@@ -122,6 +132,7 @@ struct pxfer_welcome {
 	uint16_t workers;	/* 1..PXFER_WORKERS_MAX */
 	uint16_t slots;		/* slots per worker ring, 1..PXFER_SLOTS_MAX */
 	uint32_t max_files;	/* files in flight, 1..65536 */
+	uint32_t flags;		/* the HELLO's PXFER_HELLO_PROT bits, agreed */
 };
 
 /* DATA_HELLO body: u64 session, u16 worker, mac[32]. */
@@ -132,11 +143,13 @@ struct pxfer_data_hello {
 };
 
 /*
- * DATA_WELCOME body: u16 worker, u16 blob_len, blob: the transport's
- * description of the receiver's ring (empty for tcp).
+ * DATA_WELCOME body: u16 worker, mac[32], u16 blob_len, blob: the
+ * transport's description of the receiver's ring (empty for tcp), which
+ * the mac covers.
  */
 struct pxfer_data_welcome {
 	uint16_t worker;	/* < PXFER_WORKERS_MAX, as in DATA_HELLO */
+	uint8_t mac[PXFER_MAC_LEN];
 	uint16_t blob_len;	/* <= PXFER_BLOB_MAX */
 	uint8_t blob[PXFER_BLOB_MAX];
 };
@@ -213,10 +226,12 @@ struct pxfer_fin {
 };
 
 /*
- * A chunk descriptor: u16 slot, u16 nseg, u32 len, u64 xxh3, u64 seq,
+ * A chunk descriptor: u16 slot, u16 nseg, u32 len, u64 seq, tag[16],
  * then nseg x (u64 file, u64 offset, u32 len).
  * len is the payload length (sum of the segment lengths, 1..PXFER_CHUNK_MAX);
- * xxh3 is XXH3_64bits of the payload; segment i occupies the payload bytes
+ * tag protects descriptor and payload (core/seal.h), or is the plain
+ * checksum (XXH3_64bits of the payload, big-endian, then 8 zero bytes,
+ * which the codec leaves to the caller to check); segment i occupies the payload bytes
  * that follow segment i-1. On tcp the descriptor and the payload follow a
  * PXFER_MSG_CHUNK header whose len covers both.
  */
@@ -230,8 +245,8 @@ struct pxfer_chunk {
 	uint16_t slot;
 	uint16_t nseg;		/* 1..PXFER_SEG_MAX */
 	uint32_t len;
-	uint64_t xxh3;
 	uint64_t seq;		/* per data connection, starts at 0 */
+	uint8_t tag[PXFER_TAG_LEN];
 	struct pxfer_seg seg[PXFER_SEG_MAX];
 };
 
@@ -260,6 +275,13 @@ struct pxfer_msg {
  * type (CHUNK: PXFER_CHUNK_DESC_MAX + PXFER_CHUNK_MAX).
  */
 int pxfer_hdr_decode(const void *buf, size_t len, struct pxfer_hdr *h);
+
+/*
+ * pxfer_hdr_decode_sealed - the same for a sealed control message, whose
+ * len covers the body and its PXFER_TAG_LEN-byte tag: -EPROTO also for a
+ * CHUNK, or for a len below the tag's or above the type's body plus it.
+ */
+int pxfer_hdr_decode_sealed(const void *buf, size_t len, struct pxfer_hdr *h);
 
 /* pxfer_hdr_encode - write a header into @buf (PXFER_HDR_LEN bytes). */
 void pxfer_hdr_encode(void *buf, uint16_t type, uint32_t len);
@@ -301,7 +323,7 @@ ssize_t pxfer_chunk_decode(const void *buf, size_t len, struct pxfer_chunk *c);
 /* pxfer_chunk_desc_len - encoded size of a descriptor with @nseg segments */
 static inline size_t pxfer_chunk_desc_len(unsigned int nseg)
 {
-	return 24 + (size_t)nseg * 20;
+	return PXFER_CHUNK_DESC_FIXED + (size_t)nseg * 20;
 }
 
 /* pxfer_msg_name - a printable name for a message type ("FILE_OK") */

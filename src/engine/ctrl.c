@@ -9,7 +9,8 @@
 #include "core/sys.h"
 #include "engine/ctrl.h"
 
-#define CTRL_IN_CAP (4 * (PXFER_HDR_LEN + PXFER_MSG_MAX))
+#define CTRL_FRAME_MAX (PXFER_HDR_LEN + PXFER_MSG_MAX + PXFER_TAG_LEN)
+#define CTRL_IN_CAP (4 * CTRL_FRAME_MAX)
 #define CTRL_OUT_MIN 65536
 /*
  * While reading is paused, a transport that announces room to send and
@@ -54,10 +55,29 @@ out_free:
 	return ret;
 }
 
+int pxfer_ctrl_seal(struct pxfer_ctrl *c, int cipher, const uint8_t *tx_key,
+		    const uint8_t *rx_key)
+{
+	int ret = pxfer_aead_init(&c->tx, cipher, tx_key, 1);
+
+	if (!ret)
+		ret = pxfer_aead_init(&c->rx, cipher, rx_key, 0);
+	if (ret) {
+		pxfer_aead_release(&c->tx);
+		return ret;
+	}
+	c->tx_seq = c->rx_seq = 0;
+	c->sealed = 1;
+	return 0;
+}
+
 void pxfer_ctrl_release(struct pxfer_ctrl *c)
 {
 	if (!c->in)
 		return;
+	pxfer_aead_release(&c->tx);
+	pxfer_aead_release(&c->rx);
+	c->sealed = 0;
 	pthread_mutex_destroy(&c->lock);
 	close(c->wake_fd);
 	free(c->in);
@@ -97,13 +117,26 @@ int pxfer_ctrl_queue(struct pxfer_ctrl *c, const struct pxfer_msg *m)
 	int ret, was_empty;
 
 	pthread_mutex_lock(&c->lock);
-	ret = out_reserve(c, PXFER_HDR_LEN + PXFER_MSG_MAX);
+	ret = out_reserve(c, CTRL_FRAME_MAX);
 	if (ret)
 		goto out_unlock;
 	n = pxfer_msg_encode(c->out + c->out_len, c->out_cap - c->out_len, m);
 	if (n < 0) {
 		ret = n;
 		goto out_unlock;
+	}
+	if (c->sealed) {
+		uint8_t *f = c->out + c->out_len, nonce[PXFER_AEAD_NONCE_LEN];
+
+		pxfer_hdr_encode(f, m->type, n - PXFER_HDR_LEN + PXFER_TAG_LEN);
+		pxfer_nonce_make(nonce, 0, c->tx_seq);
+		ret = pxfer_aead_seal(&c->tx, nonce, f, PXFER_HDR_LEN, NULL, 0,
+				      f + PXFER_HDR_LEN, n - PXFER_HDR_LEN,
+				      f + n);
+		if (ret)
+			goto out_unlock;
+		c->tx_seq++;
+		n += PXFER_TAG_LEN;
 	}
 	was_empty = c->out_len == c->out_off;
 	c->out_len += n;
@@ -205,22 +238,35 @@ int pxfer_ctrl_next(struct pxfer_ctrl *c, struct pxfer_msg *m)
 	struct pxfer_hdr h;
 	int ret;
 
+	uint8_t *body = c->in + c->in_off + PXFER_HDR_LEN;
+	uint8_t nonce[PXFER_AEAD_NONCE_LEN];
+	uint32_t blen;
+
 	if (pxfer_ctrl_paused(c))
 		return 0;
-	ret = pxfer_hdr_decode(p, avail, &h);
+	ret = c->sealed ? pxfer_hdr_decode_sealed(p, avail, &h) :
+			  pxfer_hdr_decode(p, avail, &h);
 	if (ret == -EAGAIN)
 		return 0;
 	if (ret)
 		return ret;
-	if (h.type == PXFER_MSG_CHUNK || h.len > PXFER_MSG_MAX)
+	blen = c->sealed ? h.len - PXFER_TAG_LEN : h.len;
+	if (h.type == PXFER_MSG_CHUNK || blen > PXFER_MSG_MAX)
 		return -EPROTO;
 	if (avail < PXFER_HDR_LEN + h.len)
 		return 0;
-	ret = pxfer_msg_decode(h.type, p + PXFER_HDR_LEN, h.len, m);
-	if (ret)
-		return ret;
+	if (c->sealed) {
+		/* opened in place: nothing of it is read before the tag is
+		 * checked, and it is consumed either way */
+		pxfer_nonce_make(nonce, 0, c->rx_seq);
+		if (pxfer_aead_open(&c->rx, nonce, p, PXFER_HDR_LEN, NULL, 0,
+				    body, blen, body + blen))
+			return -EBADMSG;
+		c->rx_seq++;
+	}
+	ret = pxfer_msg_decode(h.type, body, blen, m);
 	c->in_off += PXFER_HDR_LEN + h.len;
-	return 1;
+	return ret ? ret : 1;
 }
 
 void pxfer_ctrl_drain_wake(struct pxfer_ctrl *c)
@@ -237,7 +283,8 @@ static int msg_buffered(const struct pxfer_ctrl *c)
 {
 	size_t avail = c->in_len - c->in_off;
 	struct pxfer_hdr h;
-	int ret = pxfer_hdr_decode(c->in + c->in_off, avail, &h);
+	int ret = c->sealed ? pxfer_hdr_decode_sealed(c->in + c->in_off, avail, &h) :
+			      pxfer_hdr_decode(c->in + c->in_off, avail, &h);
 
 	if (ret == -EAGAIN)
 		return 0;

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "core/seal.h"
 #include "transport/transport.h"
 
 struct pxfer_ctrl {
@@ -29,6 +30,12 @@ struct pxfer_ctrl {
 	double last_tx, last_rx;	/* when bytes last left / arrived */
 	size_t read_pause;	/* stop reading above this many unsent
 				   bytes; 0: never (see above) */
+	/* once sealed (pxfer_ctrl_seal), every message each way is sealed
+	 * with that way's key and numbered: a message forged, replayed,
+	 * reordered or dropped fails to open */
+	int sealed;
+	struct pxfer_aead tx, rx;
+	uint64_t tx_seq, rx_seq;	/* the next message's number */
 };
 
 /* how long a handshake step may take */
@@ -49,6 +56,14 @@ int pxfer_ctrl_keepalive(struct pxfer_ctrl *c);
 
 int pxfer_ctrl_init(struct pxfer_ctrl *c, struct pxfer_conn *conn);
 void pxfer_ctrl_release(struct pxfer_ctrl *c);
+
+/*
+ * pxfer_ctrl_seal - from now on seal what is queued with @tx_key and open
+ * what arrives with @rx_key (@cipher: enum pxfer_cipher). Call it before
+ * anything is queued or read after the handshake. 0 or -errno.
+ */
+int pxfer_ctrl_seal(struct pxfer_ctrl *c, int cipher, const uint8_t *tx_key,
+		    const uint8_t *rx_key);
 
 /* pxfer_ctrl_queue - encode @m for sending; thread-safe. 0 or -errno. */
 int pxfer_ctrl_queue(struct pxfer_ctrl *c, const struct pxfer_msg *m);
@@ -71,7 +86,8 @@ int pxfer_ctrl_fill(struct pxfer_ctrl *c);
 /*
  * pxfer_ctrl_next - decode the next whole message from what arrived.
  * 1 with @m filled, 0 if no whole message is buffered or reading is
- * paused, -EPROTO.
+ * paused, -EPROTO, or (sealed) -EBADMSG: the next message failed to open,
+ * it was forged, replayed, reordered, or one before it dropped.
  */
 int pxfer_ctrl_next(struct pxfer_ctrl *c, struct pxfer_msg *m);
 

@@ -101,16 +101,19 @@ int pxfer_hs_hello(struct pxfer_session *s, const struct pxfer_secret *secret,
 				  "unexpected %s from the receiver %s",
 				  pxfer_msg_name(m->type), s->cconn->peer);
 	s->wel = m->u.welcome;
-	pxfer_auth_welcome_mac(secret, ch->nonce, h->nonce, s->wel.session, mac);
+	pxfer_auth_welcome_mac(secret, ch->nonce, h, &s->wel, mac);
 	if (!pxfer_auth_equal(mac, s->wel.mac))
 		return pxfer_fail(&s->fail, PXFER_EXIT_AUTH,
 				  "the receiver %s could not prove the shared secret; not sending",
 				  s->cconn->peer);
-	if (s->wel.workers > h->workers || s->wel.chunk_size > h->chunk_size)
+	if (s->wel.workers > h->workers || s->wel.chunk_size > h->chunk_size ||
+	    s->wel.flags != (h->flags & PXFER_HELLO_PROT))
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "the receiver %s sent impossible session parameters",
 				  s->cconn->peer);
-	pxfer_auth_session_key(secret, ch->nonce, h->nonce, s->key);
+	if (pxfer_auth_keys(secret, ch->nonce, h->nonce, &s->keys))
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+				  "cannot derive the session keys (libcrypto's HKDF failed)");
 	return 0;
 }
 
@@ -145,13 +148,14 @@ int pxfer_hs_data_hello(struct pxfer_session *s, struct pxfer_worker *w,
 			const struct pxfer_challenge *ch, int timeout_ms)
 {
 	struct pxfer_msg *m = &s->msg;
+	uint8_t mac[PXFER_MAC_LEN];
 	int ret;
 
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_HELLO;
 	m->u.data_hello.session = s->wel.session;
 	m->u.data_hello.worker = w->idx;
-	pxfer_auth_data_mac(s->key, ch->nonce, s->wel.session, w->idx,
+	pxfer_auth_data_mac(s->keys.auth, ch->nonce, s->wel.session, w->idx,
 			    m->u.data_hello.mac);
 	ret = pxfer_conn_send_msg(w->conn, m, timeout_ms);
 	if (!ret)
@@ -168,6 +172,12 @@ int pxfer_hs_data_hello(struct pxfer_session *s, struct pxfer_worker *w,
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,
 				  "unexpected %s on data connection %u",
 				  pxfer_msg_name(m->type), w->idx);
+	/* the ring's description is used only once it is proven */
+	pxfer_auth_dwel_mac(s->keys.auth, ch->nonce, s->wel.session,
+			    &m->u.data_welcome, mac);
+	if (!pxfer_auth_equal(mac, m->u.data_welcome.mac))
+		return pxfer_session_integrity(s, "a data connection's welcome",
+					       "it does not prove the session key");
 	ret = s->t->ring_remote(w->conn, m->u.data_welcome.blob,
 				m->u.data_welcome.blob_len);
 	if (ret)
@@ -219,9 +229,10 @@ int pxfer_hs_welcome(struct pxfer_session *s, const struct pxfer_secret *secret,
 {
 	struct pxfer_msg m = { .type = PXFER_MSG_WELCOME };
 
-	pxfer_auth_welcome_mac(secret, nonce_r, h->nonce, s->wel.session,
-			       s->wel.mac);
-	pxfer_auth_session_key(secret, nonce_r, h->nonce, s->key);
+	s->wel.flags = h->flags & PXFER_HELLO_PROT;
+	pxfer_auth_welcome_mac(secret, nonce_r, h, &s->wel, s->wel.mac);
+	if (pxfer_auth_keys(secret, nonce_r, h->nonce, &s->keys))
+		return -EIO;
 	m.u.welcome = s->wel;
 	return pxfer_conn_send_msg(s->cconn, &m, PXFER_HANDSHAKE_MS);
 }
@@ -235,7 +246,7 @@ int pxfer_hs_data_check(struct pxfer_session *s, struct pxfer_conn *c,
 
 	if (m->type != PXFER_MSG_DATA_HELLO)
 		return -EPROTO;
-	pxfer_auth_data_mac(s->key, nonce, dh->session, dh->worker, mac);
+	pxfer_auth_data_mac(s->keys.auth, nonce, dh->session, dh->worker, mac);
 	if (dh->session != s->wel.session || !pxfer_auth_equal(mac, dh->mac)) {
 		pxfer_hs_refuse(c, EACCES, "not part of this session");
 		return -EACCES;
@@ -244,7 +255,8 @@ int pxfer_hs_data_check(struct pxfer_session *s, struct pxfer_conn *c,
 	return 0;
 }
 
-int pxfer_hs_data_welcome(struct pxfer_conn *c, uint16_t worker,
+int pxfer_hs_data_welcome(struct pxfer_session *s, struct pxfer_conn *c,
+			  const uint8_t *nonce, uint16_t worker,
 			  const uint8_t *blob, uint16_t blob_len)
 {
 	struct pxfer_msg m = { .type = PXFER_MSG_DATA_WELCOME };
@@ -252,5 +264,7 @@ int pxfer_hs_data_welcome(struct pxfer_conn *c, uint16_t worker,
 	m.u.data_welcome.worker = worker;
 	m.u.data_welcome.blob_len = blob_len;
 	memcpy(m.u.data_welcome.blob, blob, blob_len);
+	pxfer_auth_dwel_mac(s->keys.auth, nonce, s->wel.session,
+			    &m.u.data_welcome, m.u.data_welcome.mac);
 	return pxfer_conn_send_msg(c, &m, PXFER_HANDSHAKE_MS);
 }

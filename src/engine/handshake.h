@@ -40,7 +40,7 @@ int pxfer_hs_connect(struct pxfer_session *s, const struct pxfer_hs_target *to,
 /*
  * pxfer_hs_hello - on s->cconn, after its CHALLENGE @ch: send @h (its
  * nonce and MAC are filled here) and take the WELCOME, which must prove
- * @secret and agree to no more than @h asked. Sets s->wel and s->key.
+ * @secret and agree to no more than @h asked. Sets s->wel and s->keys.
  * 0; 1 when the receiver is busy (its REFUSE in s->msg), to try again on
  * a new connection; or -1 after failing the session (a REFUSE says why).
  */
@@ -102,10 +102,12 @@ int pxfer_hs_data_check(struct pxfer_session *s, struct pxfer_conn *c,
 			uint16_t *worker);
 
 /*
- * pxfer_hs_data_welcome - send worker @worker's DATA_WELCOME with the
- * transport's description of its ring. 0 or -errno.
+ * pxfer_hs_data_welcome - send worker @worker's DATA_WELCOME on @c, whose
+ * CHALLENGE carried @nonce, with the transport's description of its ring,
+ * proven with the session key. 0 or -errno.
  */
-int pxfer_hs_data_welcome(struct pxfer_conn *c, uint16_t worker,
+int pxfer_hs_data_welcome(struct pxfer_session *s, struct pxfer_conn *c,
+			  const uint8_t *nonce, uint16_t worker,
 			  const uint8_t *blob, uint16_t blob_len);
 
 #endif

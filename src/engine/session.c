@@ -38,11 +38,51 @@ int pxfer_session_ctrl_start(struct pxfer_session *s)
 	return 0;
 }
 
+int pxfer_session_seal(struct pxfer_session *s, int sender)
+{
+	const struct pxfer_keys *k = &s->keys;
+	int ret = pxfer_ctrl_seal(&s->ctrl, pxfer_session_cipher(s),
+			      sender ? k->ctrl_s2r : k->ctrl_r2s,
+			      sender ? k->ctrl_r2s : k->ctrl_s2r);
+	if (ret)
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+				  "cannot set up %s for the control connection: %s",
+				  pxfer_cipher_name(pxfer_session_cipher(s)),
+				  strerror(-ret));
+	return 0;
+}
+
+const char *pxfer_session_prot_name(const struct pxfer_session *s)
+{
+	int chacha = pxfer_session_cipher(s) == PXFER_CIPHER_CHACHA;
+
+	switch (pxfer_session_prot(s)) {
+	case PXFER_PROT_ENCRYPT:
+		return chacha ? "encrypted (chacha20-poly1305)"
+			      : "encrypted (aes-256-gcm)";
+	case PXFER_PROT_CHECKSUM:
+		return "plain checksum (xxh3)";
+	default:
+		return chacha ? "authenticated (poly1305)"
+			      : "authenticated (gmac)";
+	}
+}
+
+int pxfer_session_integrity(struct pxfer_session *s, const char *what,
+			    const char *detail)
+{
+	return pxfer_fail(&s->fail, PXFER_EXIT_INTEGRITY,
+			  "integrity error on %s with the %s %s: %s; nothing that failed the check was written",
+			  what, s->peer_role, s->cconn ? s->cconn->peer : "?",
+			  detail);
+}
+
 void pxfer_session_release(struct pxfer_session *s)
 {
 	if (s->ctrl_init)
 		pxfer_ctrl_release(&s->ctrl);
 	s->ctrl_init = 0;
+	pxfer_auth_wipe(&s->keys, sizeof(s->keys));
 	s->fail.wake_fd = -1;
 	if (s->cconn)
 		s->t->close(s->cconn);
@@ -188,7 +228,8 @@ int pxfer_session_peer_abort(struct pxfer_session *s,
 	pxfer_escape_reason(why, sizeof(why), e->text, e->text_len, e->code);
 	/* a receiver that ended an idle session: as if the peer went away */
 	pxfer_fail(&s->fail, e->code == EACCES ? PXFER_EXIT_AUTH :
-		   e->code == ETIMEDOUT ? PXFER_EXIT_NET : PXFER_EXIT_FAIL,
+		   e->code == ETIMEDOUT ? PXFER_EXIT_NET :
+		   e->code == EBADMSG ? PXFER_EXIT_INTEGRITY : PXFER_EXIT_FAIL,
 		   "the %s %s ended the session: %s", s->peer_role,
 		   s->cconn->peer, why);
 	return 0;

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include "core/auth.h"
 #include "core/proto.h"
+#include "core/seal.h"
 #include "engine/ctrl.h"
 #include "engine/fail.h"
 #include "engine/worker.h"
@@ -32,7 +33,7 @@ struct pxfer_session {
 	struct pxfer_ctrl ctrl;
 	int ctrl_init;
 	struct pxfer_welcome wel;	/* the parameters both sides agreed */
-	uint8_t key[PXFER_KEY_LEN];	/* what data connections prove */
+	struct pxfer_keys keys;		/* derived in the handshake */
 	struct pxfer_workers workers;
 	int sigfd;			/* readable when a signal arrived, or
 					 * when stop was set */
@@ -66,6 +67,41 @@ int pxfer_session_stopped(const struct pxfer_session *s);
  * wake that thread. 0, or -1 after failing the session.
  */
 int pxfer_session_ctrl_start(struct pxfer_session *s);
+
+/*
+ * pxfer_session_seal - the keys are agreed (WELCOME): seal every control
+ * message from now on, each way with its key (@sender: which way is
+ * ours). 0, or -1 after failing the session.
+ */
+int pxfer_session_seal(struct pxfer_session *s, int sender);
+
+/* pxfer_session_cipher - the AEAD the session agreed (enum pxfer_cipher) */
+static inline int pxfer_session_cipher(const struct pxfer_session *s)
+{
+	return s->wel.flags & PXFER_HELLO_CHACHA ? PXFER_CIPHER_CHACHA :
+						   PXFER_CIPHER_AES_GCM;
+}
+
+/* how the session's chunks are protected */
+enum pxfer_prot { PXFER_PROT_MAC, PXFER_PROT_CHECKSUM, PXFER_PROT_ENCRYPT };
+
+static inline enum pxfer_prot pxfer_session_prot(const struct pxfer_session *s)
+{
+	return s->wel.flags & PXFER_HELLO_ENCRYPT ? PXFER_PROT_ENCRYPT :
+	       s->wel.flags & PXFER_HELLO_CHECKSUM ? PXFER_PROT_CHECKSUM :
+						     PXFER_PROT_MAC;
+}
+
+/* pxfer_session_prot_name - "encrypt (aes-256-gcm)", "mac (...)", "checksum" */
+const char *pxfer_session_prot_name(const struct pxfer_session *s);
+
+/*
+ * pxfer_session_integrity - fail the session for a message or chunk that
+ * failed authentication on @what ("the control connection", "data
+ * connection 2"): PXFER_EXIT_INTEGRITY, with what it means. Returns -1.
+ */
+int pxfer_session_integrity(struct pxfer_session *s, const char *what,
+			    const char *detail);
 
 /*
  * pxfer_session_release - the control channel and connection, and the

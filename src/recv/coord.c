@@ -279,6 +279,9 @@ static int read_control(struct recv_session *s)
 			if (++n % REPLY_FLUSH == 0)
 				pxfer_ctrl_flush(&s->b.ctrl);
 		}
+		if (r == -EBADMSG)
+			return pxfer_session_integrity(&s->b, "the control connection",
+						       "a message failed authentication: forged, replayed, reordered, or one before it dropped");
 		if (r < 0)
 			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
 					  "protocol error from the sender %s (%s): %s",

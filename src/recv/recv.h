@@ -20,6 +20,7 @@
 #include "core/ring.h"
 #include "engine/handshake.h"
 #include "engine/session.h"
+#include "engine/tagger.h"
 #include "engine/worker.h"
 #include "recv/filetab.h"
 #include "recv/gate.h"
@@ -80,6 +81,8 @@ struct rworker {
 	struct rslot *slots;
 	struct pxfer_chunk desc;
 	uint64_t seq;
+	struct pxfer_tagger tag;	/* made once the keys are agreed */
+	int tag_init;
 	struct pxfer_idq finq;	/* files to finish here; guarded by b.lock */
 	int slots_freed;	/* the coordinator has credits to grant */
 	int done_wake;		/* the coordinator has files to report */
@@ -105,6 +108,7 @@ struct recv_session {
 	struct pxfer_pool pool;		/* that slice (empty: rings are mapped) */
 	uint64_t ring_mem;		/* its share of --ring-mem */
 	struct pxfer_hello hello;	/* what the sender asked */
+	int welcomed;			/* the WELCOME went out: keys agreed */
 	uint8_t nonce[PXFER_NONCE_LEN];	/* of the control connection's CHALLENGE */
 	pthread_t thread;
 	atomic_int stop;		/* set by the server: end now */

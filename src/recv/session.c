@@ -151,7 +151,7 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
 				  "handshake with %s failed: %s", s->b.cconn->peer,
 				  strerror(-ret));
-	return 0;
+	return pxfer_session_seal(&s->b, 0);
 }
 
 /*
@@ -175,12 +175,19 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c,
 		return -EPROTO;
 	w = &s->w[idx];
 	w->b.conn = c;
+	ret = pxfer_tagger_init(&w->tag, &s->b, idx, 0);
+	w->tag_init = 1;
+	if (ret)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				  "cannot set up %s for worker %u: %s",
+				  pxfer_cipher_name(pxfer_session_cipher(&s->b)),
+				  idx, strerror(-ret));
 	ret = pxfer_worker_attach(&w->b, s->b.t, blob, &blob_len);
 	if (ret)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 				  "cannot set up worker %u: %s", w->b.idx,
 				  pxfer_worker_setup_error(ret));
-	ret = pxfer_hs_data_welcome(c, w->b.idx, blob, blob_len);
+	ret = pxfer_hs_data_welcome(&s->b, c, nonce, w->b.idx, blob, blob_len);
 	/* the worker owns the connection now (its ring is registered with
 	 * it): losing it fails the session, like losing it later would */
 	if (ret)
@@ -318,6 +325,7 @@ static void report(struct recv_session *s, double secs)
 		.seconds = secs,
 		.exit_code = s->code,
 		.error = failed ? s->b.fail.msg : NULL,
+		.protection = s->welcomed ? pxfer_session_prot_name(&s->b) : NULL,
 	};
 	char b[32], rate[32];
 
@@ -358,16 +366,27 @@ static void run(struct recv_session *s)
 			   strerror(-ret));
 		return;
 	}
+	if (s->o->require_encrypt && !(h->flags & PXFER_HELLO_ENCRYPT)) {
+		pxfer_hs_refuse(s->b.cconn, EPERM,
+				"this receiver takes only encrypted sessions: send with --encrypt");
+		pxfer_fail(&s->b.fail, PXFER_EXIT_AUTH,
+			   "refused a sender from %s: it does not encrypt, and this receiver runs with --require-encrypt",
+			   s->b.cconn->peer);
+		return;
+	}
 	if (welcome(s, h, s->nonce))
 		return;
+	s->welcomed = 1;
 	pxfer_rfiles_probe(&s->files);
-	verbose("session with %s: %u workers, %u KiB chunks, %u slots each",
+	verbose("session with %s: %u workers, %u KiB chunks, %u slots each, data %s",
 		s->b.cconn->peer, s->b.workers.n, s->b.wel.chunk_size >> 10,
-		s->b.wel.slots);
+		s->b.wel.slots, pxfer_session_prot_name(&s->b));
 	if (!accept_workers(s))
 		recv_coordinate(s);
 	if (pxfer_failed(&s->b.fail) && pxfer_fail_code(&s->b.fail) != PXFER_EXIT_NET)
-		pxfer_session_abort(&s->b, ECANCELED, s->b.fail.msg, 1000);
+		pxfer_session_abort(&s->b,
+				    pxfer_fail_code(&s->b.fail) == PXFER_EXIT_INTEGRITY ?
+				    EBADMSG : ECANCELED, s->b.fail.msg, 1000);
 }
 
 /* everything but the session's own struct and its wake-up descriptors */
@@ -377,6 +396,8 @@ static void session_release(struct recv_session *s)
 		pxfer_workers_stop(&s->b.workers, s->b.t, pxfer_failed(&s->b.fail));
 		for (unsigned int i = 0; i < s->b.workers.n; i++) {
 			pxfer_worker_release(&s->w[i].b, s->b.t);
+			if (s->w[i].tag_init)
+				pxfer_tagger_release(&s->w[i].tag);
 			free(s->w[i].slots);
 			pxfer_idq_release(&s->w[i].finq);
 		}

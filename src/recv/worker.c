@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -138,10 +139,17 @@ static int rw_chunk(struct rworker *w)
 	int ret;
 
 	w->seq++;
-	if (pxfer_hash(buf, d->len) != d->xxh3)
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
-				  "checksum mismatch in chunk %llu from %s (data connection %u): data was corrupted in transit",
-				  (unsigned long long)d->seq, w->b.conn->peer, w->b.idx);
+	if (pxfer_tagger_open(&w->tag, d, buf)) {
+		char what[32], detail[160];
+
+		snprintf(what, sizeof(what), "data connection %u", w->b.idx);
+		snprintf(detail, sizeof(detail),
+			 w->tag.prot == PXFER_PROT_CHECKSUM ?
+			 "chunk %llu does not match its checksum: corrupted in transit" :
+			 "chunk %llu failed authentication: forged, or corrupted in transit",
+			 (unsigned long long)d->seq);
+		return pxfer_session_integrity(&s->b, what, detail);
+	}
 	recv_progress(s);
 	rs->nseg = d->nseg;
 	rs->pending = 1;	/* the slot stays taken until all are under way */

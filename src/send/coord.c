@@ -122,6 +122,11 @@ static int read_control(struct send_session *s)
 			break;
 		if (r > 0)
 			r = dispatch(s, &s->b.msg, &work);
+		if (r == -EBADMSG) {
+			pxfer_session_integrity(&s->b, "the control connection",
+						"a message failed authentication: forged, replayed, reordered, or one before it dropped");
+			break;
+		}
 		if (r < 0) {
 			pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
 				   "protocol error from the receiver %s: %s",

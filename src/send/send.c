@@ -79,7 +79,10 @@ static int handshake(struct send_session *s)
 	h.workers = o->workers;
 	h.chunk_size = o->chunk_size;
 	h.flags = (o->fsync ? PXFER_HELLO_FSYNC : 0) |
-		  (o->chunk_auto ? PXFER_HELLO_CHUNK_AUTO : 0);
+		  (o->chunk_auto ? PXFER_HELLO_CHUNK_AUTO : 0) |
+		  (o->encrypt ? PXFER_HELLO_ENCRYPT :
+		   !strcmp(o->integrity, "checksum") ? PXFER_HELLO_CHECKSUM : 0) |
+		  (!strcmp(o->cipher, "chacha20-poly1305") ? PXFER_HELLO_CHACHA : 0);
 	if (o->dest) {
 		h.dest_len = strlen(o->dest);
 		memcpy(h.dest, o->dest, h.dest_len + 1);
@@ -91,19 +94,25 @@ static int handshake(struct send_session *s)
 	} while (r > 0 && !busy_wait(s, end, &delay));
 	if (r)
 		return -1;
-	verbose("connected to %s over %s: %u workers, %u KiB chunks, %u slots each",
+	verbose("connected to %s over %s: %u workers, %u KiB chunks, %u slots each, data %s",
 		s->b.cconn->peer, s->b.t->name, s->b.wel.workers,
-		s->b.wel.chunk_size >> 10, s->b.wel.slots);
+		s->b.wel.chunk_size >> 10, s->b.wel.slots,
+		pxfer_session_prot_name(&s->b));
 	return 0;
 }
 
 /* start making the worker's ring while the data connections are made */
 static int worker_prepare(struct send_session *s, struct sworker *w)
 {
+	int ret;
+
 	w->s = s;
 	w->slots = calloc(s->b.wel.slots, sizeof(*w->slots));
 	if (!w->slots)
 		return -ENOMEM;
+	ret = pxfer_tagger_init(&w->tag, &s->b, w->b.idx, 1);
+	if (ret)
+		return ret;
 	return pxfer_worker_prepare(&w->b, s->b.t, s->o->io, s->b.wel.slots,
 				    s->b.wel.chunk_size, 0, &s->pool);
 }
@@ -158,6 +167,7 @@ static void workers_stop(struct send_session *s)
 	pxfer_workers_stop(&s->b.workers, s->b.t, pxfer_failed(&s->b.fail));
 	for (unsigned int i = 0; i < s->b.workers.n; i++) {
 		pxfer_worker_release(&s->w[i].b, s->b.t);
+		pxfer_tagger_release(&s->w[i].tag);
 		free(s->w[i].slots);
 	}
 	pxfer_workers_release(&s->b.workers);
@@ -203,7 +213,7 @@ static int session_start(struct send_session *s)
 						      s->b.t->ring_hdr)))
 		verbose("ring memory made when the session starts");
 	/* PXFER_NO_SENDFILE=1: every chunk through the ring (for comparison) */
-	atomic_store(&s->direct, s->b.t->send_chunk_fd &&
+	atomic_store(&s->direct, s->b.t->send_chunk_fd && !o->encrypt &&
 		     !pxfer_env_flag("PXFER_NO_SENDFILE"));
 	ret = pxfer_walk_init(&s->walk, o->paths, o->npaths, &bad);
 	if (ret == -EINVAL)
@@ -218,7 +228,8 @@ static int session_start(struct send_session *s)
 				  strerror(-ret));
 	s->walk.open_files = 1;
 	s->walk_init = 1;
-	if (handshake(s) || pxfer_session_ctrl_start(&s->b))
+	if (handshake(s) || pxfer_session_ctrl_start(&s->b) ||
+	    pxfer_session_seal(&s->b, 1))
 		return -1;
 	ret = pxfer_sched_init(&s->sched, s->b.wel.chunk_size, PXFER_SEG_MAX);
 	if (ret || send_manifest_init(s))
@@ -255,6 +266,16 @@ static int check_opts(const struct pxfer_send_opts *o)
 	if (pxfer_secret_bits(&o->secret) < PXFER_SECRET_BITS)
 		return error("pxfer_send: the secret is too weak: about %u bits of the %d needed",
 			     pxfer_secret_bits(&o->secret), PXFER_SECRET_BITS);
+	if (!o->integrity || (strcmp(o->integrity, "mac") &&
+			      strcmp(o->integrity, "checksum")))
+		return error("pxfer_send: integrity '%s': mac or checksum",
+			     o->integrity ? o->integrity : "(null)");
+	if (o->encrypt && !strcmp(o->integrity, "checksum"))
+		return error("pxfer_send: encryption authenticates every chunk: it cannot go with the plain checksum");
+	if (!o->cipher || (strcmp(o->cipher, "aes-256-gcm") &&
+			   strcmp(o->cipher, "chacha20-poly1305")))
+		return error("pxfer_send: cipher '%s': aes-256-gcm or chacha20-poly1305",
+			     o->cipher ? o->cipher : "(null)");
 	return 0;
 }
 
@@ -285,7 +306,10 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	pxfer_progress_init(&s->prog, o->progress);
 	if (!session_start(s))
 		send_coordinate(s);
-	if (pxfer_failed(&s->b.fail))
+	if (pxfer_failed(&s->b.fail) &&
+	    pxfer_fail_code(&s->b.fail) == PXFER_EXIT_INTEGRITY)
+		pxfer_session_abort(&s->b, EBADMSG, s->b.fail.msg, 1000);
+	else if (pxfer_failed(&s->b.fail))
 		pxfer_session_abort(&s->b, ECANCELED,
 				    pxfer_signal_pending() ? "the sender was interrupted"
 							   : "the sender failed", 0);

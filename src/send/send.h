@@ -17,6 +17,7 @@
 #include "engine/handshake.h"
 #include "engine/progress.h"
 #include "engine/session.h"
+#include "engine/tagger.h"
 #include "engine/worker.h"
 #include "send/scheduler.h"
 #include "send/walk.h"
@@ -41,6 +42,7 @@ struct sworker {
 	struct sslot *slots;
 	struct pxfer_chunk desc;
 	uint64_t seq;
+	struct pxfer_tagger tag;
 };
 
 static inline struct sworker *to_sworker(struct pxfer_worker *w)

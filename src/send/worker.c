@@ -137,13 +137,16 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 	d->slot = slot;
 	d->nseg = ss->plan.nseg;
 	d->len = ss->plan.len;
-	d->xxh3 = pxfer_hash(buf, d->len);
 	d->seq = w->seq++;
 	for (unsigned int i = 0; i < d->nseg; i++) {
 		d->seg[i].file = ss->plan.seg[i].f->id;
 		d->seg[i].offset = ss->plan.seg[i].off;
 		d->seg[i].len = ss->plan.seg[i].len;
 	}
+	ret = pxfer_tagger_seal(&w->tag, d, buf);
+	if (ret)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				  "cannot seal a chunk: %s", strerror(-ret));
 	ret = s->b.t->send_chunk(w->b.conn, d, buf);
 	if (ret)
 		return sw_conn_failed(w, ret);
@@ -230,7 +233,14 @@ static int sw_send_direct(struct sworker *w, unsigned int slot)
 	struct pxfer_chunk *d = &w->desc;
 	int ret;
 
-	ret = pxfer_hash_file(seg->f->fd, seg->off, seg->len, &d->xxh3);
+	d->slot = slot;
+	d->nseg = 1;
+	d->len = seg->len;
+	d->seq = w->seq;
+	d->seg[0].file = seg->f->id;
+	d->seg[0].offset = seg->off;
+	d->seg[0].len = seg->len;
+	ret = pxfer_tagger_seal_file(&w->tag, d, seg->f->fd);
 	if (ret == -ENODATA) {
 		ss->pending = 0;
 		ss->err[0] = ENODATA;
@@ -240,13 +250,7 @@ static int sw_send_direct(struct sworker *w, unsigned int slot)
 		atomic_store(&s->direct, 0);
 		return 0;
 	}
-	d->slot = slot;
-	d->nseg = 1;
-	d->len = seg->len;
-	d->seq = w->seq++;
-	d->seg[0].file = seg->f->id;
-	d->seg[0].offset = seg->off;
-	d->seg[0].len = seg->len;
+	w->seq++;
 	ret = s->b.t->send_chunk_fd(w->b.conn, d, seg->f->fd,
 				    pxfer_ring_slot(&w->b.ring, slot));
 	if (ret == -ENODATA)

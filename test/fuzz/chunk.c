@@ -34,7 +34,7 @@ static int same_chunk(const struct pxfer_chunk *a, const struct pxfer_chunk *b)
 	unsigned int i;
 
 	if (a->slot != b->slot || a->nseg != b->nseg || a->len != b->len ||
-	    a->xxh3 != b->xxh3 || a->seq != b->seq)
+	    memcmp(a->tag, b->tag, PXFER_TAG_LEN) || a->seq != b->seq)
 		return 0;
 	for (i = 0; i < a->nseg; i++)
 		if (a->seg[i].file != b->seg[i].file ||

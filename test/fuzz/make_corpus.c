@@ -222,7 +222,7 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 	msg_bad("hello-flags", m, 12, PXFER_HELLO_FLAGS + 1, 4);
 	m->u.hello.workers = PXFER_WORKERS_MAX;
 	m->u.hello.chunk_size = PXFER_CHUNK_MAX;
-	m->u.hello.flags = PXFER_HELLO_FLAGS;
+	m->u.hello.flags = PXFER_HELLO_FLAGS & ~PXFER_HELLO_CHECKSUM;
 	memset(m->u.hello.nonce, 0x22, PXFER_NONCE_LEN);
 	memset(m->u.hello.mac, 0x33, PXFER_MAC_LEN);
 	m->u.hello.dest_len = PXFER_PATH_MAX;
@@ -246,8 +246,12 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 		.session = UINT64_MAX, .chunk_size = PXFER_CHUNK_MAX,
 		.workers = PXFER_WORKERS_MAX, .slots = PXFER_SLOTS_MAX,
 		.max_files = 65536,
+		.flags = PXFER_HELLO_ENCRYPT | PXFER_HELLO_CHACHA,
 	};
 	msg_seed("welcome-max", m, true, body);
+	msg_bad("welcome-flags-both", m, 52,
+		PXFER_HELLO_ENCRYPT | PXFER_HELLO_CHECKSUM, 4);
+	msg_bad("welcome-flags-unknown", m, 52, 0x20, 4);
 	msg_bad("welcome-chunk-over", m, 40, PXFER_CHUNK_MAX + 1, 4);
 	msg_bad("welcome-workers-over", m, 44, PXFER_WORKERS_MAX + 1, 2);
 	msg_bad("welcome-slots-over", m, 46, PXFER_SLOTS_MAX + 1, 2);
@@ -272,7 +276,7 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 	memset(m->u.data_welcome.blob, 0xbb, PXFER_BLOB_MAX);
 	msg_seed("data_welcome-max", m, true, body);
 	msg_bad("data_welcome-worker-over", m, 0, PXFER_WORKERS_MAX, 2);
-	body_grow(body, 2, 1);
+	body_grow(body, 2 + PXFER_MAC_LEN, 1);
 	msg_write("data_welcome-blob-over", body);
 }
 
@@ -517,7 +521,7 @@ static void make_chunk(void)
 {
 	struct pxfer_chunk c = {
 		.slot = 3, .nseg = 1, .len = 4096,
-		.xxh3 = 0x0123456789abcdefull, .seq = 9,
+		.tag = "0123456789abcde", .seq = 9,
 		.seg = { { .file = 1, .offset = 0, .len = 4096 } },
 	};
 	uint8_t buf[PXFER_CHUNK_DESC_MAX + 16];
@@ -536,8 +540,9 @@ static void make_chunk(void)
 	chunk_bad("nseg-over", &c, 2, PXFER_SEG_MAX + 1, 2);
 	chunk_bad("len-0", &c, 4, 0, 4);
 	chunk_bad("len-mismatch", &c, 4, 4097, 4);
-	chunk_bad("seg-len-0", &c, 24 + 16, 0, 4);
-	chunk_bad("offset-wraps", &c, 24 + 8, UINT64_MAX - 4095, 8);
+	chunk_bad("seg-len-0", &c, PXFER_CHUNK_DESC_FIXED + 16, 0, 4);
+	chunk_bad("offset-wraps", &c, PXFER_CHUNK_DESC_FIXED + 8,
+		  UINT64_MAX - 4095, 8);
 
 	c.seg[0].offset = UINT64_MAX - 4096;
 	chunk_seed("offset-last", &c);

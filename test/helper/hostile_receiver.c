@@ -78,7 +78,40 @@ static int greet(struct pxfer_conn *c, uint8_t *nonce, struct pxfer_msg *m)
 	return ret;
 }
 
-static int send_text(struct pxfer_conn *c, uint16_t type, uint64_t id,
+/* the control channel after WELCOME is sealed: one message, blocking */
+static int ctrl_send(struct pxfer_ctrl *c, const struct pxfer_msg *m)
+{
+	struct pollfd p = { .fd = pxfer_tcp_ops.conn_fd(c->conn),
+			    .events = POLLOUT };
+	int ret = pxfer_ctrl_queue(c, m);
+
+	while (!ret && pxfer_ctrl_pending(c)) {
+		ret = pxfer_ctrl_flush(c);
+		if (!ret && pxfer_ctrl_pending(c) && poll(&p, 1, TIMEOUT_MS) <= 0)
+			ret = -ETIMEDOUT;
+	}
+	return ret;
+}
+
+static int ctrl_recv(struct pxfer_ctrl *c, struct pxfer_msg *m)
+{
+	struct pollfd p = { .fd = pxfer_tcp_ops.conn_fd(c->conn),
+			    .events = POLLIN };
+	int r;
+
+	for (;;) {
+		r = pxfer_ctrl_next(c, m);
+		if (r)
+			return r < 0 ? r : 0;
+		if (poll(&p, 1, TIMEOUT_MS) <= 0)
+			return -ETIMEDOUT;
+		r = pxfer_ctrl_fill(c);
+		if (r)
+			return r;
+	}
+}
+
+static int send_text(struct pxfer_ctrl *c, uint16_t type, uint64_t id,
 		     int code)
 {
 	struct pxfer_msg m = { .type = type };
@@ -93,7 +126,7 @@ static int send_text(struct pxfer_conn *c, uint16_t type, uint64_t id,
 		m.u.status.text_len = strlen(attack);
 	}
 	memcpy(text, attack, sizeof(attack));
-	return pxfer_conn_send_msg(c, &m, TIMEOUT_MS);
+	return ctrl_send(c, &m);
 }
 
 /* the session of an authentic sender, one data connection, lying */
@@ -123,19 +156,25 @@ static int lie(struct pxfer_listener *l, struct pxfer_session *s,
 	if (!ret)
 		ret = pxfer_hs_data_check(s, dc, nonce, &m, &worker);
 	if (!ret)
-		ret = pxfer_hs_data_welcome(dc, worker, blob, 0);
+		ret = pxfer_hs_data_welcome(s, dc, nonce, worker, blob, 0);
+	if (!ret)
+		ret = pxfer_ctrl_init(&s->ctrl, s->cconn);
+	if (!ret)
+		ret = pxfer_ctrl_seal(&s->ctrl, PXFER_CIPHER_AES_GCM,
+				      s->keys.ctrl_r2s, s->keys.ctrl_s2r);
 	while (!ret) {
-		ret = pxfer_conn_recv_msg(s->cconn, &m, TIMEOUT_MS);
+		ret = ctrl_recv(&s->ctrl, &m);
 		if (ret)
 			break;
 		if (m.type == PXFER_MSG_FILE)
-			ret = send_text(s->cconn, PXFER_MSG_FILE_ERR,
+			ret = send_text(&s->ctrl, PXFER_MSG_FILE_ERR,
 					m.u.file.id, EIO);
 		if (m.type == PXFER_MSG_FIN) {
-			ret = send_text(s->cconn, PXFER_MSG_ABORT, 0, ECANCELED);
+			ret = send_text(&s->ctrl, PXFER_MSG_ABORT, 0, ECANCELED);
 			break;
 		}
 	}
+	pxfer_ctrl_release(&s->ctrl);
 	if (dc)
 		pxfer_tcp_ops.close(dc);
 	return ret ? fail("the session", -ret) : 0;

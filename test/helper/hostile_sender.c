@@ -37,10 +37,10 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <xxhash.h>
-
 #include "pxfer/pxfer.h"
 #include "core/auth.h"
+#include "core/seal.h"
+#include "engine/tagger.h"
 #include "core/escape.h"
 #include "core/proto.h"
 #include "core/sys.h"
@@ -75,16 +75,25 @@ struct hs {
 	struct pxfer_conn *data;	/* data connection of worker 0 */
 	uint8_t nonce_r[PXFER_NONCE_LEN];
 	uint8_t nonce_s[PXFER_NONCE_LEN];
-	uint8_t key[PXFER_KEY_LEN];
+	struct pxfer_session sess;	/* its keys and wel, for the tagger */
 	struct pxfer_welcome wel;
+	/* the control connection after WELCOME: sealed, numbered */
+	int sealed;
+	struct pxfer_aead tx, rx;
+	uint64_t tx_seq, rx_seq;
+	struct pxfer_tagger tag;
 	uint32_t chunk_req;		/* chunk size to ask for; 0: CHUNK_REQ */
 	uint64_t seq;			/* next chunk on the data connection */
 	uint16_t slots[PXFER_SLOTS_MAX];	/* granted and not yet used */
 	unsigned int nslots;
 	char path[MAX_IDS][PXFER_PATH_MAX + 1];
 	int ended;			/* the receiver ended the session */
+	struct pxfer_hello sent_hello;
 	struct pxfer_msg m;
 };
+
+/* the session being played, for send_msg: its control connection seals */
+static struct hs *cur;
 
 /* what next_msg saw when it did not return a message */
 #define GONE	0		/* ABORT, or the connection closed */
@@ -210,7 +219,8 @@ static int send_raw(struct pxfer_conn *c, const void *buf, size_t len)
 
 static int send_msg(struct pxfer_conn *c, const struct pxfer_msg *m)
 {
-	uint8_t buf[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	uint8_t buf[PXFER_HDR_LEN + PXFER_MSG_MAX + PXFER_TAG_LEN];
+	uint8_t nonce[PXFER_AEAD_NONCE_LEN];
 	ssize_t n = pxfer_msg_encode(buf, sizeof(buf), m);
 
 	if (n < 0) {
@@ -218,8 +228,68 @@ static int send_msg(struct pxfer_conn *c, const struct pxfer_msg *m)
 			pxfer_msg_name(m->type), strerror(-n));
 		return -1;
 	}
+	if (cur && c == cur->ctl && cur->sealed) {
+		pxfer_hdr_encode(buf, m->type, n - PXFER_HDR_LEN + PXFER_TAG_LEN);
+		pxfer_nonce_make(nonce, 0, cur->tx_seq++);
+		if (pxfer_aead_seal(&cur->tx, nonce, buf, PXFER_HDR_LEN, NULL, 0,
+				    buf + PXFER_HDR_LEN, n - PXFER_HDR_LEN,
+				    buf + n))
+			return -1;
+		n += PXFER_TAG_LEN;
+	}
 	show("->", m);
 	return send_raw(c, buf, n);
+}
+
+/*
+ * Seal the encoded frame of @n bytes at @f in place (room for the tag
+ * after it) as the next message on the control connection, when it is
+ * sealed: the frame's new length.
+ */
+static ssize_t seal_frame(struct hs *h, uint8_t *f, ssize_t n)
+{
+	uint8_t nonce[PXFER_AEAD_NONCE_LEN];
+	uint16_t type = (uint16_t)(f[0] << 8 | f[1]);
+
+	if (n < PXFER_HDR_LEN || !h->sealed)
+		return n;
+	pxfer_hdr_encode(f, type, n - PXFER_HDR_LEN + PXFER_TAG_LEN);
+	pxfer_nonce_make(nonce, 0, h->tx_seq++);
+	if (pxfer_aead_seal(&h->tx, nonce, f, PXFER_HDR_LEN, NULL, 0,
+			    f + PXFER_HDR_LEN, n - PXFER_HDR_LEN, f + n))
+		return -1;
+	return n + PXFER_TAG_LEN;
+}
+
+/*
+ * One message on the control connection, opened once it is sealed: 0, or
+ * what pxfer_conn_recv_msg returns (-EPROTO also for one that fails to
+ * open).
+ */
+static int ctl_recv(struct hs *h, int timeout_ms)
+{
+	uint8_t buf[PXFER_HDR_LEN + PXFER_MSG_MAX + PXFER_TAG_LEN];
+	uint8_t nonce[PXFER_AEAD_NONCE_LEN];
+	struct pxfer_hdr hd;
+	int ret;
+
+	if (!h->sealed)
+		return pxfer_conn_recv_msg(h->ctl, &h->m, timeout_ms);
+	ret = pxfer_conn_recv_exact(h->ctl, buf, PXFER_HDR_LEN, timeout_ms);
+	if (!ret)
+		ret = pxfer_hdr_decode_sealed(buf, PXFER_HDR_LEN, &hd);
+	if (!ret)
+		ret = pxfer_conn_recv_exact(h->ctl, buf + PXFER_HDR_LEN, hd.len,
+					    timeout_ms);
+	if (ret)
+		return ret;
+	pxfer_nonce_make(nonce, 0, h->rx_seq++);
+	if (pxfer_aead_open(&h->rx, nonce, buf, PXFER_HDR_LEN, NULL, 0,
+			    buf + PXFER_HDR_LEN, hd.len - PXFER_TAG_LEN,
+			    buf + PXFER_HDR_LEN + hd.len - PXFER_TAG_LEN))
+		return -EPROTO;
+	return pxfer_msg_decode(hd.type, buf + PXFER_HDR_LEN,
+				hd.len - PXFER_TAG_LEN, &h->m);
 }
 
 /*
@@ -234,7 +304,7 @@ static int send_msg(struct pxfer_conn *c, const struct pxfer_msg *m)
  */
 static int recv_msg(struct hs *h)
 {
-	int ret = pxfer_conn_recv_msg(h->ctl, &h->m, TIMEOUT_MS);
+	int ret = ctl_recv(h, TIMEOUT_MS);
 
 	if (ret == -EPIPE || ret == -ECONNRESET) {
 		printf("<- (the receiver closed the connection)\n");
@@ -324,12 +394,13 @@ static enum outcome await_close(struct hs *h, struct pxfer_conn *c)
 /* HELLO: 0 on WELCOME, 1 on REFUSE, -1 on failure */
 static int hello(struct hs *h, const char *dest, int bad_mac)
 {
-	struct pxfer_hello *hl = &h->m.u.hello;
+	struct pxfer_hello *hl = &h->m.u.hello, *hl_sent;
 	uint8_t mac[PXFER_MAC_LEN];
 	int ret;
 
 	if (conn_open(h, &h->ctl, 0, h->nonce_r))
 		return -1;
+	h->sealed = 0;
 	memset(&h->m, 0, sizeof(h->m));
 	h->m.type = PXFER_MSG_HELLO;
 	hl->magic = PXFER_MAGIC;
@@ -345,6 +416,8 @@ static int hello(struct hs *h, const char *dest, int bad_mac)
 	pxfer_auth_hello_mac(&h->secret, h->nonce_r, hl, hl->mac);
 	if (bad_mac)
 		hl->mac[0] ^= 0x55;
+	hl_sent = &h->sent_hello;
+	*hl_sent = *hl;
 	ret = send_msg(h->ctl, &h->m);
 	if (ret)
 		return ret > 0 ? 1 : -1;
@@ -359,13 +432,24 @@ static int hello(struct hs *h, const char *dest, int bad_mac)
 	if (h->m.type != PXFER_MSG_WELCOME)
 		return -1;
 	h->wel = h->m.u.welcome;
-	pxfer_auth_welcome_mac(&h->secret, h->nonce_r, h->nonce_s,
-			       h->wel.session, mac);
+	pxfer_auth_welcome_mac(&h->secret, h->nonce_r, hl_sent, &h->wel, mac);
 	if (!pxfer_auth_equal(mac, h->wel.mac)) {
 		fprintf(stderr, "hostile_sender: the WELCOME does not prove the secret\n");
 		return -1;
 	}
-	pxfer_auth_session_key(&h->secret, h->nonce_r, h->nonce_s, h->key);
+	h->sess.wel = h->wel;
+	pxfer_aead_release(&h->tx);
+	pxfer_aead_release(&h->rx);
+	pxfer_tagger_release(&h->tag);
+	if (pxfer_auth_keys(&h->secret, h->nonce_r, h->nonce_s, &h->sess.keys) ||
+	    pxfer_aead_init(&h->tx, PXFER_CIPHER_AES_GCM, h->sess.keys.ctrl_s2r, 1) ||
+	    pxfer_aead_init(&h->rx, PXFER_CIPHER_AES_GCM, h->sess.keys.ctrl_r2s, 0) ||
+	    pxfer_tagger_init(&h->tag, &h->sess, 0, 1)) {
+		fprintf(stderr, "hostile_sender: cannot set up the session keys\n");
+		return -1;
+	}
+	h->tx_seq = h->rx_seq = 0;
+	h->sealed = 1;
 	return 0;
 }
 
@@ -401,7 +485,8 @@ static int data_open(struct hs *h, struct pxfer_conn **c, enum data_how how)
 	h->m.type = PXFER_MSG_DATA_HELLO;
 	dh->session = h->wel.session;
 	dh->worker = how == DATA_BAD_WORKER ? h->wel.workers + 4 : 0;
-	pxfer_auth_data_mac(h->key, nonce, dh->session, dh->worker, dh->mac);
+	pxfer_auth_data_mac(h->sess.keys.auth, nonce, dh->session, dh->worker,
+			    dh->mac);
 	if (how == DATA_BAD_MAC)
 		dh->mac[31] ^= 0x80;
 	if (how == DATA_RESET) {
@@ -455,6 +540,10 @@ static void session_close(struct hs *h)
 {
 	conn_close(&h->data);
 	conn_close(&h->ctl);
+	h->sealed = 0;
+	pxfer_aead_release(&h->tx);
+	pxfer_aead_release(&h->rx);
+	pxfer_tagger_release(&h->tag);
 }
 
 /* ---- messages of a session -------------------------------------------- */
@@ -504,7 +593,7 @@ static int take_slot(struct hs *h)
 /* how a chunk is spoiled */
 enum chunk_flaw {
 	FLAW_NONE,
-	FLAW_CHECKSUM,		/* xxh3 does not match the payload */
+	FLAW_CHECKSUM,		/* the tag does not match the payload */
 	FLAW_SEQ,		/* out of sequence */
 };
 
@@ -528,12 +617,15 @@ static int send_chunk(struct hs *h, int slot, const struct pxfer_seg *seg,
 	/* the payload goes after the largest descriptor, then moves up */
 	for (uint32_t i = 0; i < ch.len; i++)
 		buf[desc_max + i] = 'a' + i % 26;
-	ch.xxh3 = XXH3_64bits(buf + desc_max, ch.len);
 	ch.seq = h->seq++;
-	if (flaw == FLAW_CHECKSUM)
-		ch.xxh3 ^= 1;
 	if (flaw == FLAW_SEQ)
 		ch.seq += 7;
+	if (pxfer_tagger_seal(&h->tag, &ch, buf + desc_max)) {
+		free(buf);
+		return -1;
+	}
+	if (flaw == FLAW_CHECKSUM)
+		ch.tag[0] ^= 1;
 	dlen = pxfer_chunk_encode(buf + PXFER_HDR_LEN, PXFER_CHUNK_DESC_MAX, &ch);
 	if (dlen < 0) {
 		fprintf(stderr, "hostile_sender: cannot encode the chunk: %s\n",
@@ -829,7 +921,7 @@ static enum outcome sc_data_reset(struct hs *h)
 		conn_close(&h->ctl);
 		return O_FAILED;
 	}
-	ret = pxfer_conn_recv_msg(h->ctl, &h->m, 3 * TIMEOUT_MS);
+	ret = ctl_recv(h, 3 * TIMEOUT_MS);
 	if (ret == -EPIPE || ret == -ECONNRESET)
 		printf("<- (the receiver closed the control connection)\n");
 	else if (!ret)
@@ -933,7 +1025,7 @@ static enum outcome sc_long_name(struct hs *h)
 /* a FILE whose path holds a NUL: the codec must refuse the frame */
 static enum outcome sc_nul_in_path(struct hs *h)
 {
-	uint8_t buf[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	uint8_t buf[PXFER_HDR_LEN + PXFER_MSG_MAX + PXFER_TAG_LEN];
 	struct pxfer_file *f = &h->m.u.file;
 	ssize_t n;
 	int ret;
@@ -954,7 +1046,8 @@ static enum outcome sc_nul_in_path(struct hs *h)
 	/* the path starts 35 bytes into the body, after its u16 length */
 	buf[PXFER_HDR_LEN + 35 + 3] = 0;
 	say("FILE path 'nul\\0bad' (an embedded NUL)");
-	ret = send_raw(h->ctl, buf, n);
+	n = seal_frame(h, buf, n);
+	ret = n < 0 ? -1 : send_raw(h->ctl, buf, n);
 	if (ret < 0) {
 		session_close(h);
 		return O_FAILED;
@@ -1519,17 +1612,24 @@ static void say_tally(const struct tally *t)
 static int send_batches(struct hs *h, const uint8_t *frame, size_t len,
 			unsigned long count, struct tally *t)
 {
-	uint8_t *buf = malloc(len * BATCH);
+	size_t slen = len + (h->sealed ? PXFER_TAG_LEN : 0);
+	uint8_t *buf = malloc(slen * BATCH);
 	int ret = 1;
 
 	if (!buf)
 		return -1;
-	for (unsigned int i = 0; i < BATCH; i++)
-		memcpy(buf + i * len, frame, len);
 	while (count && ret == 1) {
 		unsigned long k = count < BATCH ? count : BATCH;
 
-		ret = send_raw(h->ctl, buf, k * len);
+		/* each copy is a message of its own: sealed with its number */
+		for (unsigned int i = 0; i < k; i++) {
+			memcpy(buf + i * slen, frame, len);
+			if (seal_frame(h, buf + i * slen, len) < 0) {
+				free(buf);
+				return -1;
+			}
+		}
+		ret = send_raw(h->ctl, buf, k * slen);
 		if (ret > 0)
 			h->ended = 1;
 		ret = ret ? (ret > 0 ? GONE : -1) : read_answers(h, t, k);
@@ -1542,7 +1642,7 @@ static int send_batches(struct hs *h, const uint8_t *frame, size_t len,
 /* one directory record, the longest path, REPEATS times */
 static enum outcome sc_dir_repeat(struct hs *h)
 {
-	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX + PXFER_TAG_LEN];
 	char path[PXFER_PATH_MAX + 1];
 	struct tally t = { 0 };
 	ssize_t n;
@@ -1566,7 +1666,7 @@ static enum outcome sc_dir_repeat(struct hs *h)
 /* distinct directories, the longest paths, until the receiver refuses */
 static enum outcome sc_dirs_many(struct hs *h)
 {
-	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX + PXFER_TAG_LEN];
 	char path[PXFER_PATH_MAX + 1], leaf[32];
 	struct tally t = { 0 };
 	unsigned long i;
@@ -1580,6 +1680,7 @@ static enum outcome sc_dirs_many(struct hs *h)
 		snprintf(leaf, sizeof(leaf), "d%lu", i);
 		long_path(path, leaf);
 		n = file_frame(h, frame, 0, PXFER_FT_DIR, path);
+		n = n < 0 ? n : seal_frame(h, frame, n);
 		ret = n < 0 ? -1 : send_raw(h->ctl, frame, n);
 		ret = ret ? (ret > 0 ? GONE : -1) : 1;
 		if (ret == 1 && i % 64 == 63)
@@ -1596,7 +1697,7 @@ static enum outcome sc_dirs_many(struct hs *h)
 /* FILE_END, 0 bytes, for every id below @n, sent unprinted: 1, GONE, -1 */
 static int end_all(struct hs *h, uint32_t n)
 {
-	uint8_t frame[PXFER_HDR_LEN + 32];
+	uint8_t frame[PXFER_HDR_LEN + 32 + PXFER_TAG_LEN];
 	ssize_t len;
 	int ret;
 
@@ -1605,6 +1706,7 @@ static int end_all(struct hs *h, uint32_t n)
 		h->m.type = PXFER_MSG_FILE_END;
 		h->m.u.end.id = id;
 		len = pxfer_msg_encode(frame, sizeof(frame), &h->m);
+		len = len < 0 ? len : seal_frame(h, frame, len);
 		if (len < 0)
 			return -1;
 		ret = send_raw(h->ctl, frame, len);
@@ -1621,7 +1723,7 @@ static int end_all(struct hs *h, uint32_t n)
  */
 static enum outcome sc_many_files(struct hs *h)
 {
-	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX + PXFER_TAG_LEN];
 	char path[PXFER_PATH_MAX + 1], leaf[32];
 	struct tally t = { 0 };
 	unsigned int rounds = 8;
@@ -1637,6 +1739,7 @@ static enum outcome sc_many_files(struct hs *h)
 			snprintf(leaf, sizeof(leaf), "f%u-%u", r, id);
 			long_path(path, leaf);
 			n = file_frame(h, frame, id, PXFER_FT_REG, path);
+			n = n < 0 ? n : seal_frame(h, frame, n);
 			ret = n < 0 ? -1 : send_raw(h->ctl, frame, n);
 			ret = ret ? (ret > 0 ? GONE : -1) : 1;
 		}
@@ -1663,27 +1766,35 @@ static enum outcome sc_many_files(struct hs *h)
  */
 static enum outcome sc_replies_unread(struct hs *h)
 {
-	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX];
+	static uint8_t frame[PXFER_HDR_LEN + PXFER_MSG_MAX + PXFER_TAG_LEN];
 	struct pollfd p = { .events = POLLOUT };
 	unsigned long sent = 0, bytes = 0, cap;
 	struct tally t = { 0 };
 	int stalled = 0, ret = 1;
 	uint8_t *buf;
-	ssize_t n, k;
+	ssize_t n, k, raw;
+	uint64_t seq0;
 
 	if (session(h, NULL))
 		return O_FAILED;
 	n = file_frame(h, frame, 0, PXFER_FT_REG, "a//b");
-	buf = n < 0 ? NULL : malloc(n * BATCH);
+	raw = n;
+	n += h->sealed ? PXFER_TAG_LEN : 0;
+	buf = raw < 0 ? NULL : malloc(n * BATCH);
 	if (!buf)
 		return O_FAILED;
-	for (unsigned int i = 0; i < BATCH; i++)
-		memcpy(buf + i * n, frame, n);
 	cap = (unsigned long)n * BATCH;
+	seq0 = h->tx_seq;
 	printf("-> FILE 'a//b' (refused) up to %u times, no answer read\n",
 	       UNREAD_MAX);
 	p.fd = pxfer_tcp_ops.conn_fd(h->ctl);
 	while (bytes < (unsigned long)n * UNREAD_MAX) {
+		/* each pass over the buffer sends new messages, numbered on */
+		if (bytes % cap == 0)
+			for (unsigned int i = 0; i < BATCH; i++) {
+				memcpy(buf + i * n, frame, raw);
+				seal_frame(h, buf + i * n, raw);
+			}
 		k = send(p.fd, buf + bytes % cap, cap - bytes % cap,
 			 MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (k > 0) {
@@ -1700,16 +1811,24 @@ static enum outcome sc_replies_unread(struct hs *h)
 		}
 	}
 	sent = bytes / n;
-	/* the last frame whole, then the answers */
-	if (ret == 1 && bytes % n)
-		ret = send_raw(h->ctl, buf + bytes % cap, n - bytes % n) ? GONE : 1;
-	if (bytes % n)
-		sent++;
-	free(buf);
-	printf("-> %lu FILE messages sent%s\n", sent, stalled ?
-	       "; the receiver stopped taking them" : "");
+	/* frames sealed ahead but never sent took no number */
+	h->tx_seq = seq0 + sent + (bytes % n != 0);
+	printf("-> %lu FILE messages sent%s\n", sent + (bytes % n != 0),
+	       stalled ? "; the receiver stopped taking them" : "");
+	/*
+	 * The answers to the whole frames first: a receiver that stopped
+	 * reading until its answers are taken may not take the rest of the
+	 * last frame before that. Then the last frame whole, and its answer.
+	 */
 	if (ret == 1)
 		ret = read_answers(h, &t, sent);
+	if (ret == 1 && bytes % n) {
+		ret = send_raw(h->ctl, buf + bytes % cap, n - bytes % n) ? GONE : 1;
+		if (ret == 1)
+			ret = read_answers(h, &t, 1);
+		sent++;
+	}
+	free(buf);
 	say_tally(&t);
 	if (ret < 0)
 		return O_FAILED;
@@ -1733,7 +1852,7 @@ static enum outcome ping_until_ended(struct hs *h)
 	while (!h->ended && pxfer_now() - t0 < 60) {
 		memset(&h->m, 0, sizeof(h->m));
 		h->m.type = PXFER_MSG_PING;
-		if (pxfer_conn_send_msg(h->ctl, &h->m, TIMEOUT_MS))
+		if (send_msg(h->ctl, &h->m))
 			break;
 		if (poll(&p, 1, 500) == 1 && next_msg(h) != 1)
 			break;
@@ -1989,6 +2108,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("scenario %s: %s\n", sc->name, sc->what);
+	cur = &h;
 	o = sc->fn(&h);
 	session_close(&h);
 	printf("outcome: %s\n", outcome_name[o]);

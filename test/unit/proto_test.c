@@ -99,6 +99,7 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		raw_be(r, w->workers, 2);
 		raw_be(r, w->slots, 2);
 		raw_be(r, w->max_files, 4);
+		raw_be(r, w->flags, 4);
 		break;
 	case PXFER_MSG_DATA_HELLO:
 		raw_be(r, dh->session, 8);
@@ -107,6 +108,7 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		break;
 	case PXFER_MSG_DATA_WELCOME:
 		raw_be(r, dw->worker, 2);
+		raw_bytes(r, dw->mac, PXFER_MAC_LEN, PXFER_MAC_LEN);
 		raw_be(r, dw->blob_len, 2);
 		raw_bytes(r, dw->blob, dw->blob_len, sizeof(dw->blob));
 		break;
@@ -162,8 +164,9 @@ static void raw_chunk(struct raw *r, const struct pxfer_chunk *c)
 	raw_be(r, c->slot, 2);
 	raw_be(r, c->nseg, 2);
 	raw_be(r, c->len, 4);
-	raw_be(r, c->xxh3, 8);
 	raw_be(r, c->seq, 8);
+	for (i = 0; i < PXFER_TAG_LEN; i++)
+		raw_be(r, c->tag[i], 1);
 	for (i = 0; i < c->nseg; i++) {
 		const struct pxfer_seg *s = &c->seg[i < PXFER_SEG_MAX ? i : 0];
 
@@ -284,7 +287,7 @@ static void add_handshake_samples(void)
 	m->u.hello = samples[nsamples - 2].u.hello;
 	m->u.hello.workers = PXFER_WORKERS_MAX;
 	m->u.hello.chunk_size = PXFER_CHUNK_MAX;
-	m->u.hello.flags = PXFER_HELLO_FLAGS;
+	m->u.hello.flags = PXFER_HELLO_FLAGS & ~PXFER_HELLO_CHECKSUM;
 	fill_str(m->u.hello.dest, &m->u.hello.dest_len, PXFER_PATH_MAX, 5);
 	m = new_sample(PXFER_MSG_HELLO);
 	m->u.hello = samples[nsamples - 2].u.hello;
@@ -307,6 +310,7 @@ static void add_handshake_samples(void)
 	m->u.welcome.workers = PXFER_WORKERS_MAX;
 	m->u.welcome.slots = PXFER_SLOTS_MAX;
 	m->u.welcome.max_files = 65536;
+	m->u.welcome.flags = PXFER_HELLO_PROT & ~PXFER_HELLO_ENCRYPT;
 	m = new_sample(PXFER_MSG_WELCOME);
 	m->u.welcome.session = 0;
 	m->u.welcome.chunk_size = PXFER_CHUNK_MIN;
@@ -324,6 +328,7 @@ static void add_handshake_samples(void)
 
 	m = new_sample(PXFER_MSG_DATA_WELCOME);
 	m->u.data_welcome.worker = 3;
+	fill_bytes(m->u.data_welcome.mac, PXFER_MAC_LEN, 6);
 	m->u.data_welcome.blob_len = 0;		/* tcp */
 	m = new_sample(PXFER_MSG_DATA_WELCOME);
 	m->u.data_welcome.worker = PXFER_WORKERS_MAX - 1;
@@ -440,7 +445,7 @@ static void add_chunk_samples(void)
 	c->slot = 5;
 	c->nseg = 2;
 	c->len = 1u << 20;
-	c->xxh3 = 0x0123456789abcdefull;
+	memcpy(c->tag, "0123456789abcdef", PXFER_TAG_LEN);
 	c->seq = 17;
 	c->seg[0] = (struct pxfer_seg){ .file = 1, .offset = 0, .len = 1000 };
 	c->seg[1] = (struct pxfer_seg){
@@ -451,7 +456,7 @@ static void add_chunk_samples(void)
 	c->slot = PXFER_SLOTS_MAX - 1;
 	c->nseg = PXFER_SEG_MAX;
 	c->len = PXFER_CHUNK_MAX;
-	c->xxh3 = UINT64_MAX;
+	memset(c->tag, 0xff, PXFER_TAG_LEN);
 	c->seq = UINT64_MAX;
 	for (i = 0; i < PXFER_SEG_MAX; i++) {
 		c->seg[i].file = UINT64_MAX - i;
@@ -732,7 +737,13 @@ static void test_bad_handshake(void)
 	    m.u.hello.chunk_size = PXFER_CHUNK_MIN - 1);
 	BAD("HELLO chunk_size 64 MiB + 1", PXFER_MSG_HELLO,
 	    m.u.hello.chunk_size = PXFER_CHUNK_MAX + 1);
-	BAD("HELLO unknown flag", PXFER_MSG_HELLO, m.u.hello.flags = 0x4);
+	BAD("HELLO unknown flag", PXFER_MSG_HELLO, m.u.hello.flags = 0x20);
+	BAD("HELLO checksum and encrypt", PXFER_MSG_HELLO,
+	    m.u.hello.flags = PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT);
+	BAD("WELCOME a flag that is not about protection", PXFER_MSG_WELCOME,
+	    m.u.welcome.flags = PXFER_HELLO_FSYNC);
+	BAD("WELCOME checksum and encrypt", PXFER_MSG_WELCOME,
+	    m.u.welcome.flags = PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT);
 	BAD("HELLO high flag", PXFER_MSG_HELLO, m.u.hello.flags = 0x80000001);
 	BAD("HELLO dest over PXFER_PATH_MAX", PXFER_MSG_HELLO,
 	    fill_str(m.u.hello.dest, &m.u.hello.dest_len,

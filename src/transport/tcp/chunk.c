@@ -215,14 +215,14 @@ int tcp_recv_chunk(struct pxfer_conn *c, const struct pxfer_ring *r,
 	ssize_t n;
 	int ret;
 
-	n = recv(t->fd, buf, PXFER_HDR_LEN + 24, MSG_DONTWAIT);
+	n = recv(t->fd, buf, PXFER_HDR_LEN + PXFER_CHUNK_DESC_FIXED, MSG_DONTWAIT);
 	if (n < 0)
 		return errno == EWOULDBLOCK || errno == EINTR ? 0 : -errno;
 	if (n == 0)
 		return -EPIPE;
 	have = n;
-	if (have < PXFER_HDR_LEN + 24) {
-		ret = read_full(t->fd, buf + have, PXFER_HDR_LEN + 24 - have);
+	if (have < PXFER_HDR_LEN + PXFER_CHUNK_DESC_FIXED) {
+		ret = read_full(t->fd, buf + have, PXFER_HDR_LEN + PXFER_CHUNK_DESC_FIXED - have);
 		if (ret)
 			return ret;
 	}
@@ -236,7 +236,7 @@ int tcp_recv_chunk(struct pxfer_conn *c, const struct pxfer_ring *r,
 				    buf[PXFER_HDR_LEN + 3]);
 	if (need > PXFER_CHUNK_DESC_MAX || need > h.len)
 		return -EPROTO;
-	ret = read_full(t->fd, buf + PXFER_HDR_LEN + 24, need - 24);
+	ret = read_full(t->fd, buf + PXFER_HDR_LEN + PXFER_CHUNK_DESC_FIXED, need - PXFER_CHUNK_DESC_FIXED);
 	if (ret)
 		return ret;
 	n = pxfer_chunk_decode(buf + PXFER_HDR_LEN, need, ch);
