@@ -85,6 +85,14 @@ static int set_max_chunk(void *ctx, const char *arg)
 	return 0;
 }
 
+static int set_require_encrypt(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+
+	a->o.require_encrypt = 1;
+	return 0;
+}
+
 static int set_perms(void *ctx, const char *arg)
 {
 	struct recv_args *a = ctx;
@@ -128,6 +136,8 @@ static const struct cli_opt recv_opts[] = {
 	  "end a session whose sender sent no file data and\n"
 	  "no file for SEC seconds (default "
 	  STR(PXFER_DEFAULT_IDLE_TIMEOUT) "; 0: never)" },
+	{ "require-encrypt", 0, NULL, set_require_encrypt,
+	  "refuse senders that do not use --encrypt" },
 	{ 0 },
 };
 
@@ -192,6 +202,11 @@ static void print_session(const struct pxfer_session_report *r, void *arg)
 		r->seconds > 0 ? r->bytes / r->seconds : 0.0);
 	if (r->error)
 		json_str(f, r->error);
+	else
+		fputs("null", f);
+	fputs(",\"protection\":", f);
+	if (r->protection)
+		json_str(f, r->protection);
 	else
 		fputs("null", f);
 	fputs("}\n", f);

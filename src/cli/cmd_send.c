@@ -77,6 +77,38 @@ static int set_json(void *ctx, const char *arg)
 	return 0;
 }
 
+static int set_integrity(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	if (strcmp(arg, "mac") && strcmp(arg, "checksum"))
+		return error("--integrity takes mac or checksum, not '%s'", arg);
+	a->o.integrity = !strcmp(arg, "mac") ? "mac" : "checksum";
+	return 0;
+}
+
+static int set_encrypt(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	a->o.encrypt = 1;
+	return 0;
+}
+
+static int set_cipher(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	if (!strcmp(arg, "aes-256-gcm"))
+		a->o.cipher = "aes-256-gcm";
+	else if (!strcmp(arg, "chacha20-poly1305"))
+		a->o.cipher = "chacha20-poly1305";
+	else
+		return error("--cipher takes aes-256-gcm or chacha20-poly1305, not '%s'",
+			     arg);
+	return 0;
+}
+
 static const struct cli_opt send_opts[] = {
 	{ "jobs", 'j', "N", set_jobs,
 	  "worker threads and data connections (default "
@@ -91,6 +123,16 @@ static const struct cli_opt send_opts[] = {
 	  "while the receiver is busy, try again for up\n"
 	  "to SEC seconds (default 60; 0: fail at once)" },
 	{ "json", 0, NULL, set_json, "print a JSON summary on stdout" },
+	{ "encrypt", 0, NULL, set_encrypt,
+	  "encrypt file data too (file names and the other\n"
+	  "control messages always are; docs/security.md)" },
+	{ "integrity", 0, "HOW", set_integrity,
+	  "how chunks are checked when not encrypting: mac, a\n"
+	  "keyed tag (default), or checksum, the plain XXH3,\n"
+	  "which catches corruption but not an attacker" },
+	{ "cipher", 0, "NAME", set_cipher,
+	  "aes-256-gcm (default) or chacha20-poly1305, for\n"
+	  "the tags and encryption" },
 	{ 0 },
 };
 
