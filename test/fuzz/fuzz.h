@@ -16,6 +16,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* the key the sealed target reads with, and its seeds are sealed with */
+#define FUZZ_KEY { 0x70, 0x78, 0x66, 0x72, 0x20, 0x66, 0x75, 0x7a, 0x7a }
+
 /*
  * An oracle that does not hold is a finding: say which one and abort, so
  * that libFuzzer keeps the input and the replay fails.

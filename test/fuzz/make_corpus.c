@@ -20,6 +20,8 @@
 
 #include "core/bytes.h"
 #include "core/proto.h"
+#include "core/seal.h"
+#include "fuzz.h"
 #include "transport/rdma/ring_desc.h"
 
 #define FRAME_MAX	(PXFER_HDR_LEN + PXFER_MSG_MAX)
@@ -685,6 +687,69 @@ static void make_ring_desc(void)
 	ring_seed("slots-0", UINT16_MAX, &d, PXFER_RING_DESC_LEN);
 }
 
+/*
+ * The sealed control channel: genuine messages sealed with FUZZ_KEY as a
+ * raw stream (whole, cut short, a bit flipped, two swapped), and as
+ * records for the target to seal (one tampered with, or none).
+ */
+static void make_sealed(void)
+{
+	static const uint8_t key[32] = FUZZ_KEY;
+	static uint8_t raw[1 + 4 * (FRAME_MAX + PXFER_TAG_LEN)], rec[2 + 4 * FRAME_MAX];
+	static struct pxfer_msg m[4];
+	uint8_t frame[FRAME_MAX], nonce[PXFER_AEAD_NONCE_LEN];
+	size_t rlen = 1, clen = 2, ends[4];
+	struct pxfer_aead a;
+
+	m[0].type = PXFER_MSG_FILE;
+	m[0].u.file = (struct pxfer_file){ .id = 1, .type = PXFER_FT_REG,
+					   .mode = 0644, .size = 10,
+					   .path_len = 5, .path = "a/b.c" };
+	m[1].type = PXFER_MSG_CREDIT;
+	m[1].u.credit = (struct pxfer_credit){ .worker = 0, .count = 2,
+					       .slots = { 3, 4 } };
+	m[2].type = PXFER_MSG_PING;
+	m[3].type = PXFER_MSG_FIN;
+	m[3].u.fin = (struct pxfer_fin){ .files = 1, .bytes = 10 };
+	if (pxfer_aead_init(&a, PXFER_CIPHER_AES_GCM, key, 1)) {
+		failed = 1;
+		return;
+	}
+	raw[0] = 0;
+	rec[0] = 1;
+	rec[1] = 0xff;
+	for (int i = 0; i < 4; i++) {
+		ssize_t n = pxfer_msg_encode(frame, sizeof(frame), &m[i]);
+		size_t blen = n - PXFER_HDR_LEN;
+
+		rec[clen] = m[i].type;
+		pxfer_put_be(rec + clen + 1, blen, 2);
+		memcpy(rec + clen + 3, frame + PXFER_HDR_LEN, blen);
+		clen += 3 + blen;
+		pxfer_hdr_encode(frame, m[i].type, blen + PXFER_TAG_LEN);
+		pxfer_nonce_make(nonce, 0, i);
+		pxfer_aead_seal(&a, nonce, frame, PXFER_HDR_LEN, NULL, 0,
+				frame + PXFER_HDR_LEN, blen, frame + n);
+		memcpy(raw + rlen, frame, n + PXFER_TAG_LEN);
+		rlen += n + PXFER_TAG_LEN;
+		ends[i] = rlen;
+	}
+	pxfer_aead_release(&a);
+	seed("sealed", "raw-four", raw, rlen);
+	seed("sealed", "raw-cut", raw, rlen - 5);
+	seed("sealed", "rec-four", rec, clen);
+	rec[1] = 2;
+	seed("sealed", "rec-tamper-2", rec, clen);
+	raw[ends[0] + 9] ^= 0x40;
+	seed("sealed", "raw-flipped", raw, rlen);
+	raw[ends[0] + 9] ^= 0x40;
+	/* frames 1 and 2 swapped */
+	memcpy(frame, raw + ends[0], ends[1] - ends[0]);
+	memmove(raw + ends[0], raw + ends[1], ends[2] - ends[1]);
+	memcpy(raw + ends[0] + ends[2] - ends[1], frame, ends[1] - ends[0]);
+	seed("sealed", "raw-swapped", raw, rlen);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -702,5 +767,6 @@ int main(int argc, char **argv)
 	make_path_seeds();
 	make_escape();
 	make_ring_desc();
+	make_sealed();
 	return failed;
 }
