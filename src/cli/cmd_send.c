@@ -157,7 +157,8 @@ static const struct cli_cmd send_cmd = {
 	"  0  everything arrived        3  authentication refused\n"
 	"  1  some files failed         4  cannot connect, or the peer went away\n"
 	"  2  bad command line or input 5  local resource (memory, disk, limits)\n"
-	"  6  the receiver stayed busy  130 interrupted\n"
+	"  6  the receiver stayed busy  7  integrity: data or messages\n"
+	"  130 interrupted                 were changed on the way\n"
 	"Files that completed before a failure stay complete on the receiver;\n"
 	"a file never appears there under its name until all of it has arrived.\n",
 };
