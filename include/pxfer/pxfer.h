@@ -138,11 +138,12 @@ struct pxfer_send_opts {
 	struct pxfer_secret secret;	/* (none) */
 	/* how file data is protected (docs/security.md): "mac", a keyed tag
 	 * on every chunk, or "checksum", the plain XXH3 checksum, which
-	 * catches corruption but not an attacker ("mac") */
+	 * catches corruption but not an attacker ("mac"; NULL: "mac") */
 	const char *integrity;
 	int encrypt;		/* encrypt file data and control messages;
 				 * integrity is then the AEAD's (0) */
-	/* "aes-256-gcm" or "chacha20-poly1305" ("aes-256-gcm") */
+	/* "aes-256-gcm" or "chacha20-poly1305" ("aes-256-gcm"; NULL: the
+	 * same) */
 	const char *cipher;
 };
 

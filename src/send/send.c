@@ -81,8 +81,10 @@ static int handshake(struct send_session *s)
 	h.flags = (o->fsync ? PXFER_HELLO_FSYNC : 0) |
 		  (o->chunk_auto ? PXFER_HELLO_CHUNK_AUTO : 0) |
 		  (o->encrypt ? PXFER_HELLO_ENCRYPT :
-		   !strcmp(o->integrity, "checksum") ? PXFER_HELLO_CHECKSUM : 0) |
-		  (!strcmp(o->cipher, "chacha20-poly1305") ? PXFER_HELLO_CHACHA : 0);
+		   o->integrity && !strcmp(o->integrity, "checksum") ?
+		   PXFER_HELLO_CHECKSUM : 0) |
+		  (o->cipher && !strcmp(o->cipher, "chacha20-poly1305") ?
+		   PXFER_HELLO_CHACHA : 0);
 	if (o->dest) {
 		h.dest_len = strlen(o->dest);
 		memcpy(h.dest, o->dest, h.dest_len + 1);
@@ -266,16 +268,17 @@ static int check_opts(const struct pxfer_send_opts *o)
 	if (pxfer_secret_bits(&o->secret) < PXFER_SECRET_BITS)
 		return error("pxfer_send: the secret is too weak: about %u bits of the %d needed",
 			     pxfer_secret_bits(&o->secret), PXFER_SECRET_BITS);
-	if (!o->integrity || (strcmp(o->integrity, "mac") &&
-			      strcmp(o->integrity, "checksum")))
+	/* NULL: the default, for a caller that did not call opts_init */
+	if (o->integrity && strcmp(o->integrity, "mac") &&
+	    strcmp(o->integrity, "checksum"))
 		return error("pxfer_send: integrity '%s': mac or checksum",
-			     o->integrity ? o->integrity : "(null)");
-	if (o->encrypt && !strcmp(o->integrity, "checksum"))
+			     o->integrity);
+	if (o->encrypt && o->integrity && !strcmp(o->integrity, "checksum"))
 		return error("pxfer_send: encryption authenticates every chunk: it cannot go with the plain checksum");
-	if (!o->cipher || (strcmp(o->cipher, "aes-256-gcm") &&
-			   strcmp(o->cipher, "chacha20-poly1305")))
+	if (o->cipher && strcmp(o->cipher, "aes-256-gcm") &&
+	    strcmp(o->cipher, "chacha20-poly1305"))
 		return error("pxfer_send: cipher '%s': aes-256-gcm or chacha20-poly1305",
-			     o->cipher ? o->cipher : "(null)");
+			     o->cipher);
 	return 0;
 }
 

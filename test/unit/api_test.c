@@ -106,6 +106,18 @@ static void test_bad_options(void)
 	secret(&so.secret);
 	so.wait_secs = -1;
 	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "a negative wait");
+	so.wait_secs = 0;
+	so.integrity = "sha1";
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "integrity 'sha1'");
+	so.integrity = "checksum";
+	so.encrypt = 1;
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE,
+		 "encryption with the plain checksum");
+	so.integrity = NULL;
+	so.cipher = "aes-128-cbc";
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "cipher 'aes-128-cbc'");
+	so.cipher = NULL;
+	so.encrypt = 0;
 
 	pxfer_recv_opts_init(&ro);
 	secret(&ro.secret);
