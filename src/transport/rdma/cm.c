@@ -172,6 +172,9 @@ void rt_conn_free(struct rdma_conn *c)
 	struct rdma_ctx *ctx = c->ctx;
 
 	conn_unlink(c);
+	/* the window first: it holds on to the QP and the ring's region */
+	if (c->ring_mw)
+		ibv_dealloc_mw(c->ring_mw);
 	if (c->id) {
 		if (c->id->qp)
 			rdma_destroy_qp(c->id);

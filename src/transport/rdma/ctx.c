@@ -80,6 +80,7 @@ int rt_srq_refill(struct rdma_ctx *ctx, int64_t returned_idx)
 	if (returned_idx >= 0) {
 		ctx->srq_free[ctx->srq_nfree++] = returned_idx;
 		ctx->srq_posted--;
+		ctx->srq_back++;
 	}
 	while (ctx->srq_posted < ctx->srq_want && ctx->srq_nfree) {
 		uint32_t idx = ctx->srq_free[--ctx->srq_nfree];
@@ -179,6 +180,14 @@ void rt_ctx_hold(struct rdma_ctx *ctx)
 /* undo rt_ctx_device, in reverse order of creation; safe on a partial one */
 static void ctx_device_free(struct rdma_ctx *ctx)
 {
+	/* every receive a peer used up, for whatever reason, came back */
+	if (ctx->srq && ctx->srq_used != ctx->srq_back)
+		warning("rdma: %llu of %llu shared receives used were not put back",
+		     (unsigned long long)(ctx->srq_used - ctx->srq_back),
+		     (unsigned long long)ctx->srq_used);
+	else if (ctx->srq)
+		verbose("rdma: shared receive queue: %llu receives used, all put back",
+			(unsigned long long)ctx->srq_used);
 	if (ctx->srq)
 		ibv_destroy_srq(ctx->srq);
 	if (ctx->small_mr)
@@ -279,6 +288,8 @@ int rt_ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
 	if (ret)
 		goto out_unlock;
 	ctx->srq_max = attr.max_srq_wr < RDMA_SRQ_MAX ? attr.max_srq_wr : RDMA_SRQ_MAX;
+	ctx->mw2 = !!(attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+					       IBV_DEVICE_MEM_WINDOW_TYPE_2B));
 	ret = -ENOMEM;
 	ctx->pd = ibv_alloc_pd(verbs);
 	if (!ctx->pd)

@@ -36,6 +36,7 @@
 #define WR_SRQ_RECV	2ull
 #define WR_SEND		3ull
 #define WR_DATA		4ull
+#define WR_BIND		5ull	/* a ring's memory window bound to its QP */
 #define WR_ID(k, i)	(((k) << 56) | (uint64_t)(i))
 #define WR_KIND(id)	((id) >> 56)
 #define WR_INDEX(id)	((id) & 0xffffffffull)
@@ -63,6 +64,7 @@ struct rdma_ctx {
 	uint32_t srq_nfree;
 	uint32_t srq_want;		/* receives the SRQ should hold */
 	uint32_t srq_posted;
+	uint64_t srq_used, srq_back;	/* receives consumed, put back */
 	atomic_int ready;		/* device resources exist */
 	pthread_mutex_t lock;		/* conns, listener and its pending */
 	struct rdma_conn *conns;	/* list of connections with a QP */
@@ -73,6 +75,7 @@ struct rdma_ctx {
 	atomic_int inflight;		/* signaled sends not yet completed */
 	int spin;
 	int cq_first;			/* entries the CQ is created with */
+	int mw2;			/* the device binds type 2 windows */
 	int refs;			/* under ctx_lock */
 };
 
@@ -118,6 +121,8 @@ struct rdma_conn {
 	int to_return;			/* our reposted receives to announce */
 	/* rings */
 	struct ibv_mr *ring_mr;
+	struct ibv_mw *ring_mw;		/* receiver: the window peers write */
+	atomic_int mw_bound;		/* its bind completed */
 	const struct pxfer_ring *ring;
 	unsigned int srq_share;		/* SRQ receives added for our ring */
 	int cq_share;			/* CQ entries reserved for this QP */

@@ -66,6 +66,8 @@ static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
 
 	if (kind == WR_SEND || kind == WR_DATA)
 		atomic_fetch_sub(&ctx->inflight, 1);
+	if (is_srq)
+		ctx->srq_used++;	/* the progress thread's alone */
 	c = conn_by_qpn(ctx, wc->qp_num);
 	if (is_srq && (!c || wc->status != IBV_WC_SUCCESS ||
 		       wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)) {
@@ -81,6 +83,9 @@ static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
 			c->send_free |= 1ull << idx;
 	} else if (kind == WR_SEND) {
 		c->send_free |= 1ull << idx;
+		atomic_fetch_sub(&c->wr_out, 1);
+	} else if (kind == WR_BIND) {
+		atomic_store(&c->mw_bound, 1);
 		atomic_fetch_sub(&c->wr_out, 1);
 	} else if (kind == WR_DATA) {
 		rt_slotq_push(c, idx);

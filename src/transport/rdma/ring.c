@@ -12,19 +12,79 @@
  * once: the SRQ always holds RDMA_SRQ_BASE + the slots of every registered
  * ring, more than can ever be outstanding.
  *
+ * No memory region is remotely accessible through its own key: every queue
+ * pair of a side shares one protection domain, those of peers that have
+ * proven nothing yet included. The receiver registers a ring for local
+ * access and for binding windows, and, once the data connection has proven
+ * the session key (the engine calls ring_register only then), binds a type
+ * 2 memory window over it to that connection's QP: a write through the
+ * window's key from any other QP fails with a remote access error and
+ * lands nothing. The window goes before its QP does (rt_conn_free). A
+ * device without type 2 windows gets the old registration, with a warning.
+ *
  * The receiver describes its ring to the sender in DATA_WELCOME's blob
- * (ring_desc.c). The progress thread queues slots on the connection's
- * slot queue for its worker to take: on the receiver each slot a chunk
- * arrived in, on the sender each slot whose chunk has been sent.
+ * (ring_desc.c), whose MAC the sender checks. The progress thread queues
+ * slots on the connection's slot queue for its worker to take: on the
+ * receiver each slot a chunk arrived in, on the sender each slot whose
+ * chunk has been sent.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/sys.h"
 #include "transport/rdma/priv.h"
 #include "transport/rdma/ring_desc.h"
+
+static int bind_done(struct rdma_conn *c)
+{
+	return atomic_load(&c->mw_bound) || atomic_load(&c->wc_error);
+}
+
+/*
+ * A type 2 window over all of @c's ring, bound to @c's QP: its key is the
+ * one the peer gets. 0 or -errno.
+ */
+static int ring_window(struct rdma_conn *c, const struct pxfer_ring *r,
+		       uint32_t *rkey)
+{
+	struct ibv_send_wr wr = { 0 }, *bad;
+	int ret;
+
+	c->ring_mw = ibv_alloc_mw(c->ctx->pd, IBV_MW_TYPE_2);
+	if (!c->ring_mw)
+		return errno ? -errno : -ENOMEM;
+	/* its completion, like any signaled work request's, needs room */
+	ret = rt_cq_reserve(c->ctx, 1);
+	if (ret)
+		return ret;
+	c->cq_share++;
+	wr.wr_id = WR_ID(WR_BIND, 0);
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = c->ring_mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(c->ring_mw->rkey);
+	wr.bind_mw.bind_info.mr = c->ring_mr;
+	wr.bind_mw.bind_info.addr = (uintptr_t)r->base;
+	wr.bind_mw.bind_info.length = r->bytes;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	note_posted(c, 1);
+	if (ibv_post_send(c->id->qp, &wr, &bad)) {
+		ret = errno ? -errno : -EIO;
+		atomic_fetch_sub(&c->wr_out, 1);
+		return ret;
+	}
+	/* the key is given out only once the window is in force */
+	ret = rt_conn_wait(c, bind_done, 5000);
+	if (!ret)
+		ret = rt_conn_error(c);
+	if (ret)
+		return ret;
+	*rkey = wr.bind_mw.rkey;
+	return 0;
+}
 
 int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 		     uint8_t *blob, uint16_t *blob_len)
@@ -33,8 +93,11 @@ int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 	struct rdma_ctx *ctx = c->ctx;
 	struct pxfer_ring_desc desc;
 	int access = IBV_ACCESS_LOCAL_WRITE, ret;
+	static atomic_int warned;
 
-	if (blob)
+	if (blob && ctx->mw2)
+		access |= IBV_ACCESS_MW_BIND;
+	else if (blob)
 		access |= IBV_ACCESS_REMOTE_WRITE;
 	c->slotq = calloc(r->nslots, sizeof(*c->slotq));
 	if (!c->slotq)
@@ -61,11 +124,25 @@ int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 	ret = rt_srq_refill(ctx, -1);
 	if (ret)
 		return ret;
-	desc.addr = (uintptr_t)r->base;
 	desc.rkey = c->ring_mr->rkey;
+	if (ctx->mw2) {
+		ret = ring_window(c, r, &desc.rkey);
+		if (ret) {
+			error("rdma: cannot bind a memory window over the ring of the data connection from %s: %s",
+			      c->conn.peer, strerror(-ret));
+			return ret;
+		}
+	} else if (!atomic_exchange(&warned, 1)) {
+		warning("rdma: %s has no type 2 memory windows: a ring is writable by every queue pair on the device's protection domain, also before it authenticates (docs/security.md)",
+			ibv_get_device_name(ctx->verbs->device));
+	}
+	desc.addr = (uintptr_t)r->base;
 	desc.stride = r->stride;
 	desc.hdr = r->hdr_size;
 	desc.slots = r->nslots;
+	verbose("rdma: data connection from %s: ring at 0x%llx, %zu bytes, key 0x%x (%s)",
+		c->conn.peer, (unsigned long long)desc.addr, r->bytes, desc.rkey,
+		ctx->mw2 ? "a window bound to its queue pair" : "the memory region's");
 	pxfer_ring_desc_encode(&desc, blob);
 	*blob_len = PXFER_RING_DESC_LEN;
 	return 0;
