@@ -9,14 +9,23 @@
  * sender's data connections (receiver not ready).
  *
  *	hostile_rdma [-b SRC] [-k ctrl|data] [-n COUNT] [-l LEN] ADDR PORT
+ *	hostile_rdma -w RADDR:RKEY [-b SRC] [-n COUNT] [-l LEN] ADDR PORT
  *
  * Defaults: a data connection, 300 messages of 0 bytes, posted in bursts
  * of up to 256 so that many land before the receiver can react. The sends
  * do not retry on "receiver not ready", and give up on a receiver that
  * stopped acknowledging within a fraction of a second: the first failed
  * send ends the run, which is reported, not an error. Prints "sent N of
- * COUNT". Exit status 0, 1 when it could not connect or send, 2 on bad
- * usage.
+ * COUNT".
+ *
+ * With -w, the address and remote key of a live ring (from the receiver's
+ * -v log): COUNT connections (default 2), each of which writes LEN bytes
+ * (default 4096) of 0xa5 at RADDR through RKEY from its own queue pair,
+ * alternately an RDMA WRITE and an RDMA WRITE with immediate (which uses
+ * up a shared receive on the receiver if it lands). Prints a line per
+ * write and "forged writes: N landed, M refused".
+ *
+ * Exit status 0, 1 when it could not connect or send, 2 on bad usage.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -68,79 +77,87 @@ static void expect(struct rdma_event_channel *ech, enum rdma_cm_event_type type)
 	rdma_ack_cm_event(ev);
 }
 
-int main(int argc, char **argv)
-{
-	struct sockaddr_storage dst = { 0 }, src = { 0 };
-	uint8_t priv[5] = { MAGIC >> 24, (MAGIC >> 16) & 0xff,
-			    (MAGIC >> 8) & 0xff, MAGIC & 0xff, 1 };
-	struct rdma_conn_param p = { .private_data = priv,
-				     .private_data_len = sizeof(priv),
-				     .retry_count = 1, .rnr_retry_count = 0 };
-	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC };
+struct peer {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr, *rmr;
-	static uint8_t buf[LEN_MAX], rbuf[LEN_MAX];
-	int count = 300, len = 0, sent = 0, out = 0, opt, refused = 0;
+};
+
+static uint8_t buf[LEN_MAX], rbuf[LEN_MAX];
+
+/* a connection to the receiver the way pxfer's connections make it */
+static void peer_connect(struct peer *pe, const struct sockaddr_storage *src,
+			 const struct sockaddr_storage *dst, uint8_t kind)
+{
+	uint8_t priv[5] = { MAGIC >> 24, (MAGIC >> 16) & 0xff,
+			    (MAGIC >> 8) & 0xff, MAGIC & 0xff, kind };
+	struct rdma_conn_param p = { .private_data = priv,
+				     .private_data_len = sizeof(priv),
+				     .retry_count = 1, .rnr_retry_count = 0 };
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC };
 	uint8_t ack_timeout = 14;
 
-	while ((opt = getopt(argc, argv, "b:k:n:l:")) != -1) {
-		switch (opt) {
-		case 'b': resolve(optarg, NULL, &src); break;
-		case 'k': priv[4] = !strcmp(optarg, "ctrl") ? 0 : 1; break;
-		case 'n': count = atoi(optarg); break;
-		case 'l': len = atoi(optarg); break;
-		default: goto usage;
-		}
-	}
-	if (argc - optind != 2 || count < 0 || len < 0 || len > LEN_MAX)
-		goto usage;
-	resolve(argv[optind], argv[optind + 1], &dst);
-	memset(buf, 0xa5, sizeof(buf));
-
-	ech = rdma_create_event_channel();
-	if (!ech || rdma_create_id(ech, &id, NULL, RDMA_PS_TCP))
+	pe->ech = rdma_create_event_channel();
+	if (!pe->ech || rdma_create_id(pe->ech, &pe->id, NULL, RDMA_PS_TCP))
 		die("rdma_cm", errno);
-	if (rdma_resolve_addr(id, src.ss_family ? (struct sockaddr *)&src : NULL,
-			      (struct sockaddr *)&dst, 2000))
+	if (rdma_resolve_addr(pe->id, src->ss_family ? (struct sockaddr *)src : NULL,
+			      (struct sockaddr *)dst, 2000))
 		die("rdma_resolve_addr", errno);
-	expect(ech, RDMA_CM_EVENT_ADDR_RESOLVED);
-	if (rdma_resolve_route(id, 2000))
+	expect(pe->ech, RDMA_CM_EVENT_ADDR_RESOLVED);
+	if (rdma_resolve_route(pe->id, 2000))
 		die("rdma_resolve_route", errno);
-	expect(ech, RDMA_CM_EVENT_ROUTE_RESOLVED);
-	pd = ibv_alloc_pd(id->verbs);
-	cq = pd ? ibv_create_cq(id->verbs, 2 * DEPTH, NULL, NULL, 0) : NULL;
-	mr = cq ? ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
-	rmr = mr ? ibv_reg_mr(pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!rmr)
+	expect(pe->ech, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	pe->pd = ibv_alloc_pd(pe->id->verbs);
+	pe->cq = pe->pd ? ibv_create_cq(pe->id->verbs, 2 * DEPTH, NULL, NULL, 0) : NULL;
+	pe->mr = pe->cq ? ibv_reg_mr(pe->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	pe->rmr = pe->mr ? ibv_reg_mr(pe->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!pe->rmr)
 		die("cannot set up the PD, CQ or MR", errno);
-	qa.send_cq = qa.recv_cq = cq;
+	qa.send_cq = qa.recv_cq = pe->cq;
 	qa.cap.max_send_wr = qa.cap.max_recv_wr = DEPTH;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
-	if (rdma_create_qp(id, pd, &qa))
+	if (rdma_create_qp(pe->id, pe->pd, &qa))
 		die("rdma_create_qp", errno);
 	/* room for what the receiver says (its CHALLENGE), never read */
 	for (int i = 0; i < DEPTH; i++) {
 		struct ibv_sge sge = { .addr = (uintptr_t)rbuf, .length = sizeof(rbuf),
-				       .lkey = rmr->lkey };
+				       .lkey = pe->rmr->lkey };
 		struct ibv_recv_wr wr = { .wr_id = WR_RECV, .sg_list = &sge,
 					  .num_sge = 1 }, *bad;
 
-		if (ibv_post_recv(id->qp, &wr, &bad))
+		if (ibv_post_recv(pe->id->qp, &wr, &bad))
 			die("ibv_post_recv", errno);
 	}
 	/* a receiver that closed on us is noticed in ~0.1 s, not seconds */
-	rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+	rdma_set_option(pe->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
 			&ack_timeout, sizeof(ack_timeout));
-	if (rdma_connect(id, &p))
+	if (rdma_connect(pe->id, &p))
 		die("rdma_connect", errno);
-	expect(ech, RDMA_CM_EVENT_ESTABLISHED);
+	expect(pe->ech, RDMA_CM_EVENT_ESTABLISHED);
+}
+
+static void peer_close(struct peer *pe)
+{
+	rdma_disconnect(pe->id);
+	rdma_destroy_qp(pe->id);
+	ibv_dereg_mr(pe->rmr);
+	ibv_dereg_mr(pe->mr);
+	ibv_destroy_cq(pe->cq);
+	ibv_dealloc_pd(pe->pd);
+	rdma_destroy_id(pe->id);
+	rdma_destroy_event_channel(pe->ech);
+}
+
+/* empty (or LEN-byte) messages until COUNT went or the receiver refused */
+static void send_junk(struct peer *pe, int count, int len)
+{
+	int sent = 0, out = 0, refused = 0;
 
 	while (sent < count && !refused) {
 		struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len,
-				       .lkey = mr->lkey };
+				       .lkey = pe->mr->lkey };
 		struct ibv_send_wr wr = { .wr_id = WR_SEND, .sg_list = &sge,
 					  .num_sge = len ? 1 : 0,
 					  .opcode = IBV_WR_SEND,
@@ -149,12 +166,12 @@ int main(int argc, char **argv)
 		int n;
 
 		if (out < DEPTH && sent + out < count) {
-			if (ibv_post_send(id->qp, &wr, &bad))
+			if (ibv_post_send(pe->id->qp, &wr, &bad))
 				die("ibv_post_send", errno);
 			out++;
 			continue;
 		}
-		n = ibv_poll_cq(cq, DEPTH, wc);
+		n = ibv_poll_cq(pe->cq, DEPTH, wc);
 		if (n < 0)
 			die("ibv_poll_cq", EIO);
 		for (int i = 0; i < n; i++) {
@@ -169,16 +186,85 @@ int main(int argc, char **argv)
 		}
 	}
 	printf("sent %d of %d\n", sent, count);
-	rdma_disconnect(id);
-	rdma_destroy_qp(id);
-	ibv_dereg_mr(rmr);
-	ibv_dereg_mr(mr);
-	ibv_destroy_cq(cq);
-	ibv_dealloc_pd(pd);
-	rdma_destroy_id(id);
-	rdma_destroy_event_channel(ech);
+}
+
+/* one forged write at @raddr through @rkey; 1 if it landed */
+static int forge_write(struct peer *pe, uint64_t raddr, uint32_t rkey,
+		       int len, int with_imm)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = len,
+			       .lkey = pe->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = WR_SEND, .sg_list = &sge,
+				  .num_sge = len ? 1 : 0,
+				  .opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM
+						     : IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	int n;
+
+	wr.imm_data = 0;		/* slot 0 */
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	if (ibv_post_send(pe->id->qp, &wr, &bad))
+		die("ibv_post_send", errno);
+	do {
+		n = ibv_poll_cq(pe->cq, 1, &wc);
+	} while (n == 0 || (n == 1 && wc.wr_id != WR_SEND));
+	if (n < 0)
+		die("ibv_poll_cq", EIO);
+	printf("%s of %d bytes at 0x%llx key 0x%x: %s\n",
+	       with_imm ? "RDMA write with immediate" : "RDMA write", len,
+	       (unsigned long long)raddr, rkey, ibv_wc_status_str(wc.status));
+	return wc.status == IBV_WC_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_storage dst = { 0 }, src = { 0 };
+	struct peer pe;
+	int count = -1, len = -1, opt, landed = 0, forge = 0;
+	unsigned long long raddr = 0;
+	unsigned int rkey = 0;
+	uint8_t kind = 1;
+
+	while ((opt = getopt(argc, argv, "b:k:n:l:w:")) != -1) {
+		switch (opt) {
+		case 'b': resolve(optarg, NULL, &src); break;
+		case 'k': kind = !strcmp(optarg, "ctrl") ? 0 : 1; break;
+		case 'n': count = atoi(optarg); break;
+		case 'l': len = atoi(optarg); break;
+		case 'w':
+			if (sscanf(optarg, "%llx:%x", &raddr, &rkey) != 2)
+				goto usage;
+			forge = 1;
+			break;
+		default: goto usage;
+		}
+	}
+	if (count < 0)
+		count = forge ? 2 : 300;
+	if (len < 0)
+		len = forge ? LEN_MAX : 0;
+	if (argc - optind != 2 || len > LEN_MAX)
+		goto usage;
+	resolve(argv[optind], argv[optind + 1], &dst);
+	memset(buf, 0xa5, sizeof(buf));
+
+	if (!forge) {
+		peer_connect(&pe, &src, &dst, kind);
+		send_junk(&pe, count, len);
+		peer_close(&pe);
+		return 0;
+	}
+	/* a QP that was refused is in error: a new connection for each */
+	for (int i = 0; i < count; i++) {
+		peer_connect(&pe, &src, &dst, kind);
+		landed += forge_write(&pe, raddr, rkey, len, i & 1);
+		peer_close(&pe);
+	}
+	printf("forged writes: %d landed, %d refused\n", landed, count - landed);
 	return 0;
 usage:
-	fprintf(stderr, "usage: hostile_rdma [-b SRC] [-k ctrl|data] [-n COUNT] [-l LEN] ADDR PORT\n");
+	fprintf(stderr, "usage: hostile_rdma [-b SRC] [-k ctrl|data] [-n COUNT] [-l LEN] [-w RADDR:RKEY] ADDR PORT\n");
 	return 2;
 }
