@@ -62,6 +62,18 @@
 #      receiver's shared receives, until 200 were taken (the queue holds
 #      128 between sessions): the receiver must put them back, so that a
 #      sender then gets through (-j 2, intact)
+#   ring-forge
+#      while a sender (-j 2) is stopped mid-transfer, a peer without the
+#      secret takes each live ring's address and key from the receiver's
+#      -v log and writes into it from its own connections (test/helper/
+#      hostile_rdma -w), with and without immediate data: no write lands
+#      (remote access error), the session then completes intact, and every
+#      shared receive the writes used up was put back
+#   protect
+#      --encrypt (AES-256-GCM, then ChaCha20-Poly1305) and --integrity
+#      checksum over rdma: the tree and 30 MiB intact, the receiver's log
+#      names the protection; recv --require-encrypt refuses a plain
+#      sender (exit 1, "encrypt" in its message), nothing written
 #
 # Usage (inside the VM): test/rdma/cases.sh [-v] [CASE...]
 #   CASE   names of the cases to run (default: all)
@@ -77,7 +89,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 # link-down last: it takes the link down, which can upset the rxe driver
-ALL_CASES="tree auto receiver-killed lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain link-down"
+ALL_CASES="tree auto receiver-killed lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -962,6 +974,122 @@ case_srq_drain()
 		rc=1
 	fi
 	check $rc "srq-drain: after $taken empty messages taken from a peer without the secret over $i connections, a sender gets through intact" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- ring-forge: a peer without the secret writes into a live ring ------------------------------
+
+# rings_seen - 0 once the receiver logged the rings of both data connections
+rings_seen()
+{
+	[ "$(grep -c 'ring at 0x' "$RECV_LOG")" -ge 2 ] || ! alive "$RECV_PID"
+}
+
+case_ring_forge()
+{
+	local dst=$W/ring-forge log=$LOGS/ring-forge.check.log rc=0 hr=$build/test/helper/hostile_rdma
+	local try rings ring landed=0 refused=0 live=0
+
+	: >"$log"
+	if [ ! -x "$hr" ]; then
+		fail "ring-forge: $hr is not built (make SAN=1)"
+		return
+	fi
+	# the sender must still be in its session when it is stopped: a run
+	# that finished first is tried again
+	for try in 1 2 3; do
+		rm -rf "$dst"
+		mkdir -p "$dst"
+		start_recv ring-forge "$dst" --transport rdma --bind "$SRV_ADDR" --ring-mem 1M || break
+		bg_send ring-forge -v -j 2 --chunk-size 64K --transport rdma --bind "$CLI_ADDR" \
+			"$DATA/tree" "$DATA/big" "$SRV_ADDR:$RECV_PORT"
+		wait_for 60 rings_seen
+		kill -STOP "$SEND_PID" 2>/dev/null
+		if alive "$SEND_PID" && alive "$RECV_PID" &&
+		   [ "$(grep -c 'ring at 0x' "$RECV_LOG")" -ge 2 ]; then
+			live=1
+			break
+		fi
+		echo "try $try: the session ended before the sender was stopped" >>"$log"
+		kill -CONT "$SEND_PID" 2>/dev/null
+		kill_leftovers
+	done
+	if [ "$live" = 1 ]; then
+		rings=$(sed -n 's/.*ring at \(0x[0-9a-f]*\), [0-9]* bytes, key \(0x[0-9a-f]*\).*/\1:\2/p' "$RECV_LOG")
+		echo "rings: $rings" >>"$log"
+		for ring in $rings; do
+			timeout -k 5 60 "$hr" -b "$CLI_ADDR" -w "$ring" -n 2 "$SRV_ADDR" "$RECV_PORT" \
+				>>"$log" 2>&1 || { echo "hostile_rdma -w $ring failed" >>"$log"; rc=1; }
+		done
+		landed=$(awk '$1 == "forged" { s += $3 } END { print s + 0 }' "$log")
+		refused=$(awk '$1 == "forged" { s += $5 } END { print s + 0 }' "$log")
+		[ "$landed" -eq 0 ] && [ "$refused" -ge 4 ] || rc=1
+		kill -CONT "$SEND_PID" 2>/dev/null
+		wait_pid "$SEND_PID" 240
+		SEND_RC=$WAIT_RC
+		echo "# exit $SEND_RC after $WAIT_SECS s" >>"$SEND_LOG"
+		recv_done 30
+		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+		same_tree "$DATA/tree" "$dst/tree" "$log" || rc=1
+		same_file "$DATA/big" "$dst/big" "$log" || rc=1
+		grep_log 'a window bound to its queue pair' "$RECV_LOG" "$log" || rc=1
+		grep_log 'shared receive queue: [0-9]+ receives used, all put back' "$RECV_LOG" "$log" || rc=1
+		! grep -q 'not put back' "$RECV_LOG" || { echo "the receiver lost shared receives" >>"$log"; rc=1; }
+	else
+		rc=1
+	fi
+	check $rc "ring-forge: $landed of $((landed + refused)) writes by a peer without the secret into live rings landed; the session completed intact" \
+		"$log" "${SEND_LOG:-/dev/null}" "${RECV_LOG:-/dev/null}"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- protect: encryption and the plain checksum over rdma --------------------------------------
+
+case_protect()
+{
+	local dst=$W/protect log=$LOGS/protect.check.log rc=0 mode name want
+
+	: >"$log"
+	for mode in "--encrypt" "--encrypt --cipher chacha20-poly1305" "--integrity checksum"; do
+		name=protect-$(echo "$mode" | tr -dc 'a-z0-9')
+		case $mode in
+		*chacha*) want=chacha20-poly1305 ;;
+		*encrypt*) want=aes-256-gcm ;;
+		*) want=checksum ;;
+		esac
+		rm -rf "$dst"
+		mkdir -p "$dst"
+		if start_recv "$name" "$dst" --transport rdma --bind "$SRV_ADDR"; then
+			# shellcheck disable=SC2086 # the mode is two words
+			rdma_send "$name" 240 -v -j 2 $mode "$DATA/tree" "$DATA/big" "$SRV_ADDR:$RECV_PORT"
+			recv_done 30
+			echo "$mode: sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
+			[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
+			same_tree "$DATA/tree" "$dst/tree" "$log" || rc=1
+			same_file "$DATA/big" "$dst/big" "$log" || rc=1
+			grep_log "$want" "$RECV_LOG" "$log" || rc=1
+		else
+			rc=1
+		fi
+		kill_leftovers
+	done
+	rm -rf "$dst"
+	mkdir -p "$dst"
+	if start_recv protect-require "$dst" --transport rdma --bind "$SRV_ADDR" --require-encrypt; then
+		rdma_send protect-require 60 -v -j 2 "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		recv_done 10
+		echo "plain sender to --require-encrypt: sender exit $SEND_RC" >>"$log"
+		[ "$SEND_RC" -eq 1 ] || rc=1
+		grep_log "error: .*encrypt" "$SEND_LOG" "$log" || rc=1
+		dir_empty "$dst" || { echo "files were written" >>"$log"; rc=1; }
+	else
+		rc=1
+	fi
+	check $rc "protect: --encrypt with both ciphers and --integrity checksum intact over rdma; --require-encrypt refuses a plain sender" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
