@@ -55,6 +55,9 @@
 #                is its own
 #                "BW average[MB/sec]" (MB = 2^20 bytes), which covers only
 #                the posting of the writes, not the connection setup
+#   protection   pxfer again with --encrypt and with --integrity checksum
+#                (the default is the keyed tag), in the same repetitions:
+#                the target is --encrypt at 0.8x the default or better
 # The median of the repetitions is reported, the ratio of the medians (the
 # figure the target applies to) and, less sensitive to load that changes
 # between repetitions, the median of the per-repetition ratios.
@@ -559,7 +562,8 @@ if [ -z "$size" ]; then
 	r_ib=$R_MIBS
 	echo "  ib_write_bw $r_ib MiB/s, $w_ib s in all (with setup)"
 	rm -f "$W/cal.bin"
-	n_pairs=$((reps * ${#JOBS[@]}))
+	# the two protection runs cost about one more pair
+	n_pairs=$((reps * ${#JOBS[@]} * 2))
 	# --diag: each variant costs about half a pair
 	[ $diag -eq 1 ] && n_pairs=$((reps * ${#JOBS[@]} * (2 + ${#VARS[@]}) / 2))
 	# Per pair: ib_write_bw's fixed cost plus the size at its rate, and
@@ -594,9 +598,13 @@ if [ $diag -eq 0 ]; then
 			EXPECT_CHUNK=$msg
 			if [ $((rep % 2)) -eq 1 ]; then
 				run_px "px-$j" $rep "pxfer -j$j" "$j" "$DATA" "" "" ""
+				run_px "px-$j-enc" $rep "pxfer -j$j --encrypt" "$j" "$DATA" "" "--encrypt" ""
+				run_px "px-$j-ck" $rep "pxfer -j$j --integrity checksum" "$j" "$DATA" "" "--integrity checksum" ""
 				run_ib "ib-$j" $rep "ib_write_bw -q$j -s $((msg >> 20))M" "$j" $n "$msg" ""
 			else
 				run_ib "ib-$j" $rep "ib_write_bw -q$j -s $((msg >> 20))M" "$j" $n "$msg" ""
+				run_px "px-$j-ck" $rep "pxfer -j$j --integrity checksum" "$j" "$DATA" "" "--integrity checksum" ""
+				run_px "px-$j-enc" $rep "pxfer -j$j --encrypt" "$j" "$DATA" "" "--encrypt" ""
 				run_px "px-$j" $rep "pxfer -j$j" "$j" "$DATA" "" "" ""
 			fi
 			EXPECT_CHUNK=
@@ -706,6 +714,26 @@ if [ $diag -eq 0 ]; then
 	echo "ib_write_bw MiB/s, lowest-highest: $(for j in "${JOBS[@]}"; do
 		[ -n "${MED[ib-$j]:-}" ] && printf -- '-q%s %s-%s  ' "$j" "$(f_ "ib-$j" 6)" "$(f_ "ib-$j" 7)"; done)"
 	echo "target (pxfer >= 0.9x ib_write_bw at the same -j/-q, ratio of the medians): $met met, $missed missed"
+	echo
+	echo "Protection, same repetitions: the default keyed tag (gmac), --encrypt (aes-256-gcm)"
+	echo "and the plain checksum; MiB/s and CPU s (both processes) medians; ratios of the medians"
+	printf '%-3s %11s %6s | %11s %6s | %11s %6s | %8s %-6s %11s | %8s\n' "-j" "default" "CPU s" \
+		"--encrypt" "CPU s" "checksum" "CPU s" "enc/def" "0.8x" "per rep" "def/ck"
+	met=0 missed=0
+	for j in "${JOBS[@]}"; do
+		a=px-$j e=px-$j-enc k=px-$j-ck
+		if [ -z "${MED[$a]:-}" ] || [ -z "${MED[$e]:-}" ] || [ -z "${MED[$k]:-}" ]; then
+			printf '%-3s %s\n' "$j" "no result (failed runs)"
+			continue
+		fi
+		if [ "$(calc "$(f_ "$e" 1) >= 0.8 * $(f_ "$a" 1)" d)" = 1 ]; then t=met; met=$((met + 1))
+		else t=MISSED; missed=$((missed + 1)); fi
+		printf '%-3s %11s %6s | %11s %6s | %11s %6s | %7sx %-6s %11s | %7sx\n' "$j" \
+			"$(f_ "$a" 1)" "$(f_ "$a" 3)" "$(f_ "$e" 1)" "$(f_ "$e" 3)" \
+			"$(f_ "$k" 1)" "$(f_ "$k" 3)" "$(calc "$(f_ "$e" 1) / $(f_ "$a" 1)" .2f)" "$t" \
+			"$(rep_ratios "$e" "$a")" "$(calc "$(f_ "$a" 1) / $(f_ "$k" 1)" .2f)"
+	done
+	echo "target (--encrypt >= 0.8x the default at the same -j): $met met, $missed missed"
 else
 	echo "Diagnostic variants: $size MiB, median of $reps; ratio = variant / ib_write_bw -qJ"
 	echo "(1 MiB writes) of the same repetitions; data = MiB/s over the data phase (veth counters)"
