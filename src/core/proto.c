@@ -621,7 +621,9 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 /* ------------------------------------------------------------------------ */
 /* Public entry points */
 
-int pxfer_hdr_decode(const void *buf, size_t len, struct pxfer_hdr *h)
+/* the header's fields; -EAGAIN if it is not all here, -EPROTO if a type
+ * or flag is one we do not speak */
+static int hdr_get(const void *buf, size_t len, struct pxfer_hdr *h)
 {
 	struct rcur r = { .p = buf, .left = len };
 
@@ -630,29 +632,28 @@ int pxfer_hdr_decode(const void *buf, size_t len, struct pxfer_hdr *h)
 	h->type = get_u16(&r);
 	h->flags = get_u16(&r);
 	h->len = get_u32(&r);
-	if (h->type < 1 || h->type > PXFER_MSG_TYPE_MAX)
-		return -EPROTO;
 	/* version 2 defines no flags; a set bit means a peer we do not speak */
-	if (h->flags)
-		return -EPROTO;
-	if (h->len > body_max[h->type])
+	if (h->type < 1 || h->type > PXFER_MSG_TYPE_MAX || h->flags)
 		return -EPROTO;
 	return 0;
 }
 
+int pxfer_hdr_decode(const void *buf, size_t len, struct pxfer_hdr *h)
+{
+	int ret = hdr_get(buf, len, h);
+
+	if (ret)
+		return ret;
+	return h->len > body_max[h->type] ? -EPROTO : 0;
+}
+
 int pxfer_hdr_decode_sealed(const void *buf, size_t len, struct pxfer_hdr *h)
 {
-	struct rcur r = { .p = buf, .left = len };
+	int ret = hdr_get(buf, len, h);
 
-	if (len < PXFER_HDR_LEN)
-		return -EAGAIN;
-	h->type = get_u16(&r);
-	h->flags = get_u16(&r);
-	h->len = get_u32(&r);
-	if (h->type < 1 || h->type > PXFER_MSG_TYPE_MAX ||
-	    h->type == PXFER_MSG_CHUNK || h->flags)
-		return -EPROTO;
-	if (h->len < PXFER_TAG_LEN ||
+	if (ret)
+		return ret;
+	if (h->type == PXFER_MSG_CHUNK || h->len < PXFER_TAG_LEN ||
 	    h->len - PXFER_TAG_LEN > body_max[h->type])
 		return -EPROTO;
 	return 0;
