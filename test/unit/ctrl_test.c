@@ -38,51 +38,11 @@
 #include "engine/ctrl.h"
 #include "core/proto.h"
 #include "test.h"
+#include "sockconn.h"
 
 #define FRAME_MAX	(PXFER_HDR_LEN + PXFER_MSG_MAX)
 
-/* ---- a transport over one socket -------------------------------------- */
-
-struct sock_conn {
-	struct pxfer_conn conn;
-	int fd;
-};
-
-static int sock_fd(struct pxfer_conn *c)
-{
-	return ((struct sock_conn *)c)->fd;
-}
-
-static ssize_t sock_send(struct pxfer_conn *c, const void *buf, size_t len)
-{
-	ssize_t n = send(sock_fd(c), buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-	if (n < 0)
-		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	return n;
-}
-
-static short sock_poll_events(struct pxfer_conn *c, int want_send)
-{
-	return POLLIN | (want_send ? POLLOUT : 0);
-}
-
-static ssize_t sock_recv(struct pxfer_conn *c, void *buf, size_t cap)
-{
-	ssize_t n = recv(sock_fd(c), buf, cap, MSG_DONTWAIT);
-
-	if (n < 0)
-		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	return n;
-}
-
-static const struct pxfer_transport_ops sock_ops = {
-	.name = "socketpair",
-	.conn_fd = sock_fd,
-	.poll_events = sock_poll_events,
-	.send = sock_send,
-	.recv = sock_recv,
-};
+/* ---- a pair of control channels over a socketpair (sockconn.h) ------- */
 
 /* a connected pair: a ctrl on each end */
 struct pair {

@@ -36,6 +36,7 @@
 #include "engine/ctrl.h"
 #include "engine/tagger.h"
 #include "test.h"
+#include "sockconn.h"
 
 /* ---- keys ---------------------------------------------------------------- */
 
@@ -158,40 +159,6 @@ static void test_aead(int cipher)
 }
 
 /* ---- the sealed control channel ---------------------------------------- */
-
-struct sock_conn {
-	struct pxfer_conn conn;
-	int fd;
-};
-
-static int sock_fd(struct pxfer_conn *c)
-{
-	return ((struct sock_conn *)c)->fd;
-}
-
-static ssize_t sock_send(struct pxfer_conn *c, const void *buf, size_t len)
-{
-	ssize_t n = send(sock_fd(c), buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-	return n < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : n;
-}
-
-static ssize_t sock_recv(struct pxfer_conn *c, void *buf, size_t cap)
-{
-	ssize_t n = recv(sock_fd(c), buf, cap, MSG_DONTWAIT);
-
-	return n < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : n;
-}
-
-static short sock_events(struct pxfer_conn *c, int want_send)
-{
-	return POLLIN | (want_send ? POLLOUT : 0);
-}
-
-static const struct pxfer_transport_ops sock_ops = {
-	.name = "socketpair", .conn_fd = sock_fd, .poll_events = sock_events,
-	.send = sock_send, .recv = sock_recv,
-};
 
 static const uint8_t key_ab[32] = { 1 }, key_ba[32] = { 2 };
 
