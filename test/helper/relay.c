@@ -6,7 +6,7 @@
  * or chunk, as an attacker on the path could, to check that neither side
  * accepts what it did.
  *
- *	relay [-c CAPTURE] [-n N] LISTEN HOST PORT MODE
+ *	relay [-c CAPTURE] [-n N] [-t TYPE] LISTEN HOST PORT MODE
  *	relay --find-runs CAPTURE FILE...
  *
  * The relay listens on 127.0.0.1 port LISTEN (0: one the kernel picks)
@@ -30,11 +30,14 @@
  *			the next message the receiver sends
  *	swap		holds the N-th sealed control message from the
  *			sender and sends it after the one that follows it
- *	drop		drops the N-th CREDIT
+ *	drop		drops the N-th CREDIT, or the N-th message of TYPE
+ *			(FILE_END, FILE_DONE, ...)
  *	cut		closes both sides of the data connection that carries
  *			the N-th chunk, instead of forwarding the chunk
  *	cut-ctl		closes both sides of the control connection instead
  *			of forwarding the N-th sealed message from the sender
+ *	downgrade	asks, in the sender's HELLO, for the plain checksum
+ *			instead of what the sender asked for
  *
  * It says on standard error what it did ("relay: rewrote chunk 1 ...")
  * and runs until it is killed. With -c, every byte it reads from either
@@ -84,6 +87,7 @@ enum mode {
 	M_DROP,
 	M_CUT,
 	M_CUT_CTL,
+	M_DOWNGRADE,
 };
 
 static const char *const mode_name[] = {
@@ -96,6 +100,7 @@ static const char *const mode_name[] = {
 	[M_DROP] = "drop",
 	[M_CUT] = "cut",
 	[M_CUT_CTL] = "cut-ctl",
+	[M_DOWNGRADE] = "downgrade",
 };
 
 /* what happens to a frame once it is read */
@@ -110,13 +115,15 @@ static struct {
 	pthread_mutex_t lock;
 	enum mode mode;
 	unsigned long n;
+	uint16_t drop_type;	/* what drop drops */
 	const char *host, *port;
 	int capture;		/* -1: no capture */
 	int checksum;		/* the HELLO asked for the plain checksum */
 	int acted;		/* the mode has done its one thing */
-	unsigned long chunks, ctl_s2r, file_done, credits;
+	unsigned long chunks, ctl_s2r, file_done, dropped;
 	unsigned int conns;
-} R = { .lock = PTHREAD_MUTEX_INITIALIZER, .n = 1, .capture = -1 };
+} R = { .lock = PTHREAD_MUTEX_INITIALIZER, .n = 1, .capture = -1,
+      .drop_type = PXFER_MSG_CREDIT };
 
 struct pair {
 	unsigned int id;
@@ -140,9 +147,9 @@ struct dir {
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: relay [-c CAPTURE] [-n N] LISTEN HOST PORT MODE\n"
+		"usage: relay [-c CAPTURE] [-n N] [-t TYPE] LISTEN HOST PORT MODE\n"
 		"       relay --find-runs CAPTURE FILE...\n"
-		"modes: pass rewrite flip flip-ctl replay swap drop cut cut-ctl\n");
+		"modes: pass rewrite flip flip-ctl replay swap drop cut cut-ctl downgrade\n");
 	exit(2);
 }
 
@@ -325,24 +332,34 @@ static enum verdict on_ctl_r2s(struct dir *d, uint8_t *f, uint32_t blen)
 		hold(d, f, PXFER_HDR_LEN + blen);
 		say("recorded FILE_DONE %lu, to send again after the next message",
 		    R.n);
-	} else if (R.mode == M_DROP && type == PXFER_MSG_CREDIT &&
-		   is_nth(&R.credits)) {
-		say("dropped CREDIT %lu", R.n);
-		return V_DROP;
 	}
 	return V_FORWARD;
+}
+
+/* @flags: the HELLO's, in the frame */
+static void on_hello(uint8_t *flags)
+{
+	uint32_t v = pxfer_get_be(flags, 4);
+
+	if (R.mode == M_DOWNGRADE && is_nth(&R.ctl_s2r)) {
+		v = (v & ~PXFER_HELLO_PROT) | PXFER_HELLO_CHECKSUM;
+		pxfer_put_be(flags, v, 4);
+		say("asked for the plain checksum in the HELLO (flags 0x%x)", v);
+	}
+	pthread_mutex_lock(&R.lock);
+	R.checksum = !!(v & PXFER_HELLO_CHECKSUM);
+	pthread_mutex_unlock(&R.lock);
 }
 
 static enum verdict judge(struct dir *d, uint8_t *f, uint32_t blen)
 {
 	uint16_t type = pxfer_get_be(f, 2);
 
-	if (d->s2r && type == PXFER_MSG_HELLO &&
-	    blen >= 16 && (pxfer_get_be(f + PXFER_HDR_LEN + 12, 4) &
-			   PXFER_HELLO_CHECKSUM)) {
-		pthread_mutex_lock(&R.lock);
-		R.checksum = 1;
-		pthread_mutex_unlock(&R.lock);
+	if (d->s2r && type == PXFER_MSG_HELLO && blen >= 16)
+		on_hello(f + PXFER_HDR_LEN + 12);
+	if (R.mode == M_DROP && type == R.drop_type && is_nth(&R.dropped)) {
+		say("dropped %s %lu", pxfer_msg_name(type), R.n);
+		return V_DROP;
 	}
 	if (d->s2r && type == PXFER_MSG_CHUNK)
 		return on_chunk(d, f, blen);
@@ -589,7 +606,7 @@ static int relay_main(int argc, char **argv)
 	int opt, lfd;
 	unsigned int m;
 
-	while ((opt = getopt(argc, argv, "c:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "c:n:t:")) != -1) {
 		switch (opt) {
 		case 'c':
 			cap = optarg;
@@ -597,6 +614,14 @@ static int relay_main(int argc, char **argv)
 		case 'n':
 			R.n = strtoul(optarg, &end, 10);
 			if (*end || !R.n)
+				usage();
+			break;
+		case 't':
+			for (R.drop_type = 1; R.drop_type <= PXFER_MSG_TYPE_MAX;
+			     R.drop_type++)
+				if (!strcmp(optarg, pxfer_msg_name(R.drop_type)))
+					break;
+			if (R.drop_type > PXFER_MSG_TYPE_MAX)
 				usage();
 			break;
 		default:
