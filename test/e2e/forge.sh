@@ -17,7 +17,11 @@
 #     the relay's bytes are in the files. This is what docs/security.md
 #     says the plain checksum gives up, and the test holds it to that
 #   - drop (a CREDIT) and cut (a data or the control connection closed
-#     mid-transfer): both sides exit non-zero within 60 s
+#     mid-transfer): both sides exit non-zero within 60 s; a dropped
+#     FILE_END, after which both sides wait, is found by the next PING
+#     (5 s): both exit 7
+#   - downgrade (the HELLO asks for the plain checksum instead of
+#     --encrypt): the receiver refuses the sender, nothing is written
 #   - whatever happened, no file under the receiver's directory differs
 #     from its source (some may be missing) and no temporary file is left
 #     (except the accepted rewrite, whose files must differ)
@@ -43,6 +47,11 @@ for i in 1 2 3 4 5 6; do
 	head -c $((i * 7001)) /dev/urandom >"$src/sub/f$i"
 done
 head -c 333 /dev/urandom >"$src/sub/deep/small"
+# a tree of one file, for the quiet after a dropped FILE_END
+mkdir -p "$T/one" || fail "mkdir"
+head -c 1000000 /dev/urandom >"$T/one/file"
+# the tree tamper sends
+tree=$src
 
 RELAY_PID=
 RELAY_PORT=
@@ -108,13 +117,13 @@ tamper()
 		shift
 	done
 	[ $# -gt 0 ] && shift
-	what="$mode${*:+ ($*)}"
+	what="$mode${rargs[*]:+ ${rargs[*]##*/}}${*:+ ($*)}"
 	rm -rf "$dst" && mkdir "$dst"
 	start_recv "$dst"
 	start_relay "$mode" "${rargs[@]}"
 	timer_start
 	SEND_WRAP=(timeout -k 5 "$LIMIT")
-	psend -j 3 --chunk-size 256K "$@" "$src" "127.0.0.1:$RELAY_PORT"
+	psend -j 3 --chunk-size 256K "$@" "$tree" "127.0.0.1:$RELAY_PORT"
 	SEND_WRAP=()
 	wait_recv "$LIMIT"
 	SECS=$(timer_secs)
@@ -214,5 +223,23 @@ tamper cut fail -n 3
 nothing_wrong "cut"
 tamper cut-ctl fail -n 3
 nothing_wrong "cut-ctl"
+# both sides wait: the sender for FILE_DONE, the receiver for FILE_END
+tree=$T/one
+tamper drop 7 -t FILE_END
+nothing_wrong "drop FILE_END"
+tree=$src
+
+note "downgrade: the HELLO asks for the plain checksum, not --encrypt"
+rm -rf "$dst" && mkdir "$dst"
+start_server "$dst"
+start_relay downgrade
+psend --encrypt "$src" "127.0.0.1:$RELAY_PORT"
+stop_relay
+grep -q . "$RELAY_LOG" || fail_later "downgrade: the relay did nothing"
+expect_rc 3 "$SEND_RC" "downgrade: the sender"
+ok "downgrade: the sender is refused: $(head -n 1 "$SEND_ERR")"
+[ -z "$(ls -A "$dst")" ] || fail_later "downgrade: the receiver wrote: $(ls -A "$dst")"
+recv_alive || fail_later "downgrade: the receiver is gone"
+stop_recv
 
 finish
