@@ -26,8 +26,9 @@
  *	flip		flips one bit in the payload of the N-th chunk
  *	flip-ctl	flips one bit in the N-th sealed control message
  *			from the sender (FILE, FILE_END, FIN, PING)
- *	replay		records the N-th FILE_DONE and sends it again after
- *			the next message the receiver sends
+ *	replay		records the N-th FILE_DONE, or the N-th message of
+ *			TYPE (CHUNK, ...), and sends it again after the next
+ *			message on its connection in its direction
  *	swap		holds the N-th sealed control message from the
  *			sender and sends it after the one that follows it
  *	drop		drops the N-th CREDIT, or the N-th message of TYPE
@@ -115,15 +116,14 @@ static struct {
 	pthread_mutex_t lock;
 	enum mode mode;
 	unsigned long n;
-	uint16_t drop_type;	/* what drop drops */
+	uint16_t type;		/* what drop drops, replay replays; 0: default */
 	const char *host, *port;
 	int capture;		/* -1: no capture */
 	int checksum;		/* the HELLO asked for the plain checksum */
 	int acted;		/* the mode has done its one thing */
-	unsigned long chunks, ctl_s2r, file_done, dropped;
+	unsigned long chunks, ctl_s2r, typed;
 	unsigned int conns;
-} R = { .lock = PTHREAD_MUTEX_INITIALIZER, .n = 1, .capture = -1,
-      .drop_type = PXFER_MSG_CREDIT };
+} R = { .lock = PTHREAD_MUTEX_INITIALIZER, .n = 1, .capture = -1 };
 
 struct pair {
 	unsigned int id;
@@ -323,19 +323,6 @@ static enum verdict on_ctl_s2r(struct dir *d, uint8_t *f, uint32_t blen)
 	}
 }
 
-static enum verdict on_ctl_r2s(struct dir *d, uint8_t *f, uint32_t blen)
-{
-	uint16_t type = pxfer_get_be(f, 2);
-
-	if (R.mode == M_REPLAY && type == PXFER_MSG_FILE_DONE &&
-	    is_nth(&R.file_done)) {
-		hold(d, f, PXFER_HDR_LEN + blen);
-		say("recorded FILE_DONE %lu, to send again after the next message",
-		    R.n);
-	}
-	return V_FORWARD;
-}
-
 /* @flags: the HELLO's, in the frame */
 static void on_hello(uint8_t *flags)
 {
@@ -357,16 +344,20 @@ static enum verdict judge(struct dir *d, uint8_t *f, uint32_t blen)
 
 	if (d->s2r && type == PXFER_MSG_HELLO && blen >= 16)
 		on_hello(f + PXFER_HDR_LEN + 12);
-	if (R.mode == M_DROP && type == R.drop_type && is_nth(&R.dropped)) {
+	if (R.mode == M_DROP && type == R.type && is_nth(&R.typed)) {
 		say("dropped %s %lu", pxfer_msg_name(type), R.n);
 		return V_DROP;
+	}
+	if (R.mode == M_REPLAY && type == R.type && is_nth(&R.typed)) {
+		hold(d, f, PXFER_HDR_LEN + blen);
+		say("recorded %s %lu, to send again after the next message",
+		    pxfer_msg_name(type), R.n);
+		return V_FORWARD;
 	}
 	if (d->s2r && type == PXFER_MSG_CHUNK)
 		return on_chunk(d, f, blen);
 	if (d->s2r && ctl_from_sender(type))
 		return on_ctl_s2r(d, f, blen);
-	if (!d->s2r)
-		return on_ctl_r2s(d, f, blen);
 	return V_FORWARD;
 }
 
@@ -617,11 +608,10 @@ static int relay_main(int argc, char **argv)
 				usage();
 			break;
 		case 't':
-			for (R.drop_type = 1; R.drop_type <= PXFER_MSG_TYPE_MAX;
-			     R.drop_type++)
-				if (!strcmp(optarg, pxfer_msg_name(R.drop_type)))
+			for (R.type = 1; R.type <= PXFER_MSG_TYPE_MAX; R.type++)
+				if (!strcmp(optarg, pxfer_msg_name(R.type)))
 					break;
-			if (R.drop_type > PXFER_MSG_TYPE_MAX)
+			if (R.type > PXFER_MSG_TYPE_MAX)
 				usage();
 			break;
 		default:
@@ -638,6 +628,8 @@ static int relay_main(int argc, char **argv)
 	if (m == sizeof(mode_name) / sizeof(mode_name[0]))
 		usage();
 	R.mode = m;
+	if (!R.type)
+		R.type = m == M_REPLAY ? PXFER_MSG_FILE_DONE : PXFER_MSG_CREDIT;
 	if (cap) {
 		R.capture = open(cap, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (R.capture < 0) {
