@@ -110,6 +110,10 @@ static int rw_write_done(struct rworker *w, uint64_t tag, int res)
  * The chunk's descriptor is known and its payload not yet read: it must
  * be the next on this connection, into a slot we granted, for bytes its
  * files still expect. Then its segments' files are known to be open.
+ * -EBADMSG for one out of sequence: a sender numbers its chunks one by
+ * one, so a chunk was replayed, reordered or dropped on the way, as
+ * its tag would show (its nonce is the sequence number) if it were
+ * read; -EPROTO for the rest.
  */
 static int rw_check(struct rworker *w, const struct pxfer_chunk *ch)
 {
@@ -118,7 +122,7 @@ static int rw_check(struct rworker *w, const struct pxfer_chunk *ch)
 	int ret;
 
 	if (ch->seq != w->seq)
-		return -EPROTO;
+		return -EBADMSG;
 	pthread_mutex_lock(&w->b.lock);
 	ret = pxfer_credits_accept(&w->b.cred, ch->slot);
 	pthread_mutex_unlock(&w->b.lock);
@@ -171,6 +175,17 @@ static int rw_chunk(struct rworker *w)
 	return 0;
 }
 
+static int rw_out_of_sequence(struct rworker *w)
+{
+	char what[32], detail[160];
+
+	snprintf(what, sizeof(what), "data connection %u", w->b.idx);
+	snprintf(detail, sizeof(detail),
+		 "chunk %llu arrived where chunk %llu was due: replayed, reordered, or one before it dropped",
+		 (unsigned long long)w->desc.seq, (unsigned long long)w->seq);
+	return pxfer_session_integrity(&w->s->b, what, detail);
+}
+
 /* 0: go on; 1: the connection ended (no more chunks); -1: failed */
 static int rw_receive(struct rworker *w)
 {
@@ -195,6 +210,8 @@ static int rw_receive(struct rworker *w)
 			pxfer_session_data_lost(&s->b, w->b.idx, ret);
 			return 1;
 		}
+		if (ret == -EBADMSG)
+			return rw_out_of_sequence(w);
 		if (ret == -EPROTO)
 			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
 					  "protocol error on data connection %u from %s: a chunk that was not granted, does not fit its file or repeats bytes already sent",
