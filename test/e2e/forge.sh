@@ -11,8 +11,9 @@
 #   - pass: nothing is changed, the tree arrives intact (the control)
 #   - rewrite (a chunk's payload replaced, the plain checksum recomputed),
 #     flip (a bit of a chunk, or of a sealed control message), replay (a
-#     FILE_DONE sent twice), swap (two sealed messages in turn): both
-#     sides exit 7 and say "integrity error"
+#     FILE_DONE sent twice), swap (two sealed messages in turn), and a
+#     chunk sent twice or dropped: both sides exit 7 and say "integrity
+#     error"
 #   - rewrite with --integrity checksum is accepted: both sides exit 0 and
 #     the relay's bytes are in the files. This is what docs/security.md
 #     says the plain checksum gives up, and the test holds it to that
@@ -213,6 +214,14 @@ for prot in "" "--encrypt"; do
 	tamper swap 7 -- $prot
 	nothing_wrong "swap${prot:+, $prot}"
 done
+
+note "replay a chunk, drop one: the next is out of sequence"
+# one data connection, so that the chunk after the third is on its
+# connection
+tamper replay 7 -t CHUNK -n 3 -- -j 1
+nothing_wrong "replay CHUNK"
+tamper drop 7 -t CHUNK -n 3 -- -j 1 --encrypt
+nothing_wrong "drop CHUNK, --encrypt"
 
 note "drop a CREDIT, cut a connection: both sides fail in bounded time"
 tamper drop fail
