@@ -15,7 +15,8 @@
  * a whole frame at a time. The sender makes its data connections to the
  * address it made the control connection to (a DATA_WELCOME carries no
  * address on tcp), so the relay sees them all. MODE says what it does,
- * once, to the N-th (default 1) message or chunk of the kind it names:
+ * once, to the N-th (default 1) message or chunk of the kind it names
+ * (TYPE: a message type by its name in docs/protocol.md, "FILE_END"):
  *
  *	pass		nothing: forwards every byte unchanged
  *	rewrite		replaces the payload of the N-th chunk with its own
@@ -48,7 +49,7 @@
  * --find-runs looks for the plaintext of the FILEs in CAPTURE: it prints
  * each run of 32 or more bytes of a FILE that CAPTURE holds (the first
  * few) and how many it found. Exit status 0 when there is none, 1 when
- * there is one or more.
+ * there is one or more, 2 when a file cannot be read.
  *
  * Exit status: 2 on bad usage, 1 when the relay cannot start.
  */
