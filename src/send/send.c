@@ -68,6 +68,19 @@ static int busy_wait(struct send_session *s, double end, double *delay)
 	return 0;
 }
 
+/*
+ * The cipher the sender asks for: the caller's, or the faster one for the
+ * protection on this class of CPU (bench/mac_speed, docs/benchmarks.md):
+ * AES-256-GCM to encrypt, ChaCha20-Poly1305 for a keyed tag, which is
+ * then Poly1305 over the chunk.
+ */
+static const char *send_cipher(const struct pxfer_send_opts *o)
+{
+	if (o->cipher)
+		return o->cipher;
+	return o->encrypt ? "aes-256-gcm" : "chacha20-poly1305";
+}
+
 static int handshake(struct send_session *s)
 {
 	const struct pxfer_send_opts *o = s->o;
@@ -83,7 +96,7 @@ static int handshake(struct send_session *s)
 		  (o->encrypt ? PXFER_HELLO_ENCRYPT :
 		   o->integrity && !strcmp(o->integrity, "checksum") ?
 		   PXFER_HELLO_CHECKSUM : 0) |
-		  (o->cipher && !strcmp(o->cipher, "chacha20-poly1305") ?
+		  (!strcmp(send_cipher(o), "chacha20-poly1305") ?
 		   PXFER_HELLO_CHACHA : 0);
 	if (o->dest) {
 		h.dest_len = strlen(o->dest);
@@ -214,9 +227,15 @@ static int session_start(struct send_session *s)
 	    pxfer_pool_init(&s->pool, pxfer_pool_size(PXFER_DEFAULT_RING_MEM,
 						      s->b.t->ring_hdr)))
 		verbose("ring memory made when the session starts");
-	/* PXFER_NO_SENDFILE=1: every chunk through the ring (for comparison) */
+	/*
+	 * Every chunk goes through the ring: read into the slot, tagged
+	 * there and sent from there costs less than a tag over a fresh
+	 * mapping of the page cache and a sendfile (docs/benchmarks.md), and
+	 * what is tagged is what is sent. PXFER_SENDFILE=1: large chunks
+	 * from the file itself (tcp), for comparison.
+	 */
 	atomic_store(&s->direct, s->b.t->send_chunk_fd && !o->encrypt &&
-		     !pxfer_env_flag("PXFER_NO_SENDFILE"));
+		     pxfer_env_flag("PXFER_SENDFILE"));
 	ret = pxfer_walk_init(&s->walk, o->paths, o->npaths, &bad);
 	if (ret == -EINVAL)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_USAGE,

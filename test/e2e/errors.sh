@@ -289,9 +289,9 @@ for how in ring direct; do
 	dst=$T/dst.shrink.$how
 	mkdir "$dst"
 	start_recv "$dst" --ring-mem 1M
-	nosf=0
-	[ $how = ring ] && nosf=1
-	PXFER_NO_SENDFILE=$nosf timeout -k 5 120 "$PXFER" send -j 1 --chunk-size 64K \
+	sf=0
+	[ $how = direct ] && sf=1
+	PXFER_SENDFILE=$sf timeout -k 5 120 "$PXFER" send -j 1 --chunk-size 64K \
 		"$sh" "$(target)" >/dev/null 2>"$T/shrink.$how.log" &
 	spid=$!
 	track $spid
