@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 #
 # pxfer benchmark harness: pxfer against iperf3, nc and rsync on loopback,
-# measured the same way in the same run.
+# and, in the integrity group (bench/integrity.sh), pxfer with each chunk
+# protection against scp and rsync -e ssh, measured the same way in the
+# same run.
 #
 #   bench/bench.sh [--quick] [--out FILE] [--reps N] [--only LIST] [--keep]
 #                  [--baseline PXFER]
@@ -190,7 +192,7 @@ cleanup() {
 		echo "bench: work directory kept: $WORK"
 	elif [ $keep_data -eq 1 ]; then
 		rm -rf "$LOGS" "$RESULTS" "$WORK/rsyncd.conf" "$WORK/rsyncd.pid" \
-			"$WORK/rsyncd.log"
+			"$WORK/rsyncd.log" "$WORK/ssh" "$WORK/sshd.pid"
 	else
 		rm -rf "$WORK"
 	fi
@@ -429,6 +431,10 @@ rsync_pair() {          # $1 path to push into the daemon's module
 peer_rsync_A() { rsync_pair "$DATA/a.bin" && verify_file "$DATA/a.bin" "$DST/a.bin"; }
 peer_rsync_B() { rsync_pair "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"; }
 
+# the integrity group: pxfer's chunk protections, scp and rsync -e ssh
+# shellcheck source=integrity.sh
+. "$top/bench/integrity.sh"
+
 # ---------------------------------------------------------------- sections
 # id;workload;label;function [args]
 SECTIONS=("A/iperf3;A;iperf3 (mem-to-mem);peer_iperf3_A")
@@ -452,6 +458,7 @@ for w in A B; do
 		SECTIONS+=("$w/many-$n;$w;$n sender$([ "$n" = 1 ] || echo s) at once;peer_many_$w $n")
 	done
 done
+int_sections
 
 if [ -n "$only" ]; then
 	sel=()
@@ -465,6 +472,7 @@ if [ -n "$only" ]; then
 	SECTIONS=("${sel[@]}")
 	[ ${#SECTIONS[@]} -gt 0 ] || { echo "bench: --only '$only' selects nothing" >&2; exit 2; }
 fi
+int_tools || exit 2
 
 # ---------------------------------------------------------------- data
 make_data() {
@@ -529,6 +537,7 @@ if [ "$(calc "$avail < 2.5 * ($A_BYTES + $B_BYTES)" d)" = 1 ]; then
 	echo "warning: only $((avail >> 20)) MiB available; the data and its copy may not stay in the page cache"
 fi
 make_data || { echo "bench: cannot write the data into $DATA" >&2; exit 1; }
+int_prepare || exit 1
 # read everything once so that every run reads from the page cache
 dd if="$DATA/a.bin" of=/dev/null bs=1M status=none
 tar -c -C "$DATA" tree many-a many-b | cat >/dev/null
@@ -680,16 +689,16 @@ mibps() { local w b; w=$(field "$1" 1) && b=$(field "$1" 8) && calc "$b / 2^20 /
 
 TABLE_TXT='' TABLE_MD='' DISTURBED='' DISCARDED=''
 table() {
-	local s id wl label fn w b c cc sc rc rs n o d a
-	TABLE_TXT=$(printf '%-3s %-20s %9s %10s %9s %8s %12s %12s %5s %6s' \
-		wl peer "wall s" "MiB/s" "CPU s" "CPU/GiB" "RSS snd MiB" "RSS rcv MiB" runs other)
-	TABLE_MD='| workload | peer | wall s | MiB/s | CPU s (snd+rcv) | CPU s/GiB | CPU s snd / rcv | peak RSS snd MiB | peak RSS rcv MiB | runs used | other CPU |
-|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|'
+	local s id wl label fn w b c cc sc rc rs n o d a gs
+	TABLE_TXT=$(printf '%-3s %-20s %9s %10s %9s %8s %13s %12s %12s %5s %6s' \
+		wl peer "wall s" "MiB/s" "CPU s" "CPU/GiB" "snd/rcv /GiB" "RSS snd MiB" "RSS rcv MiB" runs other)
+	TABLE_MD='| workload | peer | wall s | MiB/s | CPU s (snd+rcv) | CPU s/GiB | CPU s snd / rcv | CPU s/GiB snd / rcv | peak RSS snd MiB | peak RSS rcv MiB | runs used | other CPU |
+|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|'
 	for s in "${SECTIONS[@]}"; do
 		IFS=';' read -r id wl label fn <<<"$s"
 		if ! w=$(field "$id" 1); then
 			TABLE_TXT+=$'\n'$(printf '%-3s %-20s %9s' "$wl" "$label" FAILED)
-			TABLE_MD+=$'\n'"| $wl | ${label//|/\\|} | failed | | | | | | | 0/$reps | |"
+			TABLE_MD+=$'\n'"| $wl | ${label//|/\\|} | failed | | | | | | | | 0/$reps | |"
 			continue
 		fi
 		c=$(field "$id" 2) cc=$(field "$id" 3) sc=$(field "$id" 4)
@@ -701,10 +710,11 @@ table() {
 		elif [ "$a" -ne "$n" ]; then
 			DISCARDED+=" $id ($((a - n)))"
 		fi
-		TABLE_TXT+=$'\n'$(printf '%-3s %-20s %9.3f %10.1f %9.2f %8.2f %12.1f %12.1f %5s %6.2f' \
-			"$wl" "$label" "$w" "$(mibps "$id")" "$c" "$(calc "$c / ($b / 2^30)" .2f)" \
+		gs=$(calc "$cc / ($b / 2^30)" .2f)/$(calc "$sc / ($b / 2^30)" .2f)
+		TABLE_TXT+=$'\n'$(printf '%-3s %-20s %9.3f %10.1f %9.2f %8.2f %13s %12.1f %12.1f %5s %6.2f' \
+			"$wl" "$label" "$w" "$(mibps "$id")" "$c" "$(calc "$c / ($b / 2^30)" .2f)" "$gs" \
 			"$(calc "$rc / 1024" .1f)" "$(calc "$rs / 1024" .1f)" "$n/$reps" "$o")
-		TABLE_MD+=$'\n'"| $wl | ${label//|/\\|} | $(calc "$w" .3f) | $(mibps "$id") | $(calc "$c" .2f) | $(calc "$c / ($b / 2^30)" .2f) | $(calc "$cc" .2f) / $(calc "$sc" .2f) | $(calc "$rc / 1024" .1f) | $(calc "$rs / 1024" .1f) | $n/$reps | $(calc "$o" .2f) |"
+		TABLE_MD+=$'\n'"| $wl | ${label//|/\\|} | $(calc "$w" .3f) | $(mibps "$id") | $(calc "$c" .2f) | $(calc "$c / ($b / 2^30)" .2f) | $(calc "$cc" .2f) / $(calc "$sc" .2f) | ${gs/\// / } | $(calc "$rc / 1024" .1f) | $(calc "$rs / 1024" .1f) | $n/$reps | $(calc "$o" .2f) |"
 	done
 }
 
@@ -813,6 +823,7 @@ report() {
 				"pxfer -j$r $(mibps "$w/pxfer-j$r" 2>/dev/null) vs baseline -j$bb $(mibps "$w/base-j$bb" 2>/dev/null) MiB/s"
 		done
 	fi
+	int_report
 	t=$(ge "A/pxfer-j$bA" A/iperf3 0.9); target "A: pxfer >= 0.9x iperf3" "$t" \
 		"pxfer -j$bA $(mibps "A/pxfer-j$bA" 2>/dev/null) vs iperf3 $(mibps A/iperf3 2>/dev/null) MiB/s"
 	for w in A B; do
@@ -853,6 +864,7 @@ echo
 echo "Results (median of $reps; MiB = 2^20 bytes; CPU = user+sys of sender + receiver;"
 echo "other = CPUs' worth of load from other processes on the machine during the runs):"
 echo "$TABLE_TXT"
+[ -z "$INT_TXT" ] || printf '%s' "$INT_TXT"
 NOISE_TXT=''
 if [ -n "$DISCARDED" ]; then
 	NOISE_TXT="runs = runs in the medians. Left out because other processes used more than $QUIET_LIMIT CPUs during them (other runs of the section were undisturbed):$DISCARDED"
@@ -870,6 +882,7 @@ echo
 echo "Targets: $met met, $missed missed$([ $unknown -eq 0 ] || echo ", $unknown not measured")"
 printf '%s' "$TARGETS_TXT"
 [ $failed -eq 0 ] || echo "$failed run(s) FAILED; they are not counted above"
+[ -z "$MAC_TXT" ] || printf '\n%s\n' "$MAC_TXT"
 
 if [ -n "$out" ]; then
 	{
@@ -885,6 +898,7 @@ if [ -n "$out" ]; then
 		echo
 		echo "$TABLE_MD"
 		[ -z "$NOISE_TXT" ] || printf '\n%s\n' "$NOISE_TXT"
+		[ -z "$INT_TXT" ] || printf '\n%s' "$INT_TXT"
 		echo
 		echo "## Ratios (throughput)"
 		echo
@@ -900,6 +914,7 @@ if [ -n "$out" ]; then
 		printf '%s' "$TARGETS_TXT"
 		echo '```'
 		[ $failed -eq 0 ] || printf '\n%d run(s) failed and are not counted.\n' "$failed"
+		[ -z "$MAC_TXT" ] || printf '\n## Chunk tags on this CPU (bench/mac_speed)\n\n%s\n' "$MAC_TXT"
 	} >"$out"
 	echo "written: $out"
 fi
