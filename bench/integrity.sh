@@ -11,6 +11,12 @@
 #   W/int-checksum   pxfer --integrity checksum: unkeyed XXH3, the reference
 #   W/int-scp        scp to an sshd of the benchmark's own
 #   W/int-rsync-ssh  rsync -a -e ssh to the same sshd
+#   A/int-mac-ring, A/int-checksum-ring
+#                    mac and checksum with PXFER_NO_SENDFILE=1: every chunk
+#                    read into the ring and sent from there, as --encrypt
+#                    does, instead of tagged in a mapping of the page cache
+#                    and sent with sendfile (B's files are too small for
+#                    sendfile either way)
 #
 # The sshd runs from a directory under the work directory with a host key
 # and an authorized key made for the run, on the run's port, as the
@@ -38,6 +44,8 @@ int_sections() {        # the group's lines for SECTIONS
 			   "$w/int-scp;$w;scp;peer_scp $w"
 			   "$w/int-rsync-ssh;$w;rsync -e ssh;peer_rsync_ssh $w")
 	done
+	SECTIONS+=("A/int-mac-ring;A;pxfer mac, no sendfile;peer_int A mac-ring"
+		   "A/int-checksum-ring;A;checksum, no sendfile;peer_int A checksum-ring")
 }
 
 int_selected() {        # $1 pattern: does the run have such a section?
@@ -70,14 +78,17 @@ int_verify() {
 	else verify_tree "$DATA/tree" "$DST/tree"; fi
 }
 
-peer_int() {            # $1 workload, $2 mac, encrypt or checksum
-	local flags=''
+peer_int() {            # $1 workload, $2 mac, encrypt or checksum[-ring]
+	local flags='' env=''
+	case $2 in
+	*-ring) env='PXFER_NO_SENDFILE=1 ';;
+	esac
 	case $2 in
 	encrypt) flags='--encrypt';;
-	checksum) flags='--integrity checksum';;
+	checksum*) flags='--integrity checksum';;
 	esac
 	measure "exec '$PXFER' recv --dir '$DST' --once --bind 127.0.0.1 --port $PORT --transport tcp -q" \
-		"exec '$PXFER' send $flags --transport tcp -q '$(int_src "$1")' 127.0.0.1:$PORT" &&
+		"${env}exec '$PXFER' send $flags --transport tcp -q '$(int_src "$1")' 127.0.0.1:$PORT" &&
 		int_verify "$1"
 }
 
@@ -213,6 +224,9 @@ int_report() {          # the group's ratios and targets, in report
 				"$w: CPU per GiB, mac (default) / checksum" "$(calc "$m / $c" .4f)" "$m" "$c")$'\n'
 		fi
 	done
+	ratio_line "A: mac / checksum, both without sendfile" A/int-mac-ring A/int-checksum-ring
+	ratio_line "A: mac without sendfile / mac (default)" A/int-mac-ring A/int-mac
+	ratio_line "A: mac without sendfile / checksum (default)" A/int-mac-ring A/int-checksum
 	selected A/int-mac || selected A/int-checksum || selected A/int-encrypt || return 0
 	t=$(ge A/int-mac A/int-checksum 0.85)
 	target "A: pxfer default (mac) >= 0.85x --integrity checksum" "$t" \
