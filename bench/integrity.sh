@@ -6,17 +6,18 @@
 # tools that encrypt too, scp and rsync -e ssh, over loopback.
 #
 # Sections (both workloads, W = A or B; select them with --only 'W/int-*'):
-#   W/int-mac        pxfer with its defaults: a GMAC tag on every chunk
+#   W/int-mac        pxfer with its defaults: a Poly1305 tag on every chunk
+#   W/int-gmac       pxfer --cipher aes-256-gcm: a GMAC tag instead
 #   W/int-encrypt    pxfer --encrypt (AES-256-GCM)
 #   W/int-checksum   pxfer --integrity checksum: unkeyed XXH3, the reference
 #   W/int-scp        scp to an sshd of the benchmark's own
 #   W/int-rsync-ssh  rsync -a -e ssh to the same sshd
-#   A/int-mac-ring, A/int-checksum-ring
-#                    mac and checksum with PXFER_NO_SENDFILE=1: every chunk
-#                    read into the ring and sent from there, as --encrypt
-#                    does, instead of tagged in a mapping of the page cache
-#                    and sent with sendfile (B's files are too small for
-#                    sendfile either way)
+#   A/int-mac-sf, A/int-checksum-sf
+#                    mac and checksum with PXFER_SENDFILE=1: each chunk
+#                    tagged in a mapping of the page cache and sent from it
+#                    with sendfile, instead of read into the ring, tagged
+#                    and sent from there (the default); B's files are too
+#                    small for sendfile either way
 #
 # The sshd runs from a directory under the work directory with a host key
 # and an authorized key made for the run, on the run's port, as the
@@ -39,13 +40,14 @@ int_sections() {        # the group's lines for SECTIONS
 	local w
 	for w in A B; do
 		SECTIONS+=("$w/int-mac;$w;pxfer mac (default);peer_int $w mac"
+			   "$w/int-gmac;$w;pxfer mac, gmac;peer_int $w gmac"
 			   "$w/int-encrypt;$w;pxfer --encrypt;peer_int $w encrypt"
 			   "$w/int-checksum;$w;pxfer checksum (ref);peer_int $w checksum"
 			   "$w/int-scp;$w;scp;peer_scp $w"
 			   "$w/int-rsync-ssh;$w;rsync -e ssh;peer_rsync_ssh $w")
 	done
-	SECTIONS+=("A/int-mac-ring;A;pxfer mac, no sendfile;peer_int A mac-ring"
-		   "A/int-checksum-ring;A;checksum, no sendfile;peer_int A checksum-ring")
+	SECTIONS+=("A/int-mac-sf;A;pxfer mac, sendfile;peer_int A mac-sf"
+		   "A/int-checksum-sf;A;checksum, sendfile;peer_int A checksum-sf")
 }
 
 int_selected() {        # $1 pattern: does the run have such a section?
@@ -78,12 +80,13 @@ int_verify() {
 	else verify_tree "$DATA/tree" "$DST/tree"; fi
 }
 
-peer_int() {            # $1 workload, $2 mac, encrypt or checksum[-ring]
+peer_int() {            # $1 workload, $2 mac, gmac, encrypt or checksum[-sf]
 	local flags='' env=''
 	case $2 in
-	*-ring) env='PXFER_NO_SENDFILE=1 ';;
+	*-sf) env='PXFER_SENDFILE=1 ';;
 	esac
 	case $2 in
+	gmac) flags='--cipher aes-256-gcm';;
 	encrypt) flags='--encrypt';;
 	checksum*) flags='--integrity checksum';;
 	esac
@@ -224,9 +227,9 @@ int_report() {          # the group's ratios and targets, in report
 				"$w: CPU per GiB, mac (default) / checksum" "$(calc "$m / $c" .4f)" "$m" "$c")$'\n'
 		fi
 	done
-	ratio_line "A: mac / checksum, both without sendfile" A/int-mac-ring A/int-checksum-ring
-	ratio_line "A: mac without sendfile / mac (default)" A/int-mac-ring A/int-mac
-	ratio_line "A: mac without sendfile / checksum (default)" A/int-mac-ring A/int-checksum
+	ratio_line "A: pxfer mac, gmac / mac (default, poly1305)" A/int-gmac A/int-mac
+	ratio_line "A: mac / checksum, both with sendfile" A/int-mac-sf A/int-checksum-sf
+	ratio_line "A: mac with sendfile / mac (default)" A/int-mac-sf A/int-mac
 	selected A/int-mac || selected A/int-checksum || selected A/int-encrypt || return 0
 	t=$(ge A/int-mac A/int-checksum 0.85)
 	target "A: pxfer default (mac) >= 0.85x --integrity checksum" "$t" \
