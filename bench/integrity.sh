@@ -6,8 +6,8 @@
 # tools that encrypt too, scp and rsync -e ssh, over loopback.
 #
 # Sections (both workloads, W = A or B; select them with --only 'W/int-*'):
-#   W/int-mac        pxfer with its defaults: a Poly1305 tag on every chunk
-#   W/int-gmac       pxfer --cipher aes-256-gcm: a GMAC tag instead
+#   W/int-mac        pxfer with its defaults: a GMAC tag on every chunk
+#   W/int-poly       pxfer --cipher chacha20-poly1305: a Poly1305 tag
 #   W/int-encrypt    pxfer --encrypt (AES-256-GCM)
 #   W/int-checksum   pxfer --integrity checksum: unkeyed XXH3, the reference
 #   W/int-scp        scp to an sshd of the benchmark's own
@@ -40,7 +40,7 @@ int_sections() {        # the group's lines for SECTIONS
 	local w
 	for w in A B; do
 		SECTIONS+=("$w/int-mac;$w;pxfer mac (default);peer_int $w mac"
-			   "$w/int-gmac;$w;pxfer mac, gmac;peer_int $w gmac"
+			   "$w/int-poly;$w;pxfer mac, poly1305;peer_int $w poly"
 			   "$w/int-encrypt;$w;pxfer --encrypt;peer_int $w encrypt"
 			   "$w/int-checksum;$w;pxfer checksum (ref);peer_int $w checksum"
 			   "$w/int-scp;$w;scp;peer_scp $w"
@@ -80,13 +80,13 @@ int_verify() {
 	else verify_tree "$DATA/tree" "$DST/tree"; fi
 }
 
-peer_int() {            # $1 workload, $2 mac, gmac, encrypt or checksum[-sf]
+peer_int() {            # $1 workload, $2 mac, poly, encrypt or checksum[-sf]
 	local flags='' env=''
 	case $2 in
 	*-sf) env='PXFER_SENDFILE=1 ';;
 	esac
 	case $2 in
-	gmac) flags='--cipher aes-256-gcm';;
+	poly) flags='--cipher chacha20-poly1305';;
 	encrypt) flags='--encrypt';;
 	checksum*) flags='--integrity checksum';;
 	esac
@@ -227,7 +227,7 @@ int_report() {          # the group's ratios and targets, in report
 				"$w: CPU per GiB, mac (default) / checksum" "$(calc "$m / $c" .4f)" "$m" "$c")$'\n'
 		fi
 	done
-	ratio_line "A: pxfer mac, gmac / mac (default, poly1305)" A/int-gmac A/int-mac
+	ratio_line "A: pxfer mac, poly1305 / mac (default, gmac)" A/int-poly A/int-mac
 	ratio_line "A: mac / checksum, both with sendfile" A/int-mac-sf A/int-checksum-sf
 	ratio_line "A: mac with sendfile / mac (default)" A/int-mac-sf A/int-mac
 	selected A/int-mac || selected A/int-checksum || selected A/int-encrypt || return 0

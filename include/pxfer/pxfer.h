@@ -142,9 +142,8 @@ struct pxfer_send_opts {
 	const char *integrity;
 	int encrypt;		/* encrypt file data and control messages;
 				 * integrity is then the AEAD's (0) */
-	/* "aes-256-gcm" or "chacha20-poly1305" (NULL: the faster one for
-	 * the protection, measured in docs/benchmarks.md: AES-256-GCM to
-	 * encrypt, Poly1305 for the keyed tag) */
+	/* "aes-256-gcm" or "chacha20-poly1305" ("aes-256-gcm"; NULL: the
+	 * same) */
 	const char *cipher;
 };
 

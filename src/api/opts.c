@@ -21,7 +21,7 @@ void pxfer_send_opts_init(struct pxfer_send_opts *o)
 	o->timeout_ms = PXFER_DEFAULT_TIMEOUT_MS;
 	o->wait_secs = PXFER_DEFAULT_WAIT_SECS;
 	o->integrity = "mac";
-	o->cipher = NULL;	/* by the protection (send.c) */
+	o->cipher = "aes-256-gcm";
 }
 
 void pxfer_recv_opts_init(struct pxfer_recv_opts *o)

@@ -131,9 +131,8 @@ static const struct cli_opt send_opts[] = {
 	  "keyed tag (default), or checksum, the plain XXH3,\n"
 	  "which catches corruption but not an attacker" },
 	{ "cipher", 0, "NAME", set_cipher,
-	  "aes-256-gcm or chacha20-poly1305, for the tags and\n"
-	  "encryption (default: the faster here, aes-256-gcm\n"
-	  "with --encrypt, else chacha20-poly1305's Poly1305)" },
+	  "aes-256-gcm (default) or chacha20-poly1305, for\n"
+	  "the tags and encryption" },
 	{ 0 },
 };
 

@@ -68,19 +68,6 @@ static int busy_wait(struct send_session *s, double end, double *delay)
 	return 0;
 }
 
-/*
- * The cipher the sender asks for: the caller's, or the faster one for the
- * protection on this class of CPU (bench/mac_speed, docs/benchmarks.md):
- * AES-256-GCM to encrypt, ChaCha20-Poly1305 for a keyed tag, which is
- * then Poly1305 over the chunk.
- */
-static const char *send_cipher(const struct pxfer_send_opts *o)
-{
-	if (o->cipher)
-		return o->cipher;
-	return o->encrypt ? "aes-256-gcm" : "chacha20-poly1305";
-}
-
 static int handshake(struct send_session *s)
 {
 	const struct pxfer_send_opts *o = s->o;
@@ -96,7 +83,7 @@ static int handshake(struct send_session *s)
 		  (o->encrypt ? PXFER_HELLO_ENCRYPT :
 		   o->integrity && !strcmp(o->integrity, "checksum") ?
 		   PXFER_HELLO_CHECKSUM : 0) |
-		  (!strcmp(send_cipher(o), "chacha20-poly1305") ?
+		  (o->cipher && !strcmp(o->cipher, "chacha20-poly1305") ?
 		   PXFER_HELLO_CHACHA : 0);
 	if (o->dest) {
 		h.dest_len = strlen(o->dest);

@@ -40,7 +40,7 @@ check_mode()
 }
 
 note "every protection moves the tree intact"
-check_mode "authenticated (poly1305)"
+check_mode "authenticated (gmac)"
 check_mode "authenticated (gmac)" --cipher aes-256-gcm
 check_mode "authenticated (poly1305)" --cipher chacha20-poly1305
 check_mode "plain checksum (xxh3)" --integrity checksum
