@@ -6,6 +6,7 @@
 #include "pxfer/pxfer.h"
 #include "cli.h"
 #include "core/log.h"
+#include "core/proto.h"
 
 struct cmd {
 	const char *name;
@@ -59,7 +60,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
-		printf("pxfer %s (protocol %d)\n", PXFER_VERSION, 1);
+		printf("pxfer %s (protocol %d)\n", PXFER_VERSION, PXFER_PROTO_VERSION);
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

@@ -180,7 +180,9 @@ for args in "--help" "send --help" "recv --help" "--version" "help send"; do
 	ok "pxfer $args: 0, $(head -n 1 "$T/help.log")"
 done
 run_pxfer version --version
-grep -qE '^pxfer [0-9]+\.[0-9]+' "$T/version.log" || fail "--version printed: $(cat "$T/version.log")"
+want_proto=$(sed -n 's/^#define PXFER_PROTO_VERSION[[:space:]]*\([0-9]*\).*/\1/p' "$top/src/core/proto.h")
+grep -qE "^pxfer [0-9]+\.[0-9]+.* \(protocol $want_proto\)\$" "$T/version.log" ||
+	fail "--version printed: $(cat "$T/version.log"), not protocol $want_proto"
 run_pxfer sendhelp send --help
 for w in "exit status" "--jobs" "HOST\[:PORT\]\[/DEST\]" "PXFER_SECRET"; do
 	expect_grep "$w" "$T/sendhelp.log" "pxfer send --help"
