@@ -1057,9 +1057,9 @@ case_protect()
 	for mode in "--encrypt" "--encrypt --cipher chacha20-poly1305" "--integrity checksum"; do
 		name=protect-$(echo "$mode" | tr -dc 'a-z0-9')
 		case $mode in
-		*chacha*) want=chacha20-poly1305 ;;
-		*encrypt*) want=aes-256-gcm ;;
-		*) want=checksum ;;
+		*chacha*) want='data encrypted \(chacha20-poly1305\)' ;;
+		*encrypt*) want='data encrypted \(aes-256-gcm\)' ;;
+		*) want='data plain checksum \(xxh3\)' ;;
 		esac
 		rm -rf "$dst"
 		mkdir -p "$dst"
