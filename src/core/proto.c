@@ -29,10 +29,13 @@
 #define DATA_HELLO_LEN		(8 + 2 + PXFER_MAC_LEN)
 #define DATA_WELCOME_MAX	(2 + PXFER_MAC_LEN + 2 + PXFER_BLOB_MAX)
 #define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
-#define FILE_MAX		(8 + 1 + 4 + 8 + 8 + 4 + \
+#define FILE_MAX		(8 + 1 + 1 + 4 + 8 + 8 + 4 + PXFER_DIGEST_LEN + \
 				 2 * STR(PXFER_PATH_MAX))
+#define FILE_OK_MAX		(8 + 1 + 8 + PXFER_DIGEST_LEN + 2 + \
+				 PXFER_RUNS_MAX * RUN_LEN)
+#define RUN_LEN			(8 + 8 + 4)
 #define STATUS_MAX		(8 + 4 + STR(PXFER_TEXT_MAX))
-#define FILE_END_LEN		(8 + 8 + 4)
+#define FILE_END_LEN		(8 + 8 + 4 + PXFER_DIGEST_LEN)
 #define CREDIT_LEN_MAX		(2 + 2 + 2 * PXFER_CREDIT_MAX)
 #define FIN_LEN			(8 + 8 + 4)
 #define CHUNK_FRAME_MAX		(PXFER_CHUNK_DESC_MAX + PXFER_CHUNK_MAX)
@@ -40,6 +43,7 @@
 /* Readers size control buffers by PXFER_MSG_MAX: every body must fit. */
 _Static_assert(HELLO_MAX <= PXFER_MSG_MAX, "HELLO exceeds PXFER_MSG_MAX");
 _Static_assert(FILE_MAX <= PXFER_MSG_MAX, "FILE exceeds PXFER_MSG_MAX");
+_Static_assert(FILE_OK_MAX <= PXFER_MSG_MAX, "FILE_OK exceeds PXFER_MSG_MAX");
 _Static_assert(CREDIT_LEN_MAX <= PXFER_MSG_MAX, "CREDIT exceeds PXFER_MSG_MAX");
 _Static_assert(CHUNK_FRAME_MAX <= UINT32_MAX, "CHUNK frame exceeds u32");
 _Static_assert(PXFER_CHUNK_DESC_FIXED == 2 + 2 + 4 + 8 + PXFER_TAG_LEN,
@@ -59,7 +63,7 @@ static const uint32_t body_max[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_DATA_WELCOME]	= DATA_WELCOME_MAX,
 	[PXFER_MSG_REFUSE]		= ERROR_MAX,
 	[PXFER_MSG_FILE]		= FILE_MAX,
-	[PXFER_MSG_FILE_OK]		= STATUS_MAX,
+	[PXFER_MSG_FILE_OK]		= FILE_OK_MAX,
 	[PXFER_MSG_FILE_ERR]		= STATUS_MAX,
 	[PXFER_MSG_FILE_END]		= FILE_END_LEN,
 	[PXFER_MSG_FILE_DONE]		= STATUS_MAX,
@@ -258,6 +262,15 @@ static void get_str(struct rcur *r, char *dst, uint16_t *lenp, size_t max)
 /* Field checks, shared by the encoders (-EINVAL) and decoders (-EPROTO) */
 
 /* An embedded NUL would make the C string disagree with its length. */
+static bool zero(const uint8_t *p, size_t n)
+{
+	uint8_t acc = 0;
+
+	while (n--)
+		acc |= *p++;
+	return !acc;
+}
+
 static bool str_ok(const char *s, size_t len, size_t max)
 {
 	return len <= max && !memchr(s, '\0', len);
@@ -315,6 +328,12 @@ static bool file_ok(const struct pxfer_file *f)
 	/* a target must exist exactly when there is a link to point with it */
 	if (symlink != (f->target_len > 0))
 		return false;
+	/* only a file with content can be kept, or compared; a digest
+	 * travels exactly when it is to be compared */
+	if ((f->type != PXFER_FT_REG && f->flags) || (f->flags & ~PXFER_FILE_FLAGS))
+		return false;
+	if (!(f->flags & PXFER_FILE_CHECKSUM) && !zero(f->digest, PXFER_DIGEST_LEN))
+		return false;
 	return f->mode <= MODE_MAX &&
 	       f->mtime_nsec < NSEC_PER_SEC &&
 	       f->path_len >= 1 &&
@@ -322,10 +341,31 @@ static bool file_ok(const struct pxfer_file *f)
 	       str_ok(f->target, f->target_len, PXFER_PATH_MAX);
 }
 
+/* runs sorted and disjoint, adding up to held; nothing else held */
+static bool file_ok_ok(const struct pxfer_file_ok *k)
+{
+	uint64_t sum = 0, end = 0;
+
+	if (k->state > PXFER_HAVE_MAX || k->nrun > PXFER_RUNS_MAX)
+		return false;
+	if (k->state != PXFER_HAVE_PART)
+		return !k->nrun && !k->held && zero(k->digest, PXFER_DIGEST_LEN);
+	if (!k->nrun)
+		return false;
+	for (unsigned int i = 0; i < k->nrun; i++) {
+		const struct pxfer_held_run *r = &k->run[i];
+
+		if (!r->len || r->off > UINT64_MAX - r->len || !r->unit ||
+		    r->unit > PXFER_CHUNK_MAX || (i && r->off < end))
+			return false;
+		end = r->off + r->len;
+		sum += r->len;	/* below end, which did not overflow */
+	}
+	return sum == k->held;
+}
+
 static bool status_ok(uint16_t type, const struct pxfer_file_status *s)
 {
-	if (type == PXFER_MSG_FILE_OK && s->code)
-		return false;
 	if (type == PXFER_MSG_FILE_ERR && !s->code)
 		return false;
 	return str_ok(s->text, s->text_len, PXFER_TEXT_MAX);
@@ -365,6 +405,7 @@ static bool msg_ok(const struct pxfer_msg *m)
 	case PXFER_MSG_FILE:
 		return file_ok(&m->u.file);
 	case PXFER_MSG_FILE_OK:
+		return file_ok_ok(&m->u.ok);
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
 		return status_ok(m->type, &m->u.status);
@@ -417,6 +458,7 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 	const struct pxfer_error *e = &m->u.error;
 	const struct pxfer_file *f = &m->u.file;
 	const struct pxfer_file_status *s = &m->u.status;
+	const struct pxfer_file_ok *k = &m->u.ok;
 	const struct pxfer_file_end *fe = &m->u.end;
 	const struct pxfer_credit *cr = &m->u.credit;
 	const struct pxfer_fin *fin = &m->u.fin;
@@ -467,14 +509,27 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 	case PXFER_MSG_FILE:
 		put_u64(w, f->id);
 		put_u8(w, f->type);
+		put_u8(w, f->flags);
 		put_u32(w, f->mode);
 		put_u64(w, f->size);
 		put_s64(w, f->mtime_sec);
 		put_u32(w, f->mtime_nsec);
+		put_bytes(w, f->digest, PXFER_DIGEST_LEN);
 		put_str(w, f->path, f->path_len);
 		put_str(w, f->target, f->target_len);
 		break;
 	case PXFER_MSG_FILE_OK:
+		put_u64(w, k->id);
+		put_u8(w, k->state);
+		put_u64(w, k->held);
+		put_bytes(w, k->digest, PXFER_DIGEST_LEN);
+		put_u16(w, k->nrun);
+		for (i = 0; i < k->nrun; i++) {
+			put_u64(w, k->run[i].off);
+			put_u64(w, k->run[i].len);
+			put_u32(w, k->run[i].unit);
+		}
+		break;
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
 		put_u64(w, s->id);
@@ -485,6 +540,7 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		put_u64(w, fe->id);
 		put_u64(w, fe->bytes);
 		put_u32(w, fe->code);
+		put_bytes(w, fe->digest, PXFER_DIGEST_LEN);
 		break;
 	case PXFER_MSG_CREDIT:
 		put_u16(w, cr->worker);
@@ -519,6 +575,7 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 	struct pxfer_error *e = &m->u.error;
 	struct pxfer_file *f = &m->u.file;
 	struct pxfer_file_status *s = &m->u.status;
+	struct pxfer_file_ok *k = &m->u.ok;
 	struct pxfer_file_end *fe = &m->u.end;
 	struct pxfer_credit *cr = &m->u.credit;
 	struct pxfer_fin *fin = &m->u.fin;
@@ -575,14 +632,31 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 	case PXFER_MSG_FILE:
 		f->id = get_u64(r);
 		f->type = get_u8(r);
+		f->flags = get_u8(r);
 		f->mode = get_u32(r);
 		f->size = get_u64(r);
 		f->mtime_sec = get_s64(r);
 		f->mtime_nsec = get_u32(r);
+		get_bytes(r, f->digest, PXFER_DIGEST_LEN);
 		get_str(r, f->path, &f->path_len, PXFER_PATH_MAX);
 		get_str(r, f->target, &f->target_len, PXFER_PATH_MAX);
 		break;
 	case PXFER_MSG_FILE_OK:
+		k->id = get_u64(r);
+		k->state = get_u8(r);
+		k->held = get_u64(r);
+		get_bytes(r, k->digest, PXFER_DIGEST_LEN);
+		k->nrun = get_u16(r);
+		if (k->nrun > PXFER_RUNS_MAX) {
+			r->err = 1;
+			break;
+		}
+		for (i = 0; i < k->nrun; i++) {
+			k->run[i].off = get_u64(r);
+			k->run[i].len = get_u64(r);
+			k->run[i].unit = get_u32(r);
+		}
+		break;
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
 		s->id = get_u64(r);
@@ -593,6 +667,7 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		fe->id = get_u64(r);
 		fe->bytes = get_u64(r);
 		fe->code = get_u32(r);
+		get_bytes(r, fe->digest, PXFER_DIGEST_LEN);
 		break;
 	case PXFER_MSG_CREDIT:
 		cr->worker = get_u16(r);

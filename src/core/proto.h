@@ -6,7 +6,7 @@
  * Every message is a frame: an 8-byte header followed by a body.
  *
  *	u16 type	enum pxfer_msg_type
- *	u16 flags	must be 0 in version 1
+ *	u16 flags	must be 0
  *	u32 len		length of the body in bytes (<= PXFER_MSG_MAX, except
  *			CHUNK frames on a byte-stream transport, whose body is
  *			the chunk descriptor followed by the payload)
@@ -18,11 +18,12 @@
 #ifndef PXFER_PROTO_H
 #define PXFER_PROTO_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PXFER_PROTO_VERSION	2
+#define PXFER_PROTO_VERSION	3
 #define PXFER_MAGIC		0x50584652u	/* "PXFR" */
 
 #define PXFER_HDR_LEN		8
@@ -44,6 +45,8 @@
 #define PXFER_TAG_LEN		16	/* chunk tag, and control messages' */
 #define PXFER_CHUNK_DESC_FIXED	32
 #define PXFER_CHUNK_DESC_MAX	(PXFER_CHUNK_DESC_FIXED + PXFER_SEG_MAX * 20)
+#define PXFER_DIGEST_LEN	16	/* a content digest (core/digest.h) */
+#define PXFER_RUNS_MAX		256	/* held runs in one FILE_OK */
 
 enum pxfer_msg_type {
 	PXFER_MSG_CHALLENGE = 1,	/* r -> s, first on every connection */
@@ -82,10 +85,33 @@ enum pxfer_file_type {
 #define PXFER_HELLO_ENCRYPT	0x8u	/* ... sealed: encrypted and tagged */
 /* ChaCha20-Poly1305 instead of AES-256-GCM, for control and chunks */
 #define PXFER_HELLO_CHACHA	0x10u
+/* read each file back from the receiver's storage and compare it with the
+ * digest in its FILE_END (--verify) */
+#define PXFER_HELLO_VERIFY	0x20u
 #define PXFER_HELLO_PROT	(PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT | \
 				 PXFER_HELLO_CHACHA)
 #define PXFER_HELLO_FLAGS	(PXFER_HELLO_FSYNC | PXFER_HELLO_CHUNK_AUTO | \
-				 PXFER_HELLO_PROT)
+				 PXFER_HELLO_PROT | PXFER_HELLO_VERIFY)
+
+/* FILE flags (regular files only): what the receiver may keep */
+#define PXFER_FILE_RESUME	0x1u	/* offer a partial: FILE_OK says what it holds */
+#define PXFER_FILE_SKIP		0x2u	/* a file of this size and mtime is the same */
+#define PXFER_FILE_CHECKSUM	0x4u	/* a file of this size and digest is the same */
+#define PXFER_FILE_FLAGS	(PXFER_FILE_RESUME | PXFER_FILE_SKIP | \
+				 PXFER_FILE_CHECKSUM)
+
+/* FILE_OK states */
+enum pxfer_have {
+	PXFER_HAVE_NONE = 0,	/* created empty: send everything */
+	PXFER_HAVE_PART = 1,	/* a partial holds the runs: send the rest */
+	PXFER_HAVE_SAME = 2,	/* the file is there and the same: skipped */
+	PXFER_HAVE_STALE = 3,	/* a partial of another version was discarded */
+	PXFER_HAVE_BAD = 4,	/* partial state that failed its checks was discarded */
+	PXFER_HAVE_MAX = PXFER_HAVE_BAD,
+};
+
+/* FILE_END code for a source that changed while it was sent */
+#define PXFER_CODE_CHANGED	ESTALE
 
 struct pxfer_hdr {
 	uint16_t type;
@@ -162,19 +188,23 @@ struct pxfer_error {
 };
 
 /*
- * FILE body: u64 id, u8 type, u32 mode, u64 size, s64 mtime_sec,
- * u32 mtime_nsec, string path, string target.
+ * FILE body: u64 id, u8 type, u8 flags, u32 mode, u64 size, s64 mtime_sec,
+ * u32 mtime_nsec, digest[16], string path, string target.
  * mode holds permission bits only (<= 07777); target is empty unless the
- * type is PXFER_FT_SYMLINK, where it is required; size is 0 unless REG.
- * path is relative, '/'-separated (checked again by path.h).
+ * type is PXFER_FT_SYMLINK, where it is required; size is 0 unless REG,
+ * and so are flags (PXFER_FILE_FLAGS); digest is all zero unless flags
+ * has PXFER_FILE_CHECKSUM. path is relative, '/'-separated (checked
+ * again by path.h).
  */
 struct pxfer_file {
 	uint64_t id;
 	uint8_t type;
+	uint8_t flags;
 	uint32_t mode;
 	uint64_t size;
 	int64_t mtime_sec;
 	uint32_t mtime_nsec;	/* < 1000000000 */
+	uint8_t digest[PXFER_DIGEST_LEN];
 	uint16_t path_len;	/* 1..PXFER_PATH_MAX */
 	char path[PXFER_PATH_MAX + 1];
 	uint16_t target_len;	/* 0..PXFER_PATH_MAX */
@@ -182,9 +212,33 @@ struct pxfer_file {
 };
 
 /*
- * FILE_OK, FILE_ERR, FILE_DONE body: u64 id, u32 code, string text.
- * code is 0 for FILE_OK and a successful FILE_DONE, a positive errno
- * otherwise (FILE_ERR requires code != 0).
+ * FILE_OK body: u64 id, u8 state (enum pxfer_have), u64 held,
+ * digest[16], u16 nrun, nrun x (u64 off, u64 len, u32 unit).
+ * Runs are what a partial holds (state PXFER_HAVE_PART, and only then):
+ * sorted, disjoint, each len bytes at off, recorded in pieces of unit
+ * bytes (the last one shorter); held is the sum of their lengths and
+ * digest the sum of the pieces' digests (core/digest.h). Otherwise held,
+ * digest and nrun are 0.
+ */
+struct pxfer_held_run {
+	uint64_t off;
+	uint64_t len;		/* >= 1 */
+	uint32_t unit;		/* 1..PXFER_CHUNK_MAX */
+};
+
+struct pxfer_file_ok {
+	uint64_t id;
+	uint8_t state;
+	uint64_t held;
+	uint8_t digest[PXFER_DIGEST_LEN];
+	uint16_t nrun;		/* 0..PXFER_RUNS_MAX */
+	struct pxfer_held_run run[PXFER_RUNS_MAX];
+};
+
+/*
+ * FILE_ERR, FILE_DONE body: u64 id, u32 code, string text.
+ * code is 0 for a successful FILE_DONE, a positive errno otherwise
+ * (FILE_ERR requires code != 0).
  */
 struct pxfer_file_status {
 	uint64_t id;
@@ -194,15 +248,18 @@ struct pxfer_file_status {
 };
 
 /*
- * FILE_END body: u64 id, u64 bytes, u32 code.
+ * FILE_END body: u64 id, u64 bytes, u32 code, digest[16].
  * bytes is the number of payload bytes sent for the file over all data
- * connections; code != 0 means the sender gave up on the file (for example
- * a read error) and the receiver must discard it.
+ * connections in this session; code != 0 means the sender gave up on the
+ * file (for example a read error; PXFER_CODE_CHANGED: the source changed
+ * while it was sent) and the receiver must discard it. digest is the
+ * whole file's (core/digest.h) with PXFER_HELLO_VERIFY, else zero.
  */
 struct pxfer_file_end {
 	uint64_t id;
 	uint64_t bytes;
 	uint32_t code;
+	uint8_t digest[PXFER_DIGEST_LEN];
 };
 
 /* CREDIT body: u16 worker, u16 count, count x u16 slot. */
@@ -261,7 +318,8 @@ struct pxfer_msg {
 		struct pxfer_data_welcome data_welcome;
 		struct pxfer_error error;		/* REFUSE, ABORT */
 		struct pxfer_file file;
-		struct pxfer_file_status status;	/* FILE_OK/ERR/DONE */
+		struct pxfer_file_ok ok;
+		struct pxfer_file_status status;	/* FILE_ERR/DONE */
 		struct pxfer_file_end end;
 		struct pxfer_credit credit;
 		struct pxfer_fin fin;			/* FIN, ACK */
