@@ -69,6 +69,7 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 	const struct pxfer_error *e = &m->u.error;
 	const struct pxfer_file *f = &m->u.file;
 	const struct pxfer_file_status *s = &m->u.status;
+	const struct pxfer_file_ok *k = &m->u.ok;
 	const struct pxfer_file_end *fe = &m->u.end;
 	const struct pxfer_credit *cr = &m->u.credit;
 	const struct pxfer_fin *fin = &m->u.fin;
@@ -120,14 +121,30 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 	case PXFER_MSG_FILE:
 		raw_be(r, f->id, 8);
 		raw_be(r, f->type, 1);
+		raw_be(r, f->flags, 1);
 		raw_be(r, f->mode, 4);
 		raw_be(r, f->size, 8);
 		raw_be(r, (uint64_t)f->mtime_sec, 8);
 		raw_be(r, f->mtime_nsec, 4);
+		raw_bytes(r, f->digest, PXFER_DIGEST_LEN, PXFER_DIGEST_LEN);
 		raw_str(r, f->path, f->path_len, sizeof(f->path));
 		raw_str(r, f->target, f->target_len, sizeof(f->target));
 		break;
 	case PXFER_MSG_FILE_OK:
+		raw_be(r, k->id, 8);
+		raw_be(r, k->state, 1);
+		raw_be(r, k->held, 8);
+		raw_bytes(r, k->digest, PXFER_DIGEST_LEN, PXFER_DIGEST_LEN);
+		raw_be(r, k->nrun, 2);
+		for (i = 0; i < k->nrun; i++) {
+			const struct pxfer_held_run *run =
+				&k->run[i < PXFER_RUNS_MAX ? i : 0];
+
+			raw_be(r, run->off, 8);
+			raw_be(r, run->len, 8);
+			raw_be(r, run->unit, 4);
+		}
+		break;
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
 		raw_be(r, s->id, 8);
@@ -138,6 +155,7 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		raw_be(r, fe->id, 8);
 		raw_be(r, fe->bytes, 8);
 		raw_be(r, fe->code, 4);
+		raw_bytes(r, fe->digest, PXFER_DIGEST_LEN, PXFER_DIGEST_LEN);
 		break;
 	case PXFER_MSG_CREDIT:
 		raw_be(r, cr->worker, 2);
@@ -212,7 +230,7 @@ static ssize_t chunk_decode_exact(const void *buf, size_t len,
 /* ------------------------------------------------------------------------ */
 /* Valid sample messages: representative and boundary values */
 
-static struct pxfer_msg samples[48];
+static struct pxfer_msg samples[64];
 static int nsamples;
 
 static struct pxfer_chunk chunks[4];
@@ -295,6 +313,10 @@ static void add_handshake_samples(void)
 	m->u.hello.chunk_size = PXFER_CHUNK_MIN;
 	m->u.hello.flags = PXFER_HELLO_FSYNC;
 	set_str(m->u.hello.dest, &m->u.hello.dest_len, "");
+	/* --verify, with the plain checksum on the chunks */
+	m = new_sample(PXFER_MSG_HELLO);
+	m->u.hello = samples[nsamples - 2].u.hello;
+	m->u.hello.flags = PXFER_HELLO_VERIFY | PXFER_HELLO_CHECKSUM;
 
 	m = new_sample(PXFER_MSG_WELCOME);
 	fill_bytes(m->u.welcome.mac, PXFER_MAC_LEN, 4);
@@ -349,6 +371,113 @@ static void add_handshake_samples(void)
 	set_str(m->u.error.text, &m->u.error.text_len, "");
 }
 
+/* Regular files with each FILE flag, and a digest only with CHECKSUM. */
+static void add_file_flag_samples(void)
+{
+	struct pxfer_msg *m;
+
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file = (struct pxfer_file){
+		.id = 100, .type = PXFER_FT_REG, .flags = PXFER_FILE_RESUME,
+		.mode = 0600, .size = 10ull << 30, .mtime_sec = 1700000000,
+	};
+	set_str(m->u.file.path, &m->u.file.path_len, "big.iso");
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file = samples[nsamples - 2].u.file;
+	m->u.file.id = 101;
+	m->u.file.flags = PXFER_FILE_SKIP | PXFER_FILE_RESUME;
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file = samples[nsamples - 2].u.file;
+	m->u.file.id = 102;
+	m->u.file.flags = PXFER_FILE_CHECKSUM;
+	fill_bytes(m->u.file.digest, PXFER_DIGEST_LEN, 13);
+	/* every flag, an empty file, a digest of all ones, the longest path */
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file.id = UINT64_MAX - 1;
+	m->u.file.type = PXFER_FT_REG;
+	m->u.file.flags = PXFER_FILE_FLAGS;
+	m->u.file.mode = 0644;
+	memset(m->u.file.digest, 0xff, PXFER_DIGEST_LEN);
+	fill_str(m->u.file.path, &m->u.file.path_len, PXFER_PATH_MAX, 14);
+}
+
+/*
+ * @n runs, sorted, every other one touching the one before it, units from
+ * one byte to PXFER_CHUNK_MAX, the last ending at 2^64 - 1; held their sum.
+ */
+static void fill_runs(struct pxfer_file_ok *k, unsigned int n)
+{
+	static const uint32_t units[] = { 1, 4096, 1u << 20, PXFER_CHUNK_MAX };
+	uint64_t end = 0;
+	unsigned int i;
+
+	k->nrun = (uint16_t)n;
+	k->held = 0;
+	for (i = 0; i < n; i++) {
+		struct pxfer_held_run *r = &k->run[i];
+
+		r->off = i % 2 ? end : end + (1ull << 32);
+		r->len = 1 + (uint64_t)i * 12345;
+		r->unit = units[i % 4];
+		if (i == n - 1)
+			r->off = UINT64_MAX - r->len;
+		end = r->off + r->len;
+		k->held += r->len;
+	}
+}
+
+static void add_file_ok_samples(void)
+{
+	static const uint8_t states[] = {
+		PXFER_HAVE_NONE, PXFER_HAVE_SAME, PXFER_HAVE_STALE,
+		PXFER_HAVE_BAD,
+	};
+	struct pxfer_file_ok *k;
+	struct pxfer_msg *m;
+	unsigned int i;
+
+	/* the base of the malformed cases: a partial of three runs, the
+	 * last record of the second one short */
+	m = new_sample(PXFER_MSG_FILE_OK);
+	k = &m->u.ok;
+	k->id = 42;
+	k->state = PXFER_HAVE_PART;
+	k->nrun = 3;
+	k->run[0] = (struct pxfer_held_run){
+		.off = 0, .len = 1u << 20, .unit = 1u << 20 };
+	k->run[1] = (struct pxfer_held_run){
+		.off = 4u << 20, .len = (3u << 20) + 5, .unit = 1u << 20 };
+	k->run[2] = (struct pxfer_held_run){
+		.off = 10ull << 30, .len = 4096, .unit = 4096 };
+	k->held = (1u << 20) + (3u << 20) + 5 + 4096;
+	fill_bytes(k->digest, PXFER_DIGEST_LEN, 15);
+
+	/* every other state: nothing held, no digest, no runs */
+	for (i = 0; i < sizeof(states); i++) {
+		m = new_sample(PXFER_MSG_FILE_OK);
+		m->u.ok.id = i ? UINT64_MAX - i : 0;
+		m->u.ok.state = states[i];
+	}
+
+	/* the smallest partial: one byte, at the last offset there is */
+	m = new_sample(PXFER_MSG_FILE_OK);
+	k = &m->u.ok;
+	k->id = 1;
+	k->state = PXFER_HAVE_PART;
+	k->nrun = 1;
+	k->run[0] = (struct pxfer_held_run){
+		.off = UINT64_MAX - 1, .len = 1, .unit = 1 };
+	k->held = 1;
+
+	/* the largest FILE_OK: PXFER_RUNS_MAX runs */
+	m = new_sample(PXFER_MSG_FILE_OK);
+	k = &m->u.ok;
+	k->id = UINT64_MAX;
+	k->state = PXFER_HAVE_PART;
+	memset(k->digest, 0xff, PXFER_DIGEST_LEN);
+	fill_runs(k, PXFER_RUNS_MAX);
+}
+
 static void add_transfer_samples(void)
 {
 	struct pxfer_msg *m;
@@ -392,9 +521,9 @@ static void add_transfer_samples(void)
 	m->u.file.mtime_nsec = 1;
 	set_str(m->u.file.path, &m->u.file.path_len, "a/link");
 	set_str(m->u.file.target, &m->u.file.target_len, "../b");
+	add_file_flag_samples();
+	add_file_ok_samples();
 
-	m = new_sample(PXFER_MSG_FILE_OK);
-	m->u.status.id = 42;
 	m = new_sample(PXFER_MSG_FILE_ERR);
 	m->u.status.id = 43;
 	m->u.status.code = EEXIST;
@@ -415,6 +544,14 @@ static void add_transfer_samples(void)
 	m = new_sample(PXFER_MSG_FILE_END);
 	m->u.end = (struct pxfer_file_end){
 		.id = UINT64_MAX, .bytes = 5ull << 32, .code = EIO };
+	/* --verify: the whole file's digest; bytes are this session's only */
+	m = new_sample(PXFER_MSG_FILE_END);
+	m->u.end = (struct pxfer_file_end){ .id = 42, .bytes = 4096 };
+	fill_bytes(m->u.end.digest, PXFER_DIGEST_LEN, 20);
+	m = new_sample(PXFER_MSG_FILE_END);
+	m->u.end = (struct pxfer_file_end){
+		.id = 7, .bytes = UINT64_MAX, .code = PXFER_CODE_CHANGED };
+	memset(m->u.end.digest, 0xff, PXFER_DIGEST_LEN);
 
 	m = new_sample(PXFER_MSG_CREDIT);
 	m->u.credit.worker = 0;
@@ -507,7 +644,6 @@ static int strings_terminated(const struct pxfer_msg *d)
 	case PXFER_MSG_FILE:
 		return str_terminated(d->u.file.path, d->u.file.path_len) &&
 		       str_terminated(d->u.file.target, d->u.file.target_len);
-	case PXFER_MSG_FILE_OK:
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
 		return str_terminated(d->u.status.text, d->u.status.text_len);
@@ -646,7 +782,7 @@ static void test_values(void)
 	base(&m, PXFER_MSG_FILE);
 	m.u.file.mtime_sec = -1;
 	n = pxfer_msg_encode(buf, sizeof(buf), &m);
-	T_EXPECT(n > 0 && !memcmp(buf + PXFER_HDR_LEN + 21,
+	T_EXPECT(n > 0 && !memcmp(buf + PXFER_HDR_LEN + 22,
 				  "\xff\xff\xff\xff\xff\xff\xff\xff", 8),
 		 "mtime -1 encodes as two's complement");
 
@@ -656,6 +792,51 @@ static void test_values(void)
 	rc = n > 0 ? pxfer_msg_decode(m.type, buf + PXFER_HDR_LEN,
 				      n - PXFER_HDR_LEN, &d) : -1;
 	T_EXPECT(rc == 0 && d.u.file.size == 5ull << 32, "size > 4 GiB");
+
+	/* where the fields version 3 added sit */
+	base(&m, PXFER_MSG_FILE);
+	m.u.file.flags = PXFER_FILE_CHECKSUM;
+	fill_bytes(m.u.file.digest, PXFER_DIGEST_LEN, 1);
+	n = pxfer_msg_encode(buf, sizeof(buf), &m);
+	T_EXPECT(n > 0 && buf[PXFER_HDR_LEN + 9] == PXFER_FILE_CHECKSUM &&
+		 !memcmp(buf + PXFER_HDR_LEN + 34, m.u.file.digest,
+			 PXFER_DIGEST_LEN),
+		 "FILE flags at 9, digest at 34");
+	base(&m, PXFER_MSG_FILE_END);
+	fill_bytes(m.u.end.digest, PXFER_DIGEST_LEN, 2);
+	n = pxfer_msg_encode(buf, sizeof(buf), &m);
+	T_EXPECT(n == PXFER_HDR_LEN + 36 &&
+		 !memcmp(buf + PXFER_HDR_LEN + 20, m.u.end.digest,
+			 PXFER_DIGEST_LEN), "FILE_END digest at 20, 36 bytes");
+}
+
+/* The largest FILE_OK: its size, and its extremes decode to their values. */
+static void test_file_ok_max(void)
+{
+	static uint8_t buf[FRAME_MAX];
+	static struct pxfer_msg m, d;
+	const struct pxfer_held_run *last = &d.u.ok.run[PXFER_RUNS_MAX - 1];
+	ssize_t n;
+	int i, rc = -1;
+
+	for (i = 0; i < nsamples; i++)
+		if (samples[i].type == PXFER_MSG_FILE_OK &&
+		    samples[i].u.ok.nrun == PXFER_RUNS_MAX)
+			m = samples[i];
+	n = pxfer_msg_encode(buf, sizeof(buf), &m);
+	T_EXPECT(n == PXFER_HDR_LEN + 35 + 20 * PXFER_RUNS_MAX,
+		 "FILE_OK of %d runs encodes to %zd", PXFER_RUNS_MAX, n);
+	T_EXPECT(n - PXFER_HDR_LEN <= PXFER_MSG_MAX,
+		 "the largest FILE_OK, %zd bytes, is over PXFER_MSG_MAX", n);
+	if (n > 0)
+		rc = pxfer_msg_decode(m.type, buf + PXFER_HDR_LEN,
+				      n - PXFER_HDR_LEN, &d);
+	T_EXPECT(rc == 0 && d.u.ok.nrun == PXFER_RUNS_MAX &&
+		 d.u.ok.held == m.u.ok.held &&
+		 last->off + last->len == UINT64_MAX &&
+		 d.u.ok.run[3].unit == PXFER_CHUNK_MAX &&
+		 d.u.ok.run[1].off == d.u.ok.run[0].off + d.u.ok.run[0].len,
+		 "FILE_OK limits decode to their values");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -722,13 +903,17 @@ static void test_bad_handshake(void)
 	    m.u.challenge.magic = 0x52465850);
 	BAD("CHALLENGE version 0", PXFER_MSG_CHALLENGE,
 	    m.u.challenge.version = 0);
-	BAD("CHALLENGE version 2", PXFER_MSG_CHALLENGE,
+	BAD("CHALLENGE the version before", PXFER_MSG_CHALLENGE,
+	    m.u.challenge.version = PXFER_PROTO_VERSION - 1);
+	BAD("CHALLENGE the version after", PXFER_MSG_CHALLENGE,
 	    m.u.challenge.version = PXFER_PROTO_VERSION + 1);
 	BAD("CHALLENGE transport 2", PXFER_MSG_CHALLENGE,
 	    m.u.challenge.transport = 2);
 
 	BAD("HELLO bad magic", PXFER_MSG_HELLO, m.u.hello.magic = 0);
-	BAD("HELLO version 2", PXFER_MSG_HELLO,
+	BAD("HELLO the version before", PXFER_MSG_HELLO,
+	    m.u.hello.version = PXFER_PROTO_VERSION - 1);
+	BAD("HELLO the version after", PXFER_MSG_HELLO,
 	    m.u.hello.version = PXFER_PROTO_VERSION + 1);
 	BAD("HELLO workers 0", PXFER_MSG_HELLO, m.u.hello.workers = 0);
 	BAD("HELLO workers 65", PXFER_MSG_HELLO,
@@ -737,11 +922,17 @@ static void test_bad_handshake(void)
 	    m.u.hello.chunk_size = PXFER_CHUNK_MIN - 1);
 	BAD("HELLO chunk_size 64 MiB + 1", PXFER_MSG_HELLO,
 	    m.u.hello.chunk_size = PXFER_CHUNK_MAX + 1);
-	BAD("HELLO unknown flag", PXFER_MSG_HELLO, m.u.hello.flags = 0x20);
+	BAD("HELLO unknown flag", PXFER_MSG_HELLO,
+	    m.u.hello.flags = PXFER_HELLO_VERIFY << 1);
+	BAD("HELLO every flag and the next", PXFER_MSG_HELLO,
+	    m.u.hello.flags = (PXFER_HELLO_FLAGS & ~PXFER_HELLO_CHECKSUM) |
+			      PXFER_HELLO_VERIFY << 1);
 	BAD("HELLO checksum and encrypt", PXFER_MSG_HELLO,
 	    m.u.hello.flags = PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT);
 	BAD("WELCOME a flag that is not about protection", PXFER_MSG_WELCOME,
 	    m.u.welcome.flags = PXFER_HELLO_FSYNC);
+	BAD("WELCOME echoing VERIFY", PXFER_MSG_WELCOME,
+	    m.u.welcome.flags = PXFER_HELLO_VERIFY);
 	BAD("WELCOME checksum and encrypt", PXFER_MSG_WELCOME,
 	    m.u.welcome.flags = PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT);
 	BAD("HELLO high flag", PXFER_MSG_HELLO, m.u.hello.flags = 0x80000001);
@@ -828,7 +1019,31 @@ static void test_bad_file(void)
 	    set_str(m.u.file.target, &m.u.file.target_len, "abc");
 	    m.u.file.target[1] = '\0');
 
-	BAD("FILE_OK code != 0", PXFER_MSG_FILE_OK, m.u.status.code = EIO);
+	/* flags are for regular files; a digest only to be compared */
+	BAD("FILE flags on a DIR", PXFER_MSG_FILE,
+	    m.u.file.type = PXFER_FT_DIR; m.u.file.size = 0;
+	    m.u.file.flags = PXFER_FILE_RESUME);
+	BAD("FILE CHECKSUM and digest on a DIR", PXFER_MSG_FILE,
+	    m.u.file.type = PXFER_FT_DIR; m.u.file.size = 0;
+	    m.u.file.flags = PXFER_FILE_CHECKSUM;
+	    fill_bytes(m.u.file.digest, PXFER_DIGEST_LEN, 1));
+	BAD("FILE flags on a SYMLINK", PXFER_MSG_FILE,
+	    m.u.file.type = PXFER_FT_SYMLINK; m.u.file.size = 0;
+	    set_str(m.u.file.target, &m.u.file.target_len, "t");
+	    m.u.file.flags = PXFER_FILE_SKIP);
+	BAD("FILE flag 0x8", PXFER_MSG_FILE, m.u.file.flags = 0x8);
+	BAD("FILE flag 0x80 with the others", PXFER_MSG_FILE,
+	    m.u.file.flags = PXFER_FILE_FLAGS | 0x80);
+	BAD("FILE flags 0xff", PXFER_MSG_FILE, m.u.file.flags = 0xff);
+	BAD("FILE digest without a flag", PXFER_MSG_FILE,
+	    m.u.file.digest[0] = 1);
+	BAD("FILE digest with RESUME and SKIP, not CHECKSUM", PXFER_MSG_FILE,
+	    m.u.file.flags = PXFER_FILE_RESUME | PXFER_FILE_SKIP;
+	    m.u.file.digest[PXFER_DIGEST_LEN - 1] = 0x80);
+	BAD("FILE digest on a DIR", PXFER_MSG_FILE,
+	    m.u.file.type = PXFER_FT_DIR; m.u.file.size = 0;
+	    memset(m.u.file.digest, 0xff, PXFER_DIGEST_LEN));
+
 	BAD("FILE_ERR code 0", PXFER_MSG_FILE_ERR, m.u.status.code = 0);
 	BAD("FILE_ERR text over PXFER_TEXT_MAX", PXFER_MSG_FILE_ERR,
 	    fill_str(m.u.status.text, &m.u.status.text_len,
@@ -850,6 +1065,168 @@ static void test_bad_file(void)
 	    m.u.credit.worker = PXFER_WORKERS_MAX);
 
 	BAD("FIN code != 0", PXFER_MSG_FIN, m.u.fin.code = EIO);
+}
+
+/* Nothing held, no digest, no runs: a FILE_OK that is only its state. */
+static void file_ok_bare(struct pxfer_file_ok *k, uint8_t state)
+{
+	k->state = state;
+	k->held = 0;
+	k->nrun = 0;
+	memset(k->digest, 0, PXFER_DIGEST_LEN);
+}
+
+static void swap_runs(struct pxfer_file_ok *k, unsigned int a, unsigned int b)
+{
+	struct pxfer_held_run t = k->run[a];
+
+	k->run[a] = k->run[b];
+	k->run[b] = t;
+}
+
+static void test_bad_file_ok(void)
+{
+	static const uint8_t states[] = {
+		PXFER_HAVE_NONE, PXFER_HAVE_SAME, PXFER_HAVE_STALE,
+		PXFER_HAVE_BAD,
+	};
+	static struct pxfer_msg m;
+	struct pxfer_file_ok *k = &m.u.ok;
+	char what[80];
+	unsigned int i;
+
+	/* runs, held and a digest belong to a partial, and only to it */
+	for (i = 0; i < sizeof(states); i++) {
+		snprintf(what, sizeof(what), "FILE_OK state %u with runs",
+			 states[i]);
+		BAD(what, PXFER_MSG_FILE_OK,
+		    file_ok_bare(k, states[i]); k->nrun = 3);
+		snprintf(what, sizeof(what), "FILE_OK state %u with held",
+			 states[i]);
+		BAD(what, PXFER_MSG_FILE_OK,
+		    file_ok_bare(k, states[i]); k->held = 1);
+		snprintf(what, sizeof(what), "FILE_OK state %u with a digest",
+			 states[i]);
+		BAD(what, PXFER_MSG_FILE_OK,
+		    file_ok_bare(k, states[i]);
+		    k->digest[PXFER_DIGEST_LEN - 1] = 1);
+		snprintf(what, sizeof(what),
+			 "FILE_OK state %u with a partial's fields", states[i]);
+		BAD(what, PXFER_MSG_FILE_OK, k->state = states[i]);
+	}
+	BAD("FILE_OK PART without runs", PXFER_MSG_FILE_OK,
+	    file_ok_bare(k, PXFER_HAVE_PART));
+	BAD("FILE_OK PART without runs, with held and digest",
+	    PXFER_MSG_FILE_OK, k->nrun = 0);
+	BAD("FILE_OK state 5", PXFER_MSG_FILE_OK,
+	    file_ok_bare(k, PXFER_HAVE_MAX + 1));
+	BAD("FILE_OK state 0xff", PXFER_MSG_FILE_OK, file_ok_bare(k, 0xff));
+	BAD("FILE_OK state 5 with runs", PXFER_MSG_FILE_OK,
+	    k->state = PXFER_HAVE_MAX + 1);
+
+	/* sorted and disjoint */
+	BAD("FILE_OK runs unsorted", PXFER_MSG_FILE_OK, swap_runs(k, 0, 2));
+	BAD("FILE_OK runs overlapping by a byte", PXFER_MSG_FILE_OK,
+	    k->run[1].off = k->run[0].off + k->run[0].len - 1);
+	BAD("FILE_OK the same run twice", PXFER_MSG_FILE_OK,
+	    k->held += k->run[0].len - k->run[1].len;
+	    k->run[1] = k->run[0]);
+	BAD("FILE_OK a run inside the one before", PXFER_MSG_FILE_OK,
+	    k->held -= k->run[1].len - 1; k->run[1].len = 1;
+	    k->run[1].off = k->run[0].off + 1);
+
+	/* each run's own fields */
+	BAD("FILE_OK len 0", PXFER_MSG_FILE_OK,
+	    k->held -= k->run[1].len; k->run[1].len = 0);
+	BAD("FILE_OK unit 0", PXFER_MSG_FILE_OK, k->run[2].unit = 0);
+	BAD("FILE_OK unit PXFER_CHUNK_MAX + 1", PXFER_MSG_FILE_OK,
+	    k->run[2].unit = PXFER_CHUNK_MAX + 1);
+	BAD("FILE_OK unit 0xffffffff", PXFER_MSG_FILE_OK,
+	    k->run[0].unit = UINT32_MAX);
+	BAD("FILE_OK offset + len overflows u64", PXFER_MSG_FILE_OK,
+	    k->run[2].off = UINT64_MAX - k->run[2].len + 1);
+	BAD("FILE_OK offset 2^64 - 1", PXFER_MSG_FILE_OK,
+	    k->run[2].off = UINT64_MAX);
+	BAD("FILE_OK len 2^64 - 1 from offset 1", PXFER_MSG_FILE_OK,
+	    k->nrun = 1; k->run[0].len = UINT64_MAX; k->held = UINT64_MAX;
+	    k->run[0].off = 1);
+
+	/* held is the sum of the lengths */
+	BAD("FILE_OK held one more", PXFER_MSG_FILE_OK, k->held++);
+	BAD("FILE_OK held one less", PXFER_MSG_FILE_OK, k->held--);
+	BAD("FILE_OK held 0", PXFER_MSG_FILE_OK, k->held = 0);
+	BAD("FILE_OK held 2^64 - 1", PXFER_MSG_FILE_OK, k->held = UINT64_MAX);
+
+	/* the count: refused, in whatever order the checks come */
+	BAD("FILE_OK nrun 257", PXFER_MSG_FILE_OK,
+	    k->nrun = PXFER_RUNS_MAX + 1);
+	BAD("FILE_OK nrun 0xffff", PXFER_MSG_FILE_OK, k->nrun = 0xffff);
+}
+
+/*
+ * A body of @n good runs (sorted, a byte each, a byte apart), held their
+ * sum: good but for the count when @n is over PXFER_RUNS_MAX.
+ */
+static void raw_file_ok_runs(struct raw *r, unsigned int n)
+{
+	unsigned int i;
+
+	r->n = 0;
+	raw_be(r, 9, 8);
+	raw_be(r, PXFER_HAVE_PART, 1);
+	raw_be(r, n, 8);
+	for (i = 0; i < PXFER_DIGEST_LEN; i++)
+		raw_be(r, 0, 1);
+	raw_be(r, n, 2);
+	for (i = 0; i < n; i++) {
+		raw_be(r, 2ull * i, 8);
+		raw_be(r, 1, 8);
+		raw_be(r, 1, 4);
+	}
+}
+
+/*
+ * More runs than a FILE_OK holds are refused from the count, before any
+ * run is read: no byte past run[] of the decoded struct is written (and
+ * the sanitizer build would see run[PXFER_RUNS_MAX] indexed), however
+ * many good runs follow.
+ */
+static void test_file_ok_count(void)
+{
+	static const unsigned int counts[] = {
+		PXFER_RUNS_MAX, PXFER_RUNS_MAX + 1, 0xffff };
+	static struct raw r;
+	struct pxfer_msg *d = malloc(sizeof(*d));
+	const uint8_t *past, *end = (const uint8_t *)(d + 1);
+	unsigned int i;
+	int rc;
+
+	if (!d)
+		abort();
+	past = (const uint8_t *)(d->u.ok.run + PXFER_RUNS_MAX);
+	T_EXPECT(past < end, "no room past run[] to watch");
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		int over = counts[i] > PXFER_RUNS_MAX;
+		const uint8_t *p;
+
+		raw_file_ok_runs(&r, counts[i]);
+		memset(d, 0x5a, sizeof(*d));
+		rc = decode_exact(PXFER_MSG_FILE_OK, r.b, r.n, d);
+		T_EXPECT(rc == (over ? -EPROTO : 0),
+			 "FILE_OK of %u good runs: decode gave %d",
+			 counts[i], rc);
+		for (p = past; p < end && *p == 0x5a; p++)
+			;
+		T_EXPECT(p == end,
+			 "FILE_OK of %u runs: byte %td past run[] written",
+			 counts[i], p - past);
+		/* cut after the count: refused, whatever the count */
+		rc = decode_exact(PXFER_MSG_FILE_OK, r.b, 35, d);
+		T_EXPECT(rc == -EPROTO,
+			 "FILE_OK of %u runs, fixed part only: %d",
+			 counts[i], rc);
+	}
+	free(d);
 }
 
 /* Types that have no control codec: CHUNK, 0 and past the end. */
@@ -930,9 +1307,19 @@ static void test_header(void)
 	expect_hdr("FILE len 0xffffffff", PXFER_MSG_FILE, 0, UINT32_MAX,
 		   -EPROTO);
 	expect_hdr("FILE largest body", PXFER_MSG_FILE, 0,
-		   37 + 2 * PXFER_PATH_MAX, 0);
+		   54 + 2 * PXFER_PATH_MAX, 0);
 	expect_hdr("FILE largest body + 1", PXFER_MSG_FILE, 0,
-		   37 + 2 * PXFER_PATH_MAX + 1, -EPROTO);
+		   54 + 2 * PXFER_PATH_MAX + 1, -EPROTO);
+	expect_hdr("FILE_OK largest body", PXFER_MSG_FILE_OK, 0,
+		   35 + 20 * PXFER_RUNS_MAX, 0);
+	expect_hdr("FILE_OK largest body + 1", PXFER_MSG_FILE_OK, 0,
+		   35 + 20 * PXFER_RUNS_MAX + 1, -EPROTO);
+	expect_hdr("FILE_END len 36", PXFER_MSG_FILE_END, 0, 36, 0);
+	expect_hdr("FILE_END len 37", PXFER_MSG_FILE_END, 0, 37, -EPROTO);
+	expect_hdr("FILE_ERR largest body", PXFER_MSG_FILE_ERR, 0,
+		   14 + PXFER_TEXT_MAX, 0);
+	expect_hdr("FILE_ERR largest body + 1", PXFER_MSG_FILE_ERR, 0,
+		   14 + PXFER_TEXT_MAX + 1, -EPROTO);
 	expect_hdr("CHALLENGE len 41", PXFER_MSG_CHALLENGE, 0, 41, -EPROTO);
 	expect_hdr("FIN len 21", PXFER_MSG_FIN, 0, 21, -EPROTO);
 	expect_hdr("CREDIT largest body", PXFER_MSG_CREDIT, 0,
@@ -1228,7 +1615,8 @@ static int fuzz_one(uint16_t type, const uint8_t *b, size_t len, long it)
 
 static void test_fuzz(void)
 {
-	static struct corpus corpus[64];
+	static struct corpus corpus[sizeof(samples) / sizeof(samples[0]) +
+				    sizeof(chunks) / sizeof(chunks[0])];
 	static uint8_t scratch[FRAME_MAX + 64];
 	static struct raw r;
 	struct pxfer_hdr h;
@@ -1293,9 +1681,12 @@ int main(void)
 	test_roundtrip();
 	test_ping();
 	test_values();
+	test_file_ok_max();
 	test_truncation();
 	test_bad_handshake();
 	test_bad_file();
+	test_bad_file_ok();
+	test_file_ok_count();
 	test_bad_type();
 	test_chunk();
 	test_fuzz();
