@@ -86,6 +86,34 @@ static void pair_close(struct pair *p)
 
 /* ---- messages ---------------------------------------------------------- */
 
+/* a digest derived from (th, seq): never all zero */
+static void make_digest(uint8_t *d, unsigned int th, unsigned int seq)
+{
+	for (unsigned int i = 0; i < PXFER_DIGEST_LEN; i++)
+		d[i] = 1 + (th * 7 + seq * 13 + i) % 255;
+}
+
+/* what the receiver holds of a file: each state in turn, and for a
+ * partial one run or more, often PXFER_RUNS_MAX (the largest FILE_OK) */
+static void make_file_ok(unsigned int th, unsigned int seq,
+			 struct pxfer_file_ok *k)
+{
+	unsigned int n = seq / 8;
+
+	k->id = th;
+	k->state = n % (PXFER_HAVE_MAX + 1);
+	if (k->state != PXFER_HAVE_PART)
+		return;
+	k->nrun = n % 3 ? 1 + n % PXFER_RUNS_MAX : PXFER_RUNS_MAX;
+	for (unsigned int i = 0; i < k->nrun; i++) {
+		k->run[i].off = (uint64_t)i << 30 | seq;
+		k->run[i].len = 1 + (seq + i) % 65536;
+		k->run[i].unit = 1u << (12 + i % 15);
+		k->held += k->run[i].len;
+	}
+	make_digest(k->digest, th, seq);
+}
+
 /* message @seq of producer @th: a mix of types and sizes, all derivable
  * again from (th, seq) */
 static void make_msg(unsigned int th, unsigned int seq, struct pxfer_msg *m)
@@ -97,6 +125,8 @@ static void make_msg(unsigned int th, unsigned int seq, struct pxfer_msg *m)
 		m->u.end.id = th;
 		m->u.end.bytes = (uint64_t)seq << 20 | 0xabc;
 		m->u.end.code = seq % 7;
+		if (seq % 3)
+			make_digest(m->u.end.digest, th, seq);
 		break;
 	case 1:
 		m->type = PXFER_MSG_CREDIT;
@@ -111,6 +141,9 @@ static void make_msg(unsigned int th, unsigned int seq, struct pxfer_msg *m)
 		m->type = PXFER_MSG_FILE;
 		f->id = (uint64_t)th << 32 | seq;
 		f->type = PXFER_FT_REG;
+		f->flags = seq % (PXFER_FILE_FLAGS + 1);
+		if (f->flags & PXFER_FILE_CHECKSUM)
+			make_digest(f->digest, th, seq);
 		f->mode = 0644;
 		f->size = (uint64_t)seq * 4099;
 		f->mtime_sec = -(int64_t)seq;
@@ -121,7 +154,12 @@ static void make_msg(unsigned int th, unsigned int seq, struct pxfer_msg *m)
 			f->path[i] = 'a' + (seq + i + th) % 26;
 		break;
 	}
-	default:
+	case 3:
+		if (seq % 8 == 3) {
+			m->type = PXFER_MSG_FILE_OK;
+			make_file_ok(th, seq, &m->u.ok);
+			break;
+		}
 		m->type = PXFER_MSG_FILE_DONE;
 		m->u.status.id = th;
 		m->u.status.code = seq % 5;
@@ -142,6 +180,8 @@ static unsigned int msg_thread(const struct pxfer_msg *m)
 		return m->u.credit.worker;
 	case PXFER_MSG_FILE:
 		return m->u.file.id >> 32;
+	case PXFER_MSG_FILE_OK:
+		return m->u.ok.id;
 	case PXFER_MSG_FILE_DONE:
 		return m->u.status.id;
 	}
@@ -472,8 +512,11 @@ static void test_malformed(void)
 		{ "CHUNK on the control channel", PXFER_MSG_CHUNK, 0, 44, 44 },
 		{ "body over the limit", PXFER_MSG_FILE, 0, PXFER_MSG_MAX + 1, 0 },
 		{ "body length 4 GiB - 1", PXFER_MSG_FILE, 0, 0xffffffff, 0 },
-		{ "FILE_END body too short", PXFER_MSG_FILE_END, 0, 19, 19 },
-		{ "FILE_END body too long", PXFER_MSG_FILE_END, 0, 21, 21 },
+		{ "FILE_END body too short", PXFER_MSG_FILE_END, 0, 35, 35 },
+		{ "FILE_END body too long", PXFER_MSG_FILE_END, 0, 37, 37 },
+		{ "FILE_OK body too short", PXFER_MSG_FILE_OK, 0, 34, 34 },
+		{ "FILE_OK over its largest body", PXFER_MSG_FILE_OK, 0,
+		  35 + 20 * PXFER_RUNS_MAX + 1, 0 },
 		{ "CREDIT with count 0", PXFER_MSG_CREDIT, 0, 4, 4 },
 	};
 	uint8_t frame[64 + PXFER_HDR_LEN];
@@ -691,7 +734,7 @@ static void test_backpressure(void)
 	reply_len = pxfer_msg_encode(buf, sizeof(buf), r);
 	pair_open(pp, 4096);
 	pp->b.read_pause = BP_PAUSE;
-	/* a sends everything and reads nothing: about 140 KB of FILE_END,
+	/* a sends everything and reads nothing: about 130 KB of FILE_END,
 	 * about 830 KB of answers if b took them all */
 	for (unsigned int i = 0; i < BP_MSGS; i++) {
 		make_msg(0, 4 * i, m);
