@@ -222,6 +222,8 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 	msg_bad("hello-chunk-small", m, 8, PXFER_CHUNK_MIN - 1, 4);
 	msg_bad("hello-chunk-over", m, 8, PXFER_CHUNK_MAX + 1, 4);
 	msg_bad("hello-flags", m, 12, PXFER_HELLO_FLAGS + 1, 4);
+	m->u.hello.flags = PXFER_HELLO_VERIFY;
+	msg_seed("hello-verify", m, false, body);
 	m->u.hello.workers = PXFER_WORKERS_MAX;
 	m->u.hello.chunk_size = PXFER_CHUNK_MAX;
 	m->u.hello.flags = PXFER_HELLO_FLAGS & ~PXFER_HELLO_CHECKSUM;
@@ -253,7 +255,8 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 	msg_seed("welcome-max", m, true, body);
 	msg_bad("welcome-flags-both", m, 52,
 		PXFER_HELLO_ENCRYPT | PXFER_HELLO_CHECKSUM, 4);
-	msg_bad("welcome-flags-unknown", m, 52, 0x20, 4);
+	msg_bad("welcome-flags-unknown", m, 52, PXFER_HELLO_VERIFY << 1, 4);
+	msg_bad("welcome-flags-verify", m, 52, PXFER_HELLO_VERIFY, 4);
 	msg_bad("welcome-chunk-over", m, 40, PXFER_CHUNK_MAX + 1, 4);
 	msg_bad("welcome-workers-over", m, 44, PXFER_WORKERS_MAX + 1, 2);
 	msg_bad("welcome-slots-over", m, 46, PXFER_SLOTS_MAX + 1, 2);
@@ -300,6 +303,13 @@ static void msg_error(struct pxfer_msg *m, struct body *body, uint16_t type,
 	msg_write(var, body);
 }
 
+/* FILE body offsets */
+#define FILE_FLAGS	9
+#define FILE_MODE	10
+#define FILE_NSEC	30
+#define FILE_DIGEST	34
+#define FILE_PATH	50
+
 static void msgs_file(struct pxfer_msg *m, struct body *body)
 {
 	static uint8_t frame[FRAME_MAX];
@@ -318,22 +328,33 @@ static void msgs_file(struct pxfer_msg *m, struct body *body)
 	msg_bad("file-type-over", m, 8, PXFER_FT_SYMLINK + 1, 1);
 	msg_bad("file-dir-with-size", m, 8, PXFER_FT_DIR, 1);
 	msg_bad("file-symlink-without-target", m, 8, PXFER_FT_SYMLINK, 1);
-	msg_bad("file-mode-over", m, 9, 010000, 4);
-	msg_bad("file-nsec-over", m, 29, 1000000000, 4);
-	msg_bad("file-path-nul", m, 33 + 2 + 3, 0, 1);
+	msg_bad("file-mode-over", m, FILE_MODE, 010000, 4);
+	msg_bad("file-nsec-over", m, FILE_NSEC, 1000000000, 4);
+	msg_bad("file-path-nul", m, FILE_PATH + 2 + 3, 0, 1);
+	msg_bad("file-flags-unknown", m, FILE_FLAGS, PXFER_FILE_FLAGS + 1, 1);
+	msg_bad("file-digest-without-checksum", m, FILE_DIGEST, 1, 1);
+	f->flags = PXFER_FILE_RESUME | PXFER_FILE_SKIP;
+	msg_seed("file-reg-resume", m, false, body);
+	msg_bad("file-digest-with-resume", m,
+		FILE_DIGEST + PXFER_DIGEST_LEN - 1, 0x80, 1);
+	f->flags = PXFER_FILE_FLAGS;
+	memset(f->digest, 0xdd, PXFER_DIGEST_LEN);
+	msg_seed("file-reg-checksum", m, false, body);
+	msg_bad("file-digest-without-flags", m, FILE_FLAGS, 0, 1);
 	*f = (struct pxfer_file){
 		.id = UINT64_MAX, .type = PXFER_FT_REG, .mode = 07777,
 		.size = UINT64_MAX, .mtime_sec = INT64_MIN,
 		.mtime_nsec = 999999999, .path_len = 1, .path = "a",
 	};
 	msg_seed("file-reg-extremes", m, false, body);
-	body_shrink(body, 33, 1);
+	body_shrink(body, FILE_PATH, 1);
 	msg_write("file-path-empty", body);
 	*f = (struct pxfer_file){
 		.id = 2, .type = PXFER_FT_DIR, .mode = 0755, .mtime_sec = -1,
 		.path_len = 3, .path = "dir",
 	};
 	msg_seed("file-dir", m, false, body);
+	msg_bad("file-flags-dir", m, FILE_FLAGS, PXFER_FILE_RESUME, 1);
 	*f = (struct pxfer_file){
 		.id = 3, .type = PXFER_FT_SYMLINK, .mode = 0777,
 		.path_len = 8, .path = "dir/link", .target_len = 5,
@@ -341,17 +362,18 @@ static void msgs_file(struct pxfer_msg *m, struct body *body)
 	};
 	msg_seed("file-symlink", m, false, body);
 	msg_bad("file-reg-with-target", m, 8, PXFER_FT_REG, 1);
+	msg_bad("file-flags-symlink", m, FILE_FLAGS, PXFER_FILE_SKIP, 1);
 
 	f->path_len = PXFER_PATH_MAX;
 	make_path(f->path, PXFER_PATH_MAX, PXFER_NAME_MAX);
 	f->target_len = PXFER_PATH_MAX;
 	make_path(f->target, PXFER_PATH_MAX, 2);
 	msg_seed("file-max", m, true, body);
-	body_grow(body, 33 + 2 + PXFER_PATH_MAX, 1);
+	body_grow(body, FILE_PATH + 2 + PXFER_PATH_MAX, 1);
 	msg_write("file-target-over", body);
 	if (msg_body("file-max", m, body, frame, &h))
 		return;
-	body_grow(body, 33, 1);
+	body_grow(body, FILE_PATH, 1);
 	msg_write("file-path-over", body);
 }
 
@@ -365,8 +387,8 @@ static void msg_status(struct pxfer_msg *m, struct body *body, uint16_t type,
 	m->u.status.id = 7;
 	m->u.status.code = code;
 	msg_seed(name, m, false, body);
-	/* FILE_OK has no error code, FILE_ERR must have one */
-	if (type != PXFER_MSG_FILE_DONE) {
+	/* FILE_ERR must have an error code */
+	if (type == PXFER_MSG_FILE_ERR) {
 		snprintf(var, sizeof(var), "%s-code", name);
 		msg_bad(var, m, 8, !code, 4);
 	}
@@ -379,11 +401,90 @@ static void msg_status(struct pxfer_msg *m, struct body *body, uint16_t type,
 	msg_write(var, body);
 }
 
+/* FILE_OK body offsets, and a run's */
+#define OK_STATE	8
+#define OK_HELD		9
+#define OK_DIGEST	17
+#define OK_NRUN		33
+#define OK_RUN(i)	(35 + 20 * (i))
+#define RUN_OFF		0
+#define RUN_LEN		8
+#define RUN_UNIT	16
+
+static void msgs_file_ok(struct pxfer_msg *m, struct body *body)
+{
+	static const char *const states[] = {
+		[PXFER_HAVE_NONE] = "file_ok-none",
+		[PXFER_HAVE_PART] = NULL,
+		[PXFER_HAVE_SAME] = "file_ok-same",
+		[PXFER_HAVE_STALE] = "file_ok-stale",
+		[PXFER_HAVE_BAD] = "file_ok-bad",
+	};
+	struct pxfer_file_ok *k = &m->u.ok;
+	unsigned int i;
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_FILE_OK;
+	k->id = 7;
+	for (i = 0; i <= PXFER_HAVE_MAX; i++) {
+		if (!states[i])
+			continue;
+		k->state = i;
+		msg_seed(states[i], m, false, body);
+	}
+	k->state = PXFER_HAVE_NONE;
+	msg_bad("file_ok-state-over", m, OK_STATE, PXFER_HAVE_MAX + 1, 1);
+	msg_bad("file_ok-none-held", m, OK_HELD, 1, 8);
+	msg_bad("file_ok-none-digest", m, OK_DIGEST, 1, 1);
+	msg_bad("file_ok-part-no-runs", m, OK_STATE, PXFER_HAVE_PART, 1);
+
+	/* a partial of three runs, the second's last record short */
+	k->state = PXFER_HAVE_PART;
+	k->nrun = 3;
+	k->run[0] = (struct pxfer_held_run){
+		.off = 0, .len = 1u << 20, .unit = 1u << 20 };
+	k->run[1] = (struct pxfer_held_run){
+		.off = 4u << 20, .len = (2u << 20) + 1, .unit = 1u << 20 };
+	k->run[2] = (struct pxfer_held_run){
+		.off = 8u << 20, .len = 4096, .unit = 4096 };
+	k->held = (3u << 20) + 1 + 4096;
+	memset(k->digest, 0x5d, PXFER_DIGEST_LEN);
+	msg_seed("file_ok-part", m, false, body);
+	msg_bad("file_ok-stale-with-runs", m, OK_STATE, PXFER_HAVE_STALE, 1);
+	msg_bad("file_ok-held-over", m, OK_HELD, k->held + 1, 8);
+	msg_bad("file_ok-runs-unsorted", m, OK_RUN(2) + RUN_OFF, 0, 8);
+	msg_bad("file_ok-runs-overlap", m, OK_RUN(2) + RUN_OFF, 6u << 20, 8);
+	msg_bad("file_ok-len-0", m, OK_RUN(0) + RUN_LEN, 0, 8);
+	msg_bad("file_ok-unit-0", m, OK_RUN(1) + RUN_UNIT, 0, 4);
+	msg_bad("file_ok-unit-over", m, OK_RUN(1) + RUN_UNIT,
+		PXFER_CHUNK_MAX + 1, 4);
+	msg_bad("file_ok-offset-wraps", m, OK_RUN(2) + RUN_OFF,
+		UINT64_MAX - 4095, 8);
+
+	/* the largest: PXFER_RUNS_MAX runs, the last ending at 2^64 - 1 */
+	k->id = UINT64_MAX;
+	k->nrun = PXFER_RUNS_MAX;
+	k->held = 0;
+	for (i = 0; i < PXFER_RUNS_MAX; i++) {
+		k->run[i] = (struct pxfer_held_run){
+			.off = (uint64_t)i << 32, .len = 1 + i,
+			.unit = i % 2 ? PXFER_CHUNK_MAX : 1,
+		};
+		k->held += 1 + i;
+	}
+	k->run[PXFER_RUNS_MAX - 1].off = UINT64_MAX - PXFER_RUNS_MAX;
+	msg_seed("file_ok-part-max", m, true, body);
+	body_grow(body, OK_NRUN, 20);
+	msg_write("file_ok-nrun-over", body);
+	/* a count the decoder must refuse before it reads a run */
+	msg_bad("file_ok-nrun-0xffff", m, OK_NRUN, 0xffff, 2);
+}
+
 static void msgs_session(struct pxfer_msg *m, struct body *body)
 {
 	unsigned int i;
 
-	msg_status(m, body, PXFER_MSG_FILE_OK, 0, "file_ok");
+	msgs_file_ok(m, body);
 	msg_status(m, body, PXFER_MSG_FILE_ERR, ENOSPC, "file_err");
 	msg_status(m, body, PXFER_MSG_FILE_DONE, 0, "file_done");
 	msg_status(m, body, PXFER_MSG_FILE_DONE, EIO, "file_done-err");
@@ -394,6 +495,12 @@ static void msgs_session(struct pxfer_msg *m, struct body *body)
 	msg_seed("file_end", m, true, body);
 	m->u.end.code = EIO;
 	msg_seed("file_end-err", m, true, body);
+	/* --verify: the whole file's digest; a source that changed */
+	memset(m->u.end.digest, 0xd1, PXFER_DIGEST_LEN);
+	m->u.end.code = 0;
+	msg_seed("file_end-digest", m, true, body);
+	m->u.end.code = PXFER_CODE_CHANGED;
+	msg_seed("file_end-changed", m, true, body);
 
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_CREDIT;
@@ -703,7 +810,9 @@ static void make_sealed(void)
 
 	m[0].type = PXFER_MSG_FILE;
 	m[0].u.file = (struct pxfer_file){ .id = 1, .type = PXFER_FT_REG,
+					   .flags = PXFER_FILE_FLAGS,
 					   .mode = 0644, .size = 10,
+					   .digest = { 0xd0, 0x01 },
 					   .path_len = 5, .path = "a/b.c" };
 	m[1].type = PXFER_MSG_CREDIT;
 	m[1].u.credit = (struct pxfer_credit){ .worker = 0, .count = 2,

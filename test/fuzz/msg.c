@@ -36,7 +36,6 @@ static bool strings_ok(const struct pxfer_msg *m)
 			      PXFER_PATH_MAX) &&
 		       str_ok(m->u.file.target, m->u.file.target_len,
 			      PXFER_PATH_MAX);
-	case PXFER_MSG_FILE_OK:
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
 		return str_ok(m->u.status.text, m->u.status.text_len,
@@ -64,11 +63,28 @@ static bool same_hello(const struct pxfer_hello *a, const struct pxfer_hello *b)
 
 static bool same_file(const struct pxfer_file *a, const struct pxfer_file *b)
 {
-	return a->id == b->id && a->type == b->type && a->mode == b->mode &&
-	       a->size == b->size && a->mtime_sec == b->mtime_sec &&
-	       a->mtime_nsec == b->mtime_nsec &&
+	return a->id == b->id && a->type == b->type && a->flags == b->flags &&
+	       a->mode == b->mode && a->size == b->size &&
+	       a->mtime_sec == b->mtime_sec && a->mtime_nsec == b->mtime_nsec &&
+	       !memcmp(a->digest, b->digest, PXFER_DIGEST_LEN) &&
 	       same_str(a->path, a->path_len, b->path, b->path_len) &&
 	       same_str(a->target, a->target_len, b->target, b->target_len);
+}
+
+/* The runs up to nrun count; what the struct holds past them does not. */
+static bool same_file_ok(const struct pxfer_file_ok *a,
+			 const struct pxfer_file_ok *b)
+{
+	if (a->id != b->id || a->state != b->state || a->held != b->held ||
+	    a->nrun != b->nrun ||
+	    memcmp(a->digest, b->digest, PXFER_DIGEST_LEN))
+		return false;
+	for (unsigned int i = 0; i < a->nrun; i++)
+		if (a->run[i].off != b->run[i].off ||
+		    a->run[i].len != b->run[i].len ||
+		    a->run[i].unit != b->run[i].unit)
+			return false;
+	return true;
 }
 
 /* Field by field: padding and the bytes past a string's NUL do not count. */
@@ -117,13 +133,15 @@ static bool same_msg(const struct pxfer_msg *a, const struct pxfer_msg *b)
 	case PXFER_MSG_FILE:
 		return same_file(&a->u.file, &b->u.file);
 	case PXFER_MSG_FILE_OK:
+		return same_file_ok(&a->u.ok, &b->u.ok);
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
 		return sa->id == sb->id && sa->code == sb->code &&
 		       same_str(sa->text, sa->text_len, sb->text, sb->text_len);
 	case PXFER_MSG_FILE_END:
 		return fa->id == fb->id && fa->bytes == fb->bytes &&
-		       fa->code == fb->code;
+		       fa->code == fb->code &&
+		       !memcmp(fa->digest, fb->digest, PXFER_DIGEST_LEN);
 	case PXFER_MSG_CREDIT:
 		return cra->worker == crb->worker && cra->count == crb->count &&
 		       !memcmp(cra->slots, crb->slots,
