@@ -230,7 +230,7 @@ static void test_ctrl(void)
 	size_t f, len = sealed_frames(4, raw, &f);
 	int r;
 
-	T_EXPECT(f == PXFER_HDR_LEN + 20 + PXFER_TAG_LEN && len == 4 * f,
+	T_EXPECT(f == PXFER_HDR_LEN + 36 + PXFER_TAG_LEN && len == 4 * f,
 		 "a sealed FILE_END is its frame and a tag (%zu)", f);
 	T_EXPECT(memmem(raw, len, "\0\0\0\0\0\0\x03\xe9", 8) == NULL,
 		 "the body does not cross in clear");
@@ -263,7 +263,7 @@ static void test_ctrl(void)
 	T_EXPECT(r == -EBADMSG && n == 1, "a flipped body bit fails (r %d, n %u)", r, n);
 	memcpy(bad, raw, len);
 	bad[0] = 0;
-	bad[1] = PXFER_MSG_FIN;		/* FIN's body has FILE_END's length */
+	bad[1] = PXFER_MSG_FILE_DONE;	/* a body of FILE_END's length fits it */
 	r = read_frames(bad, len, ids, &n);
 	T_EXPECT(r == -EBADMSG && n == 0, "a retyped frame fails (r %d, n %u)", r, n);
 	/* a frame of the other direction (its key) does not open here */
