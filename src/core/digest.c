@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) && __has_include(<xxh_x86dispatch.h>)
+#include <xxh_x86dispatch.h>	/* the XXH3 entry points become dispatchers */
+#else
+#include <xxhash.h>
+#endif
+
+#include "core/digest.h"
+
+/* what one pread brings in, and the alignment O_DIRECT wants of it */
+#define DIGEST_BUF	(1u << 20)
+#define DIGEST_ALIGN	4096u
+
+static void from_xxh(struct pxfer_digest *out, XXH128_hash_t h)
+{
+	out->lo = h.low64;
+	out->hi = h.high64;
+}
+
+void pxfer_digest_range(struct pxfer_digest *out, const void *buf, size_t len,
+			uint64_t off)
+{
+	from_xxh(out, XXH3_128bits_withSeed(buf, len, off));
+}
+
+/* @len bytes of @fd at @off into @buf: 0, -ENODATA at the file's end */
+static int read_full(int fd, uint8_t *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t n = pread(fd, buf, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ENODATA;
+		buf += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* the hash of the record of @len bytes at @off, read from @fd */
+static int digest_record(int fd, uint8_t *buf, XXH3_state_t *st, uint64_t off,
+			 uint64_t len, struct pxfer_digest *h)
+{
+	uint64_t done = 0;
+	int ret;
+
+	if (len <= DIGEST_BUF) {
+		ret = read_full(fd, buf, len, off);
+		if (!ret)
+			pxfer_digest_range(h, buf, len, off);
+		return ret;
+	}
+	if (XXH3_128bits_reset_withSeed(st, off) != XXH_OK)
+		return -EINVAL;
+	while (done < len) {
+		size_t piece = len - done < DIGEST_BUF ? len - done : DIGEST_BUF;
+
+		ret = read_full(fd, buf, piece, off + done);
+		if (ret)
+			return ret;
+		XXH3_128bits_update(st, buf, piece);
+		done += piece;
+	}
+	from_xxh(h, XXH3_128bits_digest(st));
+	return 0;
+}
+
+int pxfer_digest_runs(int fd, const struct pxfer_run *r, unsigned int n,
+		      struct pxfer_digest *out)
+{
+	struct pxfer_digest sum = { 0, 0 }, h;
+	XXH3_state_t *st = XXH3_createState();
+	uint8_t *buf = malloc(DIGEST_BUF);
+	int ret = 0;
+
+	if (!st || !buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (unsigned int i = 0; i < n && !ret; i++) {
+		uint64_t end = r[i].off + r[i].len;
+
+		if (!r[i].len)
+			continue;
+		if (!r[i].unit || end < r[i].off) {
+			ret = -EINVAL;
+			break;
+		}
+		for (uint64_t off = r[i].off; off < end && !ret; off += r[i].unit) {
+			uint64_t len = end - off < r[i].unit ? end - off : r[i].unit;
+
+			ret = digest_record(fd, buf, st, off, len, &h);
+			if (!ret)
+				pxfer_digest_add(&sum, &h);
+			if (end - off <= r[i].unit)
+				break;	/* the last record: off would wrap */
+		}
+	}
+	if (!ret)
+		*out = sum;
+out:
+	free(buf);
+	XXH3_freeState(st);
+	return ret;
+}
+
+/*
+ * O_DIRECT on @fd: its flags before, to restore, or -1 when the file
+ * system refuses it and the pages it caches are dropped instead.
+ */
+static int direct_on(int fd)
+{
+	int flags = fcntl(fd, F_GETFL);
+
+	if (flags >= 0 && !fcntl(fd, F_SETFL, flags | O_DIRECT))
+		return flags;
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	return -1;
+}
+
+static void direct_off(int fd, int *flags, int drop)
+{
+	if (*flags < 0)
+		return;
+	fcntl(fd, F_SETFL, *flags);
+	*flags = -1;
+	if (drop)
+		posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+}
+
+int pxfer_digest_file(int fd, uint64_t size, int direct,
+		      struct pxfer_digest *out)
+{
+	XXH3_state_t *st = XXH3_createState();
+	int flags = -1, ret = 0;
+	uint64_t off = 0;
+	void *buf = NULL;
+
+	if (!st || posix_memalign(&buf, DIGEST_ALIGN, DIGEST_BUF)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	XXH3_128bits_reset(st);
+	if (direct)
+		flags = direct_on(fd);
+	while (off < size) {
+		ssize_t n = pread(fd, buf, DIGEST_BUF, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		/* some file systems take the flag and refuse the read */
+		if (n < 0 && errno == EINVAL && flags >= 0) {
+			direct_off(fd, &flags, 1);
+			continue;
+		}
+		if (n <= 0) {
+			ret = n ? -errno : -ENODATA;
+			break;
+		}
+		if ((uint64_t)n > size - off)
+			n = (ssize_t)(size - off);
+		XXH3_128bits_update(st, buf, (size_t)n);
+		off += (uint64_t)n;
+		/* a short read off the alignment: O_DIRECT cannot go on */
+		if (off % DIGEST_ALIGN)
+			direct_off(fd, &flags, 0);
+	}
+	direct_off(fd, &flags, 0);
+	if (!ret)
+		from_xxh(out, XXH3_128bits_digest(st));
+out:
+	free(buf);
+	XXH3_freeState(st);
+	return ret;
+}
