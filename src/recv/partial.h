@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receiver's durable state for partial files, to resume interrupted
+ * transfers: below DIR/.pxfer/partial, for each large file in flight, its
+ * data (<key>.part) and a journal (<key>.jnl) of the byte ranges that are
+ * verified and on disk, key = 32 hex digits of a BLAKE2b-128 of the
+ * file's path. A range is recorded only after its data is durable; a torn
+ * or corrupt record is detected and ignored; a journal is replaced by
+ * rename. docs/architecture.md, "Partial files", has the format;
+ * recv/journal.c encodes and parses it, recv/partial.c keeps the files.
+ *
+ * Threads: pxfer_partial_add (and _flush) from any thread at once; every
+ * other call on one partial from one thread, with no add under way. A
+ * partial holds a lock and may not be copied once open; the store
+ * (struct pxfer_partials) outlives its partials. Other processes (other
+ * receivers on DIR) are kept out by flock on the journal.
+ */
+#ifndef PXFER_RECV_PARTIAL_H
+#define PXFER_RECV_PARTIAL_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+#include "core/digest.h"
+
+#define PXFER_STATE_DIR ".pxfer"            /* top-level name in DIR reserved for the receiver */
+#define PXFER_PARTIAL_FLUSH (16u << 20)     /* pending bytes that trigger a flush */
+#define PXFER_PARTIAL_RUNS_MAX 256          /* runs a partial offers at most */
+#define PXFER_PARTIAL_RECORDS_MAX (1u << 20) /* records read from a journal at most */
+
+/* the journal's format (big-endian): a header, then records */
+#define PXFER_JOURNAL_MAGIC	0x50584a31u	/* "PXJ1" */
+#define PXFER_JOURNAL_VERSION	1
+/* magic, version, path_len, size, mtime_sec, mtime_nsec, reserved, nonce;
+ * the path; the check */
+#define PXFER_JOURNAL_HDR_LEN(path_len)	(40 + (size_t)(path_len) + 8)
+/* off u64, len u32, hash lo u64, hash hi u64, check u32 */
+#define PXFER_JOURNAL_REC_LEN	32
+/* the file names' key: hex digits */
+#define PXFER_PARTIAL_KEY_LEN	32
+
+struct pxfer_partials {
+	int dirfd;	/* DIR/.pxfer/partial, or -1 */
+};
+
+/*
+ * pxfer_partials_open - make (0700, no symlinks followed: mkdirat, then
+ * openat O_DIRECTORY|O_NOFOLLOW) and open DIR/.pxfer/partial below
+ * @rootfd. 0 or -errno (ps->dirfd is -1 then).
+ */
+int pxfer_partials_open(struct pxfer_partials *ps, int rootfd);
+void pxfer_partials_close(struct pxfer_partials *ps);
+
+/*
+ * pxfer_partials_sweep - remove the state of partials whose journal was
+ * last written more than @ttl seconds before @now and that no session
+ * holds (flock LOCK_EX|LOCK_NB succeeds), data files without a journal
+ * last written more than @ttl seconds before @now, and leftover
+ * temporary journals. Anything of a key is touched only with that key's
+ * journal locked, so never what a session holds. Returns how many
+ * partials (journals with their data, and data files alone) were
+ * removed, or -errno.
+ */
+int pxfer_partials_sweep(struct pxfer_partials *ps, double ttl, time_t now);
+
+struct pxfer_partial_id {
+	const char *path;	/* relative to DIR (the session's destination joined with the file's path) */
+	size_t path_len;	/* 1..65535 */
+	uint64_t size;
+	int64_t mtime_sec;
+	uint32_t mtime_nsec;
+};
+
+enum pxfer_partial_state {
+	PXFER_PARTIAL_NEW,	/* nothing held: the file starts empty */
+	PXFER_PARTIAL_HELD,	/* a journal for the same size and mtime: runs[] are held */
+	PXFER_PARTIAL_STALE,	/* a journal for another size or mtime was discarded */
+	PXFER_PARTIAL_CORRUPT,	/* a journal that could not be trusted was discarded */
+};
+
+/* a record: @len bytes at @off, on disk, that hash to @h */
+struct pxfer_partial_rec {
+	uint64_t off;
+	uint32_t len;
+	struct pxfer_digest h;
+};
+
+struct pxfer_partial {
+	int fd;			/* the data, O_RDWR, sized to id.size (ftruncate) */
+	int jfd;		/* the journal, flock'ed LOCK_EX for the partial's life */
+	enum pxfer_partial_state state;
+	struct pxfer_run *runs;	/* held when opened, sorted, at most PXFER_PARTIAL_RUNS_MAX */
+	unsigned int nruns;
+	uint64_t held;		/* bytes in runs */
+	struct pxfer_digest digest;	/* sum of the held records' hashes */
+	unsigned int ignored;	/* records dropped as torn or corrupt when loading */
+
+	/* private */
+	int is_open;		/* 0: nothing to close (zeroed, or a failed open) */
+	int dirfd;		/* the store's directory, not owned */
+	char key[PXFER_PARTIAL_KEY_LEN + 1];
+	uint64_t nonce;		/* the journal's: seeds each record's check */
+	uint64_t jend;		/* the journal's length: where records go next */
+	int err;		/* a failed fdatasync: nothing is recorded after it */
+	pthread_mutex_t lock;	/* what follows */
+	pthread_cond_t flushed;	/* a flush ended */
+	struct pxfer_partial_rec *pend;	/* records remembered, not yet flushed */
+	unsigned int npend, pend_cap;
+	uint64_t pend_bytes;
+	struct pxfer_partial_rec *batch;	/* the other array: the flush's */
+	unsigned int batch_cap;
+	int flushing;		/* a flush is under way */
+};
+
+/*
+ * pxfer_partial_open - open (or make) the partial of @id in @ps. With
+ * @resume, what a valid journal for the same path, size and mtime holds
+ * is kept (state HELD, runs/held/digest filled; or NEW when it held
+ * nothing), and the journal is rewritten with exactly the records kept,
+ * under a new nonce. Without @resume the journal is not read (state NEW);
+ * without @resume, and for a journal that is stale or corrupt (CORRUPT as
+ * well for a data file that is missing or not a regular file of id.size
+ * bytes), everything is discarded and the data starts empty (a hole of
+ * id.size bytes). -EBUSY when another open partial (another session)
+ * holds it; other -errno. On error @p is left closed.
+ */
+int pxfer_partial_open(struct pxfer_partials *ps,
+		       const struct pxfer_partial_id *id, int resume,
+		       struct pxfer_partial *p);
+
+/*
+ * pxfer_partial_add - @len bytes at @off were written to p->fd (the write
+ * completed) and hash to @h (pxfer_digest_range of those bytes at @off).
+ * The record reaches the journal only after the data is durable: when
+ * PXFER_PARTIAL_FLUSH bytes are pending, this call flushes (fdatasync of
+ * the data, then the records appended to the journal), blocking the
+ * calling thread; otherwise it only remembers. Thread-safe; one flush at
+ * a time (a call that finds a flush under way does not wait for it). 0 or
+ * -errno: a failed flush, whose records are dropped (their data is sent
+ * again in a later session); after a failed fdatasync nothing more is
+ * recorded, since what it failed to write is unknown.
+ */
+int pxfer_partial_add(struct pxfer_partial *p, uint64_t off, uint32_t len,
+		      const struct pxfer_digest *h);
+
+/* pxfer_partial_flush - flush what is pending now (after waiting for a
+ * flush under way). 0 or -errno */
+int pxfer_partial_flush(struct pxfer_partial *p);
+
+/*
+ * pxfer_partial_commit - the file is complete: give the data its final
+ * name @base in @dirfd (renameat from the state directory; replaces an
+ * existing file as rename does), then remove the journal and close both.
+ * On error nothing is removed or closed (the caller then calls
+ * pxfer_partial_close). 0 or -errno (-EXDEV when @dirfd is on another
+ * file system).
+ */
+int pxfer_partial_commit(struct pxfer_partial *p, int dirfd, const char *base);
+
+/*
+ * pxfer_partial_close - @keep: flush, then close (kept for a later
+ * session, for the TTL); !@keep: remove the data and the journal, then
+ * close. Safe on a zeroed struct and after a failed open.
+ */
+void pxfer_partial_close(struct pxfer_partial *p, int keep);
+
+/*
+ * pxfer_partial_same_fs - whether the partials' data files are on the
+ * same file system as directory @dirfd (st_dev, and the mount where
+ * statx tells it), so that commit can rename there: 1, 0, or -errno
+ */
+int pxfer_partial_same_fs(const struct pxfer_partials *ps, int dirfd);
+
+/*
+ * The parser, pure (for the loader and the fuzz target): check journal
+ * bytes @buf[0..@len) against @id and fill @out as pxfer_partial_open
+ * would: state, and for HELD the runs, held, digest, and the records the
+ * runs are made of (recs, sorted); ignored counts the records dropped as
+ * torn or corrupt (a torn tail counts as one). Empty bytes are a journal
+ * whose header never landed: NEW. 0, or -ENOMEM. Free with
+ * pxfer_partial_load_free (also after an error).
+ */
+struct pxfer_partial_load {
+	enum pxfer_partial_state state;
+	struct pxfer_run *runs;
+	unsigned int nruns;
+	uint64_t held;
+	struct pxfer_digest digest;
+	unsigned int ignored;
+	struct pxfer_partial_rec *recs;	/* the records of runs[] */
+	unsigned int nrecs;
+};
+
+int pxfer_partial_parse(const uint8_t *buf, size_t len,
+			const struct pxfer_partial_id *id,
+			struct pxfer_partial_load *out);
+void pxfer_partial_load_free(struct pxfer_partial_load *l);
+
+/* the encoders the journal is written with (tests and seeds use them) */
+
+/* pxfer_partial_key - the file names' key of @path: 32 hex digits, NUL */
+void pxfer_partial_key(const char *path, size_t path_len,
+		       char key[PXFER_PARTIAL_KEY_LEN + 1]);
+
+/* pxfer_partial_header_encode - @id's header with @nonce into @buf, which
+ * holds PXFER_JOURNAL_HDR_LEN(id->path_len) bytes: that length */
+size_t pxfer_partial_header_encode(uint8_t *buf,
+				   const struct pxfer_partial_id *id,
+				   uint64_t nonce);
+
+/* pxfer_partial_record_encode - @r as PXFER_JOURNAL_REC_LEN bytes at
+ * @buf, checked with @nonce */
+void pxfer_partial_record_encode(uint8_t *buf, const struct pxfer_partial_rec *r,
+				 uint64_t nonce);
+
+#endif
