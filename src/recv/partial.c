@@ -1,0 +1,684 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Partial files: the store, a partial's life (open, add, flush, commit,
+ * close), and the sweep; the journal's format is recv/journal.c's. Why
+ * the state survives a crash is in docs/architecture.md, "Partial files".
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <sodium.h>
+
+#include "recv/partial.h"
+
+#define PARTIAL_DIR	"partial"
+#define SUFFIX_DATA	".part"
+#define SUFFIX_JNL	".jnl"
+#define SUFFIX_TMP	".jnl.tmp"
+#define NAME_BUF	(PXFER_PARTIAL_KEY_LEN + sizeof(SUFFIX_TMP))
+
+/* the most of a journal that is read: a header, then the records read */
+#define JOURNAL_READ_MAX (PXFER_JOURNAL_HDR_LEN(UINT16_MAX) + \
+			  (size_t)PXFER_PARTIAL_RECORDS_MAX * PXFER_JOURNAL_REC_LEN)
+/* records encoded for one write */
+#define WRITE_RECS	128
+/* pending records a partial has room for when it opens */
+#define PEND_MIN	64
+
+static void name_of(char *buf, const char *key, const char *suffix)
+{
+	snprintf(buf, NAME_BUF, "%s%s", key, suffix);
+}
+
+static int pwrite_full(int fd, const uint8_t *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, buf, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n ? -errno : -EIO;
+		buf += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* ---- the store ---------------------------------------------------------- */
+
+/* make directory @name in @dfd if missing, and open it: fd or -errno */
+static int open_dir(int dfd, const char *name)
+{
+	int fd;
+
+	if (mkdirat(dfd, name, 0700) && errno != EEXIST)
+		return -errno;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int pxfer_partials_open(struct pxfer_partials *ps, int rootfd)
+{
+	int sfd;
+
+	ps->dirfd = -1;
+	/* the keys (BLAKE2b) and nonces (randombytes) are libsodium's */
+	if (sodium_init() < 0)
+		return -EIO;
+	sfd = open_dir(rootfd, PXFER_STATE_DIR);
+	if (sfd < 0)
+		return sfd;
+	ps->dirfd = open_dir(sfd, PARTIAL_DIR);
+	close(sfd);
+	if (ps->dirfd < 0) {
+		int ret = ps->dirfd;
+
+		ps->dirfd = -1;
+		return ret;
+	}
+	return 0;
+}
+
+void pxfer_partials_close(struct pxfer_partials *ps)
+{
+	if (ps->dirfd >= 0)
+		close(ps->dirfd);
+	ps->dirfd = -1;
+}
+
+int pxfer_partial_same_fs(const struct pxfer_partials *ps, int dirfd)
+{
+	struct statx a, b;
+
+	if (statx(ps->dirfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &a) ||
+	    statx(dirfd, "", AT_EMPTY_PATH, STATX_MNT_ID, &b))
+		return -errno;
+	if (a.stx_dev_major != b.stx_dev_major ||
+	    a.stx_dev_minor != b.stx_dev_minor)
+		return 0;
+	/* a bind mount of the same file system: rename fails across it */
+	if (a.stx_mask & b.stx_mask & STATX_MNT_ID)
+		return a.stx_mnt_id == b.stx_mnt_id;
+	return 1;
+}
+
+/* ---- locking a journal -------------------------------------------------- */
+
+/*
+ * flock @fd. @wait: a few tries, a millisecond apart, since the sweep
+ * holds the lock of a journal it looks at for a moment; a session holds
+ * it for good, and that is -EBUSY.
+ */
+static int lock_fd(int fd, int wait)
+{
+	for (int i = 0;; i++) {
+		if (!flock(fd, LOCK_EX | LOCK_NB))
+			return 0;
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK)
+			return -errno;
+		if (!wait || i == 3)
+			return -EBUSY;
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
+}
+
+/* 1 when name @name in @dfd still holds regular file @fd, 0 when not,
+ * -EINVAL when @fd is not a regular file */
+static int still_named(int dfd, const char *name, int fd)
+{
+	struct stat a, b;
+
+	if (fstat(fd, &a) || fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW))
+		return 0;
+	if (!S_ISREG(a.st_mode))
+		return -EINVAL;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/*
+ * Open and lock journal @name in @dfd, made first when @make (*@created
+ * says whether this call made it). The lock is on what the name held
+ * when it was opened, which another holder may since have replaced
+ * (rename) or removed before it let go: so the name must still hold it
+ * once locked, or it is opened again. O_RDWR, which never waits on a
+ * FIFO. fd, -EBUSY, -ENOENT (not @make), or -errno.
+ */
+static int journal_lock(int dfd, const char *name, int make, int wait,
+			int *created)
+{
+	const int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC;
+
+	for (int i = 0; i < 8; i++) {
+		int fd = -1, ret;
+
+		*created = 0;
+		if (make) {
+			fd = openat(dfd, name, flags | O_CREAT | O_EXCL, 0600);
+			*created = fd >= 0;
+		}
+		if (fd < 0 && (!make || errno == EEXIST))
+			fd = openat(dfd, name, flags);
+		if (fd < 0 && errno == ENOENT && make)
+			continue;	/* removed between the two opens */
+		if (fd < 0)
+			return -errno;
+		ret = lock_fd(fd, wait);
+		if (!ret)
+			ret = still_named(dfd, name, fd);
+		if (ret > 0)
+			return fd;
+		close(fd);
+		if (ret < 0)
+			return ret;
+		if (!make && faccessat(dfd, name, F_OK, AT_SYMLINK_NOFOLLOW))
+			return -ENOENT;
+	}
+	return -EAGAIN;
+}
+
+/* ---- a partial's journal and data --------------------------------------- */
+
+/* records @r[0..@n) at @off of journal @fd, checked with @nonce */
+static int write_records(int fd, uint64_t off,
+			 const struct pxfer_partial_rec *r, unsigned int n,
+			 uint64_t nonce)
+{
+	uint8_t buf[WRITE_RECS * PXFER_JOURNAL_REC_LEN];
+	int ret = 0;
+
+	for (unsigned int i = 0; i < n && !ret;) {
+		unsigned int k = 0;
+
+		for (; k < WRITE_RECS && i < n; k++, i++)
+			pxfer_partial_record_encode(buf + k * PXFER_JOURNAL_REC_LEN,
+						    &r[i], nonce);
+		ret = pwrite_full(fd, buf, (size_t)k * PXFER_JOURNAL_REC_LEN, off);
+		off += (uint64_t)k * PXFER_JOURNAL_REC_LEN;
+	}
+	return ret;
+}
+
+/*
+ * Replace the journal with a new one: @id's header under a new nonce and
+ * records @r[0..@n). Written as <key>.jnl.tmp, made durable, renamed over
+ * <key>.jnl and the directory synced, so that a crash leaves the old
+ * journal or the new one, whole, and records added later go to the new
+ * one only. The new file is locked before the rename: the name never
+ * holds a journal of ours unlocked.
+ */
+static int journal_replace(struct pxfer_partial *p,
+			   const struct pxfer_partial_id *id,
+			   const struct pxfer_partial_rec *r, unsigned int n)
+{
+	char tmp[NAME_BUF], jnl[NAME_BUF];
+	uint8_t *hdr = malloc(PXFER_JOURNAL_HDR_LEN(id->path_len));
+	uint64_t nonce;
+	size_t hlen;
+	int tfd, ret = 0;
+
+	if (!hdr)
+		return -ENOMEM;
+	name_of(tmp, p->key, SUFFIX_TMP);
+	name_of(jnl, p->key, SUFFIX_JNL);
+	randombytes_buf(&nonce, sizeof(nonce));
+	hlen = pxfer_partial_header_encode(hdr, id, nonce);
+	/* a leftover of a crash: ours, since the journal's lock is */
+	unlinkat(p->dirfd, tmp, 0);
+	tfd = openat(p->dirfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
+		     O_CLOEXEC, 0600);
+	if (tfd < 0) {
+		free(hdr);
+		return -errno;
+	}
+	if (flock(tfd, LOCK_EX | LOCK_NB))
+		ret = -errno;
+	if (!ret)
+		ret = pwrite_full(tfd, hdr, hlen, 0);
+	if (!ret)
+		ret = write_records(tfd, hlen, r, n, nonce);
+	if (!ret && fdatasync(tfd))
+		ret = -errno;
+	if (!ret && renameat(p->dirfd, tmp, p->dirfd, jnl))
+		ret = -errno;
+	free(hdr);
+	if (ret) {
+		close(tfd);
+		unlinkat(p->dirfd, tmp, 0);
+		return ret;
+	}
+	close(p->jfd);
+	p->jfd = tfd;
+	p->nonce = nonce;
+	p->jend = hlen + (uint64_t)n * PXFER_JOURNAL_REC_LEN;
+	return fsync(p->dirfd) ? -errno : 0;
+}
+
+/* the journal's bytes (at most JOURNAL_READ_MAX), parsed into @l */
+static int journal_load(int jfd, const struct pxfer_partial_id *id,
+			struct pxfer_partial_load *l)
+{
+	struct stat st;
+	size_t len, got = 0;
+	uint8_t *buf;
+	int ret;
+
+	if (fstat(jfd, &st))
+		return -errno;
+	len = (uint64_t)st.st_size < JOURNAL_READ_MAX ? (size_t)st.st_size :
+							 JOURNAL_READ_MAX;
+	buf = malloc(len + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (got < len) {
+		ssize_t n = pread(jfd, buf + got, len - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			free(buf);
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		got += (size_t)n;
+	}
+	ret = pxfer_partial_parse(buf, got, id, l);
+	free(buf);
+	return ret;
+}
+
+/*
+ * Open (or make) the data file: fd, *@fits when it is a regular file of
+ * @size bytes. Anything else under its name (a link, a FIFO) is removed
+ * first: the state directory is the receiver's alone.
+ */
+static int data_open(struct pxfer_partial *p, uint64_t size, int *fits)
+{
+	char name[NAME_BUF];
+	struct stat st;
+
+	name_of(name, p->key, SUFFIX_DATA);
+	for (int i = 0; i < 2; i++) {
+		int fd = openat(p->dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW |
+				O_CLOEXEC, 0600);
+
+		if (fd < 0 && errno != ELOOP && errno != ENXIO)
+			return -errno;
+		if (fd >= 0 && fstat(fd, &st)) {
+			close(fd);
+			return -errno;
+		}
+		if (fd >= 0 && S_ISREG(st.st_mode)) {
+			*fits = (uint64_t)st.st_size == size;
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+		if (unlinkat(p->dirfd, name, 0))
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+static int pend_init(struct pxfer_partial *p)
+{
+	p->pend = malloc(PEND_MIN * sizeof(*p->pend));
+	p->batch = malloc(PEND_MIN * sizeof(*p->batch));
+	if (!p->pend || !p->batch)
+		goto out_free;
+	p->pend_cap = p->batch_cap = PEND_MIN;
+	if (pthread_mutex_init(&p->lock, NULL))
+		goto out_free;
+	if (pthread_cond_init(&p->flushed, NULL))
+		goto out_mutex;
+	return 0;
+
+out_mutex:
+	pthread_mutex_destroy(&p->lock);
+out_free:
+	free(p->pend);
+	free(p->batch);
+	p->pend = p->batch = NULL;
+	return -ENOMEM;
+}
+
+int pxfer_partial_open(struct pxfer_partials *ps,
+		       const struct pxfer_partial_id *id, int resume,
+		       struct pxfer_partial *p)
+{
+	struct pxfer_partial_load l;
+	char jnl[NAME_BUF];
+	int fits = 0, created, ret;
+
+	memset(p, 0, sizeof(*p));
+	memset(&l, 0, sizeof(l));
+	p->fd = p->jfd = -1;
+	if (ps->dirfd < 0)
+		return -EBADF;
+	if (!id->path_len)
+		return -EINVAL;
+	if (id->path_len > UINT16_MAX)
+		return -ENAMETOOLONG;
+	if (id->size > INT64_MAX)
+		return -EFBIG;
+	p->dirfd = ps->dirfd;
+	pxfer_partial_key(id->path, id->path_len, p->key);
+	name_of(jnl, p->key, SUFFIX_JNL);
+	ret = journal_lock(p->dirfd, jnl, 1, 1, &created);
+	if (ret < 0)
+		return ret;
+	p->jfd = ret;
+	ret = data_open(p, id->size, &fits);
+	if (ret < 0)
+		goto out_jfd;
+	p->fd = ret;
+	ret = resume ? journal_load(p->jfd, id, &l) : 0;
+	if (ret)
+		goto out_load;
+	if (l.state == PXFER_PARTIAL_HELD && !fits) {
+		pxfer_partial_load_free(&l);
+		memset(&l, 0, sizeof(l));
+		l.state = PXFER_PARTIAL_CORRUPT;
+	}
+	/*
+	 * The journal is replaced before the data is emptied: a crash in
+	 * between leaves a journal that holds nothing, never old records
+	 * over emptied data.
+	 */
+	if (l.state == PXFER_PARTIAL_HELD) {
+		ret = journal_replace(p, id, l.recs, l.nrecs);
+	} else {
+		ret = journal_replace(p, id, NULL, 0);
+		if (!ret && (ftruncate(p->fd, 0) || ftruncate(p->fd, (off_t)id->size)))
+			ret = -errno;
+	}
+	if (!ret)
+		ret = pend_init(p);
+	if (ret)
+		goto out_load;
+	p->state = l.state;
+	p->runs = l.runs;
+	p->nruns = l.nruns;
+	p->held = l.held;
+	p->digest = l.digest;
+	p->ignored = l.ignored;
+	l.runs = NULL;
+	pxfer_partial_load_free(&l);
+	p->is_open = 1;
+	return 0;
+
+out_load:
+	pxfer_partial_load_free(&l);
+	close(p->fd);
+	p->fd = -1;
+out_jfd:
+	close(p->jfd);
+	p->jfd = -1;
+	return ret;
+}
+
+/* ---- recording ---------------------------------------------------------- */
+
+/* room for one more pending record; with the lock held */
+static int pend_grow(struct pxfer_partial *p)
+{
+	unsigned int cap = p->pend_cap * 2;
+	struct pxfer_partial_rec *r;
+
+	if (cap < p->pend_cap)
+		return -ENOMEM;
+	r = realloc(p->pend, cap * sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	p->pend = r;
+	p->pend_cap = cap;
+	return 0;
+}
+
+/* the pending records become the flush's batch: how many; lock held */
+static unsigned int take_batch(struct pxfer_partial *p)
+{
+	struct pxfer_partial_rec *t = p->batch;
+	unsigned int cap = p->batch_cap, n = p->npend;
+
+	p->batch = p->pend;
+	p->batch_cap = p->pend_cap;
+	p->pend = t;
+	p->pend_cap = cap;
+	p->npend = 0;
+	p->pend_bytes = 0;
+	p->flushing = 1;
+	return n;
+}
+
+/*
+ * Make the batch's @n records durable: the data first, then the records
+ * appended. Every record of the batch was added after its write
+ * completed, and before this fdatasync started, so the fdatasync covers
+ * its bytes. Without the lock: only the one flushing touches the batch,
+ * the journal's end and the error.
+ */
+static int flush_batch(struct pxfer_partial *p, unsigned int n)
+{
+	int ret = 0;
+
+	if (n && p->err)
+		ret = p->err;
+	/* after a failed fdatasync the kernel may have dropped dirty pages
+	 * and the next one succeeds: nothing can be trusted as durable */
+	else if (n && fdatasync(p->fd))
+		ret = p->err = -errno;
+	/*
+	 * A failed append leaves the journal's end where it was: the next
+	 * batch overwrites what landed, and a whole record that stays
+	 * describes durable data anyway, a torn one is ignored.
+	 */
+	if (!ret && n) {
+		ret = write_records(p->jfd, p->jend, p->batch, n, p->nonce);
+		if (!ret)
+			p->jend += (uint64_t)n * PXFER_JOURNAL_REC_LEN;
+	}
+	pthread_mutex_lock(&p->lock);
+	p->flushing = 0;
+	pthread_cond_broadcast(&p->flushed);
+	pthread_mutex_unlock(&p->lock);
+	return ret;
+}
+
+int pxfer_partial_add(struct pxfer_partial *p, uint64_t off, uint32_t len,
+		      const struct pxfer_digest *h)
+{
+	unsigned int n;
+	int ret = 0;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->npend == p->pend_cap)
+		ret = pend_grow(p);
+	if (ret) {
+		pthread_mutex_unlock(&p->lock);
+		return ret;
+	}
+	p->pend[p->npend++] = (struct pxfer_partial_rec){ .off = off, .len = len,
+							   .h = *h };
+	p->pend_bytes += len;
+	if (p->flushing || p->pend_bytes < PXFER_PARTIAL_FLUSH) {
+		pthread_mutex_unlock(&p->lock);
+		return 0;
+	}
+	n = take_batch(p);
+	pthread_mutex_unlock(&p->lock);
+	return flush_batch(p, n);
+}
+
+int pxfer_partial_flush(struct pxfer_partial *p)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&p->lock);
+	while (p->flushing)
+		pthread_cond_wait(&p->flushed, &p->lock);
+	n = take_batch(p);
+	pthread_mutex_unlock(&p->lock);
+	return flush_batch(p, n);
+}
+
+/* ---- the end of a partial ----------------------------------------------- */
+
+static void release(struct pxfer_partial *p)
+{
+	close(p->fd);
+	close(p->jfd);
+	free(p->runs);
+	free(p->pend);
+	free(p->batch);
+	pthread_cond_destroy(&p->flushed);
+	pthread_mutex_destroy(&p->lock);
+	memset(p, 0, sizeof(*p));
+	p->fd = p->jfd = -1;
+}
+
+int pxfer_partial_commit(struct pxfer_partial *p, int dirfd, const char *base)
+{
+	char name[NAME_BUF];
+
+	if (!p->is_open)
+		return -EBADF;
+	name_of(name, p->key, SUFFIX_DATA);
+	if (renameat(p->dirfd, name, dirfd, base))
+		return -errno;
+	/* a journal left by a crash here has no data: the next open
+	 * discards it, or the sweep */
+	name_of(name, p->key, SUFFIX_JNL);
+	unlinkat(p->dirfd, name, 0);
+	release(p);
+	return 0;
+}
+
+void pxfer_partial_close(struct pxfer_partial *p, int keep)
+{
+	char name[NAME_BUF];
+
+	if (!p->is_open)
+		return;
+	if (keep) {
+		pxfer_partial_flush(p);
+	} else {
+		/* still locked: whoever opened the names meanwhile finds
+		 * them gone once it has the lock, and starts anew */
+		name_of(name, p->key, SUFFIX_DATA);
+		unlinkat(p->dirfd, name, 0);
+		name_of(name, p->key, SUFFIX_JNL);
+		unlinkat(p->dirfd, name, 0);
+	}
+	release(p);
+}
+
+/* ---- the sweep ---------------------------------------------------------- */
+
+enum name_kind { NAME_NONE, NAME_DATA, NAME_JNL, NAME_TMP };
+
+/* what @name is in the store, its key copied to @key */
+static enum name_kind name_kind(const char *name, char *key)
+{
+	static const struct { const char *suffix; enum name_kind kind; } k[] = {
+		{ SUFFIX_DATA, NAME_DATA }, { SUFFIX_JNL, NAME_JNL },
+		{ SUFFIX_TMP, NAME_TMP },
+	};
+
+	for (unsigned int i = 0; i < PXFER_PARTIAL_KEY_LEN; i++)
+		if (!strchr("0123456789abcdef", name[i]) || !name[i])
+			return NAME_NONE;
+	for (unsigned int i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
+		if (!strcmp(name + PXFER_PARTIAL_KEY_LEN, k[i].suffix)) {
+			memcpy(key, name, PXFER_PARTIAL_KEY_LEN);
+			key[PXFER_PARTIAL_KEY_LEN] = 0;
+			return k[i].kind;
+		}
+	}
+	return NAME_NONE;
+}
+
+static int older(const struct stat *st, double ttl, double now)
+{
+	return now - (st->st_mtim.tv_sec + st->st_mtim.tv_nsec / 1e9) > ttl;
+}
+
+/*
+ * Look at @key, found as a name of @kind, with its journal locked (made
+ * for the purpose when missing), so that no session holds the key
+ * meanwhile and no session's journal is taken for an old one. 1 when a
+ * partial was removed.
+ */
+static int sweep_key(int dfd, const char *key, enum name_kind kind,
+		     double ttl, double now)
+{
+	char jnl[NAME_BUF], data[NAME_BUF], tmp[NAME_BUF];
+	int jfd, created, removed = 0;
+	struct stat st;
+
+	name_of(jnl, key, SUFFIX_JNL);
+	name_of(data, key, SUFFIX_DATA);
+	name_of(tmp, key, SUFFIX_TMP);
+	/* first without the lock, so that fresh state is not even locked */
+	if (kind == NAME_JNL && (fstatat(dfd, jnl, &st, AT_SYMLINK_NOFOLLOW) ||
+				 !older(&st, ttl, now)))
+		return 0;
+	if (kind == NAME_DATA && (!faccessat(dfd, jnl, F_OK, AT_SYMLINK_NOFOLLOW) ||
+				  fstatat(dfd, data, &st, AT_SYMLINK_NOFOLLOW) ||
+				  !older(&st, ttl, now)))
+		return 0;	/* a journal: looked at under its own name */
+	jfd = journal_lock(dfd, jnl, kind != NAME_JNL, 0, &created);
+	if (jfd < 0)
+		return 0;
+	if (!created && !fstat(jfd, &st) && older(&st, ttl, now)) {
+		unlinkat(dfd, data, 0);
+		removed = 1;
+	} else if (created && !fstatat(dfd, data, &st, AT_SYMLINK_NOFOLLOW) &&
+		   older(&st, ttl, now)) {
+		removed = !unlinkat(dfd, data, 0);
+	}
+	/* no session writes a temporary journal without the lock */
+	unlinkat(dfd, tmp, 0);
+	if (removed || created)
+		unlinkat(dfd, jnl, 0);
+	close(jfd);
+	return removed;
+}
+
+int pxfer_partials_sweep(struct pxfer_partials *ps, double ttl, time_t now)
+{
+	char key[PXFER_PARTIAL_KEY_LEN + 1];
+	int fd, removed = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (ps->dirfd < 0)
+		return -EBADF;
+	/* a description of its own: readdir's position is not shared */
+	fd = openat(ps->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((e = readdir(d))) {
+		enum name_kind kind = name_kind(e->d_name, key);
+
+		if (kind != NAME_NONE)
+			removed += sweep_key(ps->dirfd, key, kind, ttl, (double)now);
+	}
+	closedir(d);
+	return removed;
+}
