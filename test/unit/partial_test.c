@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * partial_test: the receiver's durable state for partial files
+ * (src/recv/partial.c, journal.c) and the range digests it is checked
+ * with (src/core/digest.c).
+ *
+ *  - digests: a range's is XXH3-128 seeded with its offset; a set's is
+ *    the sum, in any order; pxfer_digest_runs recomputes it from a file,
+ *    records longer than its buffer included, and says -ENODATA for a run
+ *    past the end; pxfer_digest_file gives the same with and without
+ *    direct reads (a disk file and a tmpfs one, sizes on and off the
+ *    alignment) and -ENODATA for a short file;
+ *  - a new partial's data is a hole of the file's size; records added
+ *    from two threads at once, past PXFER_PARTIAL_FLUSH so that add
+ *    flushes, are all held after close(keep) and a reopen with resume:
+ *    runs, held and digest exact, the digest as pxfer_digest_runs finds
+ *    it in the data file;
+ *  - another mtime: STALE, the data emptied; without resume: NEW, the
+ *    data emptied, and nothing held after that either;
+ *  - a flipped byte in one record: that record ignored, the rest held,
+ *    and the journal rewritten (new nonce, nothing ignored next time); a
+ *    torn journal: the tail ignored; a flipped header byte, a header for
+ *    another path, overlapping records, or a data file of another size:
+ *    CORRUPT, all discarded;
+ *  - the rules that cut runs (a shorter record ends a run, a longer one
+ *    starts another; gaps; records out of the file ignored), parsed from
+ *    bytes made with the encoders; at most PXFER_PARTIAL_RUNS_MAX runs,
+ *    and the journal then keeps exactly their records;
+ *  - commit gives the data its final name over an existing file and
+ *    leaves no state; to another file system it says -EXDEV and removes
+ *    nothing;
+ *  - a second open of a held partial is -EBUSY, another path is not;
+ *    close is safe on a zeroed or failed partial;
+ *  - the sweep removes old unlocked state and old data without a journal,
+ *    and leftover temporary journals; keeps fresh state, locked state and
+ *    names not its own;
+ *  - the store is made 0700, and a symbolic link in its place refused.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "core/bytes.h"
+#include "core/digest.h"
+#include "recv/partial.h"
+#include "test.h"
+
+#define MiB	(1u << 20)
+#define KiB	1024u
+
+static char tmp[] = "/tmp/pxfer-partial-XXXXXX";
+static int rootfd = -1;
+static struct pxfer_partials ps = { .dirfd = -1 };
+
+/* ---- helpers ------------------------------------------------------------ */
+
+/* the bytes of the source at @off: a pattern that differs everywhere */
+static void fill(uint8_t *buf, size_t len, uint64_t off, uint32_t salt)
+{
+	for (size_t i = 0; i < len; i++) {
+		uint64_t x = (off + i) * 0x9e3779b97f4a7c15ull + salt;
+
+		buf[i] = (uint8_t)(x >> 56);
+	}
+}
+
+static struct pxfer_partial_id make_id(const char *path, uint64_t size)
+{
+	return (struct pxfer_partial_id){
+		.path = path, .path_len = strlen(path), .size = size,
+		.mtime_sec = 1700000000, .mtime_nsec = 123456789,
+	};
+}
+
+static int open_p(const struct pxfer_partial_id *id, int resume,
+		  struct pxfer_partial *p)
+{
+	int ret = pxfer_partial_open(&ps, id, resume, p);
+
+	T_EXPECT(!ret || ret == -EBUSY, "open %.*s: %s", (int)id->path_len,
+		 id->path, strerror(-ret));
+	return ret;
+}
+
+/* write @len bytes at @off into the partial's data and record them */
+static void put(struct pxfer_partial *p, uint64_t off, uint32_t len,
+		struct pxfer_digest *sum)
+{
+	uint8_t *buf = malloc(len);
+	struct pxfer_digest h;
+	int ret;
+
+	if (!buf)
+		exit(1);
+	fill(buf, len, off, 0);
+	T_EXPECT(pwrite(p->fd, buf, len, (off_t)off) == (ssize_t)len,
+		 "pwrite at %llu", (unsigned long long)off);
+	pxfer_digest_range(&h, buf, len, off);
+	ret = pxfer_partial_add(p, off, len, &h);
+	T_EXPECT(!ret, "add %llu+%u: %s", (unsigned long long)off, len,
+		 strerror(-ret));
+	if (sum)
+		pxfer_digest_add(sum, &h);
+	free(buf);
+}
+
+/* the name @key@suffix in the store */
+static const char *sname(const char *path, const char *suffix)
+{
+	static char buf[128];
+	char key[PXFER_PARTIAL_KEY_LEN + 1];
+
+	pxfer_partial_key(path, strlen(path), key);
+	snprintf(buf, sizeof(buf), "%s%s", key, suffix);
+	return buf;
+}
+
+static int exists(const char *path, const char *suffix)
+{
+	struct stat st;
+
+	return !fstatat(ps.dirfd, sname(path, suffix), &st, AT_SYMLINK_NOFOLLOW);
+}
+
+static off_t jsize(const char *path)
+{
+	struct stat st;
+
+	return fstatat(ps.dirfd, sname(path, ".jnl"), &st, 0) ? -1 : st.st_size;
+}
+
+/* the partial's digest is what its data file holds in its runs */
+static void check_digest(struct pxfer_partial *p, const char *what)
+{
+	struct pxfer_digest d = { 1, 1 };
+	int ret = pxfer_digest_runs(p->fd, p->runs, p->nruns, &d);
+
+	T_EXPECT(!ret && pxfer_digest_eq(&d, &p->digest),
+		 "%s: the digest of the runs in the data file (%s)", what,
+		 strerror(-ret));
+}
+
+/* whether @len bytes at @off of @fd are zeros */
+static int zeros(int fd, uint64_t off, size_t len)
+{
+	uint8_t buf[4096];
+	size_t n = len < sizeof(buf) ? len : sizeof(buf);
+
+	if (pread(fd, buf, n, (off_t)off) != (ssize_t)n)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (buf[i])
+			return 0;
+	return 1;
+}
+
+/* flip bit @bit of byte @off of @path's journal */
+static void flip(const char *path, off_t off, int bit)
+{
+	int fd = openat(ps.dirfd, sname(path, ".jnl"), O_RDWR);
+	uint8_t b = 0;
+
+	if (fd < 0 || pread(fd, &b, 1, off) != 1) {
+		T_EXPECT(0, "cannot read the journal of %s", path);
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	b ^= 1u << bit;
+	T_EXPECT(pwrite(fd, &b, 1, off) == 1, "flip");
+	close(fd);
+}
+
+static uint64_t jnonce(const char *path)
+{
+	int fd = openat(ps.dirfd, sname(path, ".jnl"), O_RDONLY);
+	uint8_t b[8] = { 0 };
+
+	if (fd >= 0) {
+		T_EXPECT(pread(fd, b, 8, 32) == 8, "the nonce");
+		close(fd);
+	}
+	return pxfer_get_be(b, 8);
+}
+
+/* a held partial of @n records of 64 KiB from 0, closed (kept) */
+static void make_held(const struct pxfer_partial_id *id, unsigned int n)
+{
+	struct pxfer_partial p;
+
+	if (open_p(id, 0, &p))
+		return;
+	for (unsigned int i = 0; i < n; i++)
+		put(&p, (uint64_t)i * 64 * KiB, 64 * KiB, NULL);
+	pxfer_partial_close(&p, 1);
+}
+
+/* ---- digests ------------------------------------------------------------ */
+
+static int file_of(const char *dir, const uint8_t *buf, size_t len)
+{
+	int fd = t_tmpfile(dir);
+
+	if (pwrite(fd, buf, len, 0) != (ssize_t)len) {
+		perror("pwrite");
+		exit(1);
+	}
+	return fd;
+}
+
+static void test_digest_file(const char *dir, const uint8_t *buf, size_t len)
+{
+	static const size_t sizes[] = { 0, 1, 4095, 4096, MiB, MiB + 4097 };
+	int fd = file_of(dir, buf, len);
+	struct pxfer_digest a, b;
+	int flags = fcntl(fd, F_GETFL);
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		XXH128_hash_t want = XXH3_128bits(buf, sizes[i]);
+		int ra = pxfer_digest_file(fd, sizes[i], 0, &a);
+		int rb = pxfer_digest_file(fd, sizes[i], 1, &b);
+
+		T_EXPECT(!ra && !rb && pxfer_digest_eq(&a, &b) &&
+			 a.lo == want.low64 && a.hi == want.high64,
+			 "%s: %zu bytes, direct and not: %d %d", dir, sizes[i],
+			 ra, rb);
+	}
+	T_EXPECT(pxfer_digest_file(fd, len, 1, &a) == 0, "%s: all", dir);
+	T_EXPECT(pxfer_digest_file(fd, len + 1, 1, &a) == -ENODATA,
+		 "%s: a byte past the end, direct", dir);
+	T_EXPECT(pxfer_digest_file(fd, len + 5 * MiB, 0, &a) == -ENODATA,
+		 "%s: past the end", dir);
+	T_EXPECT(fcntl(fd, F_GETFL) == flags, "%s: the flags restored", dir);
+	close(fd);
+}
+
+static void test_digest(void)
+{
+	const size_t len = 3 * MiB + 12345;
+	uint8_t *buf = malloc(len);
+	struct pxfer_digest a, b, sum = { 0, 0 }, sum2 = { 0, 0 }, got;
+	struct pxfer_run runs[2];
+	XXH128_hash_t x;
+	int fd;
+
+	if (!buf)
+		exit(1);
+	fill(buf, len, 0, 7);
+	x = XXH3_128bits_withSeed(buf + 100, 5000, 100);
+	pxfer_digest_range(&a, buf + 100, 5000, 100);
+	T_EXPECT(a.lo == x.low64 && a.hi == x.high64, "a range is XXH3-128");
+	pxfer_digest_range(&b, buf + 100, 5000, 101);
+	T_EXPECT(!pxfer_digest_eq(&a, &b), "the offset seeds the hash");
+
+	/* a run of 3 records of 4000 bytes and a last of 100; a run of one
+	 * record longer than digest_runs' buffer */
+	fd = file_of("/tmp", buf, len);
+	runs[0] = (struct pxfer_run){ .off = 10, .len = 12100, .unit = 4000 };
+	runs[1] = (struct pxfer_run){ .off = MiB, .len = 1536 * KiB,
+				      .unit = 1536 * KiB };
+	for (int i = 3; i >= 0; i--) {
+		uint64_t off = 10 + (uint64_t)i * 4000;
+
+		pxfer_digest_range(&a, buf + off, i == 3 ? 100 : 4000, off);
+		pxfer_digest_add(&sum, &a);
+	}
+	pxfer_digest_range(&a, buf + MiB, 1536 * KiB, MiB);
+	pxfer_digest_add(&sum, &a);
+	/* the other order, the same sum */
+	pxfer_digest_add(&sum2, &a);
+	for (int i = 0; i < 4; i++) {
+		uint64_t off = 10 + (uint64_t)i * 4000;
+
+		pxfer_digest_range(&b, buf + off, i == 3 ? 100 : 4000, off);
+		pxfer_digest_add(&sum2, &b);
+	}
+	T_EXPECT(pxfer_digest_eq(&sum, &sum2), "a sum in any order");
+	T_EXPECT(!pxfer_digest_runs(fd, runs, 2, &got) &&
+		 pxfer_digest_eq(&got, &sum), "digest_runs");
+	runs[1].off = len - 10;
+	T_EXPECT(pxfer_digest_runs(fd, runs, 2, &got) == -ENODATA,
+		 "a run past the end");
+	runs[1].unit = 0;
+	T_EXPECT(pxfer_digest_runs(fd, runs, 2, &got) == -EINVAL, "unit 0");
+	close(fd);
+
+	test_digest_file("/tmp", buf, len);
+	if (!access("/dev/shm", W_OK))
+		test_digest_file("/dev/shm", buf, len);
+	free(buf);
+}
+
+/* ---- resuming ----------------------------------------------------------- */
+
+#define BIG_SIZE	(40ull * MiB + 12345)
+#define BIG_RECS	41		/* of 1 MiB, the last shorter */
+#define BIG_GAP(i)	((i) % 10 == 7)	/* records never sent */
+
+struct adder {
+	struct pxfer_partial *p;
+	int which;
+	struct pxfer_digest sum;
+};
+
+static void *adder(void *arg)
+{
+	struct adder *a = arg;
+
+	for (unsigned int i = a->which; i < BIG_RECS; i += 2) {
+		uint64_t off = (uint64_t)i * MiB;
+
+		if (!BIG_GAP(i))
+			put(a->p, off, BIG_SIZE - off < MiB ? BIG_SIZE - off : MiB,
+			    &a->sum);
+	}
+	return NULL;
+}
+
+static void test_resume(void)
+{
+	struct pxfer_partial_id id = make_id("runs/42/big.bin", BIG_SIZE);
+	struct adder a[2] = { { .which = 0 }, { .which = 1 } };
+	struct pxfer_digest sum = { 0, 0 };
+	struct pxfer_partial p;
+	pthread_t t[2];
+	struct stat st;
+	unsigned int k = 0;
+
+	if (open_p(&id, 1, &p))
+		return;
+	T_EXPECT(p.state == PXFER_PARTIAL_NEW && !p.nruns && !p.held,
+		 "a new partial: state %d", p.state);
+	T_EXPECT(!fstat(p.fd, &st) && (uint64_t)st.st_size == BIG_SIZE,
+		 "the data is sized");
+	for (int i = 0; i < 2; i++) {
+		a[i].p = &p;
+		pthread_create(&t[i], NULL, adder, &a[i]);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		pxfer_digest_add(&sum, &a[i].sum);
+	}
+	/* 37 MiB added: add flushed at least once on its own */
+	T_EXPECT(jsize(id.path) >= (off_t)(PXFER_JOURNAL_HDR_LEN(id.path_len) +
+					   16 * PXFER_JOURNAL_REC_LEN),
+		 "add flushed: a journal of %lld bytes", (long long)jsize(id.path));
+	pxfer_partial_close(&p, 1);
+	T_EXPECT(jsize(id.path) == (off_t)(PXFER_JOURNAL_HDR_LEN(id.path_len) +
+					   37 * PXFER_JOURNAL_REC_LEN),
+		 "close flushed the rest");
+
+	if (open_p(&id, 1, &p))
+		return;
+	T_EXPECT(p.state == PXFER_PARTIAL_HELD && !p.ignored, "held: %d",
+		 p.state);
+	/* runs between the gaps, the last one ending in a shorter record */
+	for (unsigned int i = 0; i < BIG_RECS; i++) {
+		unsigned int j = i;
+
+		if (BIG_GAP(i))
+			continue;
+		while (j + 1 < BIG_RECS && !BIG_GAP(j + 1))
+			j++;
+		T_EXPECT(k < p.nruns && p.runs[k].off == (uint64_t)i * MiB &&
+			 p.runs[k].unit == MiB &&
+			 p.runs[k].off + p.runs[k].len ==
+			 (j + 1 == BIG_RECS ? BIG_SIZE : (uint64_t)(j + 1) * MiB),
+			 "run %u: records %u..%u", k, i, j);
+		k++;
+		i = j;
+	}
+	T_EXPECT(p.nruns == k && k == 5, "%u runs, want %u", p.nruns, k);
+	T_EXPECT(p.held == BIG_SIZE - 4 * MiB, "held %llu",
+		 (unsigned long long)p.held);
+	T_EXPECT(pxfer_digest_eq(&p.digest, &sum), "the digest of what was added");
+	check_digest(&p, "resumed");
+	pxfer_partial_close(&p, 1);
+
+	/* another mtime: stale, and the data emptied */
+	id.mtime_nsec++;
+	if (open_p(&id, 1, &p))
+		return;
+	T_EXPECT(p.state == PXFER_PARTIAL_STALE && !p.nruns && !p.held,
+		 "another mtime: state %d", p.state);
+	T_EXPECT(!fstat(p.fd, &st) && (uint64_t)st.st_size == BIG_SIZE &&
+		 zeros(p.fd, 0, 4096) && zeros(p.fd, 30 * MiB, 4096),
+		 "stale data emptied");
+	pxfer_partial_close(&p, 0);
+	T_EXPECT(!exists(id.path, ".jnl") && !exists(id.path, ".part"),
+		 "close without keep removes the state");
+}
+
+static void test_no_resume(void)
+{
+	struct pxfer_partial_id id = make_id("fresh.bin", MiB);
+	struct pxfer_partial p;
+
+	make_held(&id, 4);
+	if (open_p(&id, 0, &p))
+		return;
+	T_EXPECT(p.state == PXFER_PARTIAL_NEW && !p.nruns,
+		 "without resume: state %d", p.state);
+	T_EXPECT(zeros(p.fd, 0, 4096) && zeros(p.fd, 64 * KiB, 4096),
+		 "discarded");
+	pxfer_partial_close(&p, 1);
+	if (open_p(&id, 1, &p))
+		return;
+	T_EXPECT(p.state == PXFER_PARTIAL_NEW && !p.nruns,
+		 "nothing held after a discard: state %d", p.state);
+	pxfer_partial_close(&p, 0);
+}
+
+/* ---- damage ------------------------------------------------------------- */
+
+static void test_damage(void)
+{
+	struct pxfer_partial_id id = make_id("dmg/file", MiB);
+	const size_t hlen = PXFER_JOURNAL_HDR_LEN(id.path_len);
+	struct pxfer_partial_id other = make_id("dmg/fil2", MiB);
+	struct pxfer_partial_rec r;
+	uint8_t buf[PXFER_JOURNAL_HDR_LEN(64)];
+	struct pxfer_partial p;
+	uint64_t nonce;
+	int fd;
+
+	/* a flipped byte in record 3 of 8: it alone is ignored */
+	make_held(&id, 8);
+	flip(id.path, hlen + 3 * PXFER_JOURNAL_REC_LEN + 13, 2);
+	nonce = jnonce(id.path);
+	if (open_p(&id, 1, &p))
+		return;
+	T_EXPECT(p.state == PXFER_PARTIAL_HELD && p.ignored == 1 &&
+		 p.nruns == 2 && p.held == 7 * 64 * KiB &&
+		 p.runs[0].off == 0 && p.runs[0].len == 3 * 64 * KiB &&
+		 p.runs[1].off == 4 * 64 * KiB && p.runs[1].len == 4 * 64 * KiB,
+		 "a corrupt record: state %d, %u ignored, %u runs", p.state,
+		 p.ignored, p.nruns);
+	check_digest(&p, "a corrupt record");
+	pxfer_partial_close(&p, 1);
+	T_EXPECT(jnonce(id.path) != nonce, "the journal rewritten, a new nonce");
+	if (!open_p(&id, 1, &p)) {
+		T_EXPECT(p.state == PXFER_PARTIAL_HELD && !p.ignored &&
+			 p.nruns == 2 && p.held == 7 * 64 * KiB,
+			 "after the rewrite: %u ignored, %u runs", p.ignored,
+			 p.nruns);
+		pxfer_partial_close(&p, 0);
+	}
+
+	/* torn: 5 records and 17 bytes of the 6th */
+	make_held(&id, 8);
+	fd = openat(ps.dirfd, sname(id.path, ".jnl"), O_RDWR);
+	T_EXPECT(fd >= 0 && !ftruncate(fd, hlen + 5 * PXFER_JOURNAL_REC_LEN + 17),
+		 "truncate the journal");
+	if (fd >= 0)
+		close(fd);
+	if (!open_p(&id, 1, &p)) {
+		T_EXPECT(p.state == PXFER_PARTIAL_HELD && p.ignored == 1 &&
+			 p.nruns == 1 && p.held == 5 * 64 * KiB,
+			 "torn: state %d, %u ignored, %llu held", p.state,
+			 p.ignored, (unsigned long long)p.held);
+		check_digest(&p, "torn");
+		pxfer_partial_close(&p, 0);
+	}
+
+	/* a flipped header byte: corrupt, all discarded */
+	make_held(&id, 8);
+	flip(id.path, 12, 0);
+	if (!open_p(&id, 1, &p)) {
+		T_EXPECT(p.state == PXFER_PARTIAL_CORRUPT && !p.nruns && !p.held,
+			 "a flipped header byte: state %d", p.state);
+		T_EXPECT(zeros(p.fd, 0, 4096), "corrupt: the data emptied");
+		pxfer_partial_close(&p, 0);
+	}
+
+	/* a valid header naming another path */
+	make_held(&id, 8);
+	fd = openat(ps.dirfd, sname(id.path, ".jnl"), O_RDWR);
+	T_EXPECT(fd >= 0 && pwrite(fd, buf, pxfer_partial_header_encode(buf, &other, 1),
+				   0) == (ssize_t)hlen, "another path's header");
+	if (fd >= 0)
+		close(fd);
+	if (!open_p(&id, 1, &p)) {
+		T_EXPECT(p.state == PXFER_PARTIAL_CORRUPT && !p.nruns,
+			 "another path: state %d", p.state);
+		pxfer_partial_close(&p, 0);
+	}
+
+	/* a valid record over bytes another one holds */
+	make_held(&id, 8);
+	r = (struct pxfer_partial_rec){ .off = 2 * 64 * KiB + 100, .len = 10 };
+	pxfer_partial_record_encode(buf, &r, jnonce(id.path));
+	fd = openat(ps.dirfd, sname(id.path, ".jnl"), O_WRONLY | O_APPEND);
+	T_EXPECT(fd >= 0 && write(fd, buf, PXFER_JOURNAL_REC_LEN) ==
+		 PXFER_JOURNAL_REC_LEN, "append an overlapping record");
+	if (fd >= 0)
+		close(fd);
+	if (!open_p(&id, 1, &p)) {
+		T_EXPECT(p.state == PXFER_PARTIAL_CORRUPT && !p.nruns,
+			 "overlapping records: state %d", p.state);
+		pxfer_partial_close(&p, 0);
+	}
+
+	/* a data file of another size than the journal's */
+	make_held(&id, 8);
+	fd = openat(ps.dirfd, sname(id.path, ".part"), O_RDWR);
+	T_EXPECT(fd >= 0 && !ftruncate(fd, MiB - 1), "shorten the data");
+	if (fd >= 0)
+		close(fd);
+	if (!open_p(&id, 1, &p)) {
+		T_EXPECT(p.state == PXFER_PARTIAL_CORRUPT && !p.nruns,
+			 "short data: state %d", p.state);
+		pxfer_partial_close(&p, 0);
+	}
+}
+
+/* ---- runs --------------------------------------------------------------- */
+
+static void test_parse(void)
+{
+	struct pxfer_partial_id id = make_id("p", 100000);
+	static const struct pxfer_partial_rec recs[] = {
+		{ .off = 0, .len = 4096 }, { .off = 4096, .len = 2048 },
+		/* starts anew after the shorter one */
+		{ .off = 6144, .len = 4096 }, { .off = 10240, .len = 4096 },
+		/* longer than the unit: another run */
+		{ .off = 14336, .len = 8192 },
+		/* a gap before */
+		{ .off = 30000, .len = 100 },
+		/* ignored: empty, past the size, wrapping */
+		{ .off = 50000, .len = 0 }, { .off = 99999, .len = 2 },
+		{ .off = UINT64_MAX - 10, .len = 100 },
+	};
+	static const struct pxfer_run want[] = {
+		{ 0, 6144, 4096 }, { 6144, 8192, 4096 }, { 14336, 8192, 8192 },
+		{ 30000, 100, 100 },
+	};
+	uint8_t buf[PXFER_JOURNAL_HDR_LEN(1) + 10 * PXFER_JOURNAL_REC_LEN] = { 0 };
+	const unsigned int n = sizeof(recs) / sizeof(recs[0]);
+	struct pxfer_partial_load l;
+	size_t len;
+	int ok;
+
+	T_EXPECT(!pxfer_partial_parse(buf, 0, &id, &l) &&
+		 l.state == PXFER_PARTIAL_NEW, "empty: NEW");
+	len = pxfer_partial_header_encode(buf, &id, 42);
+	T_EXPECT(!pxfer_partial_parse(buf, len - 1, &id, &l) &&
+		 l.state == PXFER_PARTIAL_CORRUPT, "a short header: CORRUPT");
+	T_EXPECT(!pxfer_partial_parse(buf, len, &id, &l) &&
+		 l.state == PXFER_PARTIAL_NEW, "a header alone: NEW");
+	/* backwards: the parser sorts */
+	for (unsigned int i = 0; i < n; i++)
+		pxfer_partial_record_encode(buf + len + i * PXFER_JOURNAL_REC_LEN,
+					    &recs[n - 1 - i], 42);
+	len += n * PXFER_JOURNAL_REC_LEN;
+	ok = !pxfer_partial_parse(buf, len, &id, &l) &&
+	     l.state == PXFER_PARTIAL_HELD && l.ignored == 3 && l.nruns == 4 &&
+	     l.nrecs == 6 && l.held == 6144 + 8192 + 8192 + 100;
+	for (unsigned int i = 0; ok && i < 4; i++)
+		ok = l.runs[i].off == want[i].off && l.runs[i].len == want[i].len &&
+		     l.runs[i].unit == want[i].unit;
+	T_EXPECT(ok, "the runs: state %d, %u ignored, %u runs", l.state,
+		 l.ignored, l.nruns);
+	pxfer_partial_load_free(&l);
+	id.size++;
+	T_EXPECT(!pxfer_partial_parse(buf, len, &id, &l) &&
+		 l.state == PXFER_PARTIAL_STALE && !l.nruns, "another size: STALE");
+}
+
+static void test_runs_max(void)
+{
+	const unsigned int n = PXFER_PARTIAL_RUNS_MAX + 44;
+	struct pxfer_partial_id id = make_id("many/runs", (uint64_t)n * 8192);
+	struct pxfer_digest sum = { 0, 0 };
+	struct pxfer_partial p;
+	uint8_t buf[4096];
+
+	if (open_p(&id, 1, &p))
+		return;
+	for (unsigned int i = 0; i < n; i++) {
+		struct pxfer_digest h;
+
+		/* the runs past the cap would be dropped: count only ours */
+		fill(buf, 4096, (uint64_t)i * 8192, 0);
+		put(&p, (uint64_t)i * 8192, 4096, NULL);
+		pxfer_digest_range(&h, buf, 4096, (uint64_t)i * 8192);
+		if (i < PXFER_PARTIAL_RUNS_MAX)
+			pxfer_digest_add(&sum, &h);
+	}
+	pxfer_partial_close(&p, 1);
+	for (int round = 0; round < 2; round++) {
+		if (open_p(&id, 1, &p))
+			return;
+		T_EXPECT(p.state == PXFER_PARTIAL_HELD &&
+			 p.nruns == PXFER_PARTIAL_RUNS_MAX &&
+			 p.held == PXFER_PARTIAL_RUNS_MAX * 4096ull &&
+			 p.runs[p.nruns - 1].off == (PXFER_PARTIAL_RUNS_MAX - 1) * 8192ull,
+			 "round %d: %u runs, %llu held", round, p.nruns,
+			 (unsigned long long)p.held);
+		T_EXPECT(pxfer_digest_eq(&p.digest, &sum), "the kept runs' digest");
+		check_digest(&p, "runs max");
+		T_EXPECT(jsize(id.path) == (off_t)(PXFER_JOURNAL_HDR_LEN(id.path_len) +
+			 PXFER_PARTIAL_RUNS_MAX * PXFER_JOURNAL_REC_LEN),
+			 "the journal holds exactly the kept records");
+		pxfer_partial_close(&p, 1);
+	}
+	if (!open_p(&id, 0, &p))
+		pxfer_partial_close(&p, 0);
+}
+
+/* ---- commit, locking ---------------------------------------------------- */
+
+static int count_store(void)
+{
+	int fd = openat(ps.dirfd, ".", O_RDONLY | O_DIRECTORY);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	int n = 0;
+
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void test_commit(void)
+{
+	struct pxfer_partial_id id = make_id("out/final.bin", 300 * KiB + 5);
+	struct pxfer_partial p;
+	uint8_t want[4096], got[4096];
+	int fd, shm, ret;
+
+	fd = openat(rootfd, "final.bin", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	T_EXPECT(fd >= 0 && write(fd, "old", 3) == 3, "an old file");
+	if (fd >= 0)
+		close(fd);
+	if (open_p(&id, 1, &p))
+		return;
+	for (uint64_t off = 0; off < id.size; off += 100 * KiB)
+		put(&p, off, id.size - off < 100 * KiB ? id.size - off : 100 * KiB,
+		    NULL);
+	T_EXPECT(pxfer_partial_same_fs(&ps, rootfd) == 1, "the same fs");
+	shm = open("/dev/shm", O_RDONLY | O_DIRECTORY);
+	if (shm >= 0 && pxfer_partial_same_fs(&ps, shm) == 0) {
+		ret = pxfer_partial_commit(&p, shm, "pxfer-partial-test");
+		T_EXPECT(ret == -EXDEV, "commit across file systems: %d", ret);
+		T_EXPECT(p.fd >= 0 && exists(id.path, ".part") &&
+			 exists(id.path, ".jnl"), "a failed commit keeps all");
+	}
+	if (shm >= 0)
+		close(shm);
+	ret = pxfer_partial_commit(&p, rootfd, "final.bin");
+	T_EXPECT(!ret && p.fd == -1, "commit: %s", strerror(-ret));
+	T_EXPECT(count_store() == 0, "no state left: %d names", count_store());
+	fd = openat(rootfd, "final.bin", O_RDONLY);
+	fill(want, sizeof(want), 200 * KiB, 0);
+	T_EXPECT(fd >= 0 && pread(fd, got, sizeof(got), 200 * KiB) == sizeof(got) &&
+		 !memcmp(got, want, sizeof(got)), "the final name holds the data");
+	if (fd >= 0)
+		close(fd);
+	pxfer_partial_close(&p, 0);	/* closed already: nothing */
+}
+
+static void test_busy(void)
+{
+	struct pxfer_partial_id id = make_id("busy.bin", MiB);
+	struct pxfer_partial_id other = make_id("busy2.bin", MiB);
+	struct pxfer_partial a, b, z;
+	int ret;
+
+	memset(&z, 0, sizeof(z));
+	pxfer_partial_close(&z, 1);	/* zeroed: safe */
+	if (open_p(&id, 1, &a))
+		return;
+	ret = pxfer_partial_open(&ps, &id, 1, &b);
+	T_EXPECT(ret == -EBUSY, "a second open: %d", ret);
+	pxfer_partial_close(&b, 0);	/* failed: safe, removes nothing */
+	T_EXPECT(exists(id.path, ".jnl") && exists(id.path, ".part"),
+		 "a failed open removed the holder's state");
+	if (!open_p(&other, 1, &b))
+		pxfer_partial_close(&b, 0);
+	pxfer_partial_close(&a, 1);
+	if (!open_p(&id, 1, &b))
+		pxfer_partial_close(&b, 0);
+}
+
+/* ---- the sweep, the store ----------------------------------------------- */
+
+static void age(const char *path, const char *suffix, time_t secs)
+{
+	struct timespec ts[2] = { { .tv_nsec = UTIME_OMIT },
+				  { .tv_sec = time(NULL) - secs } };
+
+	T_EXPECT(!utimensat(ps.dirfd, sname(path, suffix), ts, 0),
+		 "age %s%s", path, suffix);
+}
+
+static void touch(const char *name)
+{
+	int fd = openat(ps.dirfd, name, O_WRONLY | O_CREAT, 0600);
+
+	T_EXPECT(fd >= 0, "create %s", name);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void test_sweep(void)
+{
+	struct pxfer_partial_id old = make_id("old", MiB);
+	struct pxfer_partial_id fresh = make_id("fresh", MiB);
+	struct pxfer_partial_id held = make_id("held", MiB);
+	struct pxfer_partial p;
+	char tmpname[128];
+	int ret;
+
+	make_held(&old, 2);
+	age(old.path, ".jnl", 7200);
+	make_held(&fresh, 2);
+	snprintf(tmpname, sizeof(tmpname), "%s", sname(fresh.path, ".jnl.tmp"));
+	touch(tmpname);
+	if (open_p(&held, 1, &p))
+		return;
+	age(held.path, ".jnl", 7200);
+	touch(sname("orphan-old", ".part"));
+	age("orphan-old", ".part", 7200);
+	touch(sname("orphan-new", ".part"));
+	touch("README");
+
+	ret = pxfer_partials_sweep(&ps, 3600, time(NULL));
+	T_EXPECT(ret == 2, "sweep: %d removed, want 2", ret);
+	T_EXPECT(!exists(old.path, ".jnl") && !exists(old.path, ".part"),
+		 "old state removed");
+	T_EXPECT(exists(fresh.path, ".jnl") && exists(fresh.path, ".part") &&
+		 !exists(fresh.path, ".jnl.tmp"), "fresh state kept, its leftover not");
+	T_EXPECT(exists(held.path, ".jnl") && exists(held.path, ".part"),
+		 "held state kept");
+	T_EXPECT(!exists("orphan-old", ".part") && !exists("orphan-old", ".jnl"),
+		 "old data without a journal removed");
+	T_EXPECT(exists("orphan-new", ".part") && !exists("orphan-new", ".jnl"),
+		 "new data without a journal kept");
+	T_EXPECT(!faccessat(ps.dirfd, "README", F_OK, 0), "a name not ours kept");
+	pxfer_partial_close(&p, 0);
+	if (!open_p(&fresh, 1, &p)) {
+		T_EXPECT(p.state == PXFER_PARTIAL_HELD && p.nruns == 1,
+			 "fresh state resumes after a sweep");
+		pxfer_partial_close(&p, 0);
+	}
+	T_EXPECT(pxfer_partials_sweep(&ps, 0, time(NULL) + 10) == 1,
+		 "ttl 0: the last orphan goes");
+	unlinkat(ps.dirfd, "README", 0);
+}
+
+static void test_store(void)
+{
+	struct pxfer_partials bad;
+	struct stat st;
+	int fd;
+
+	T_EXPECT(!fstat(ps.dirfd, &st) && (st.st_mode & 0777) == 0700,
+		 "the store is 0700: %o", st.st_mode & 0777);
+	T_EXPECT(!mkdirat(rootfd, "link-root", 0700) &&
+		 !symlinkat(tmp, rootfd, "link-root/" PXFER_STATE_DIR),
+		 "a root whose state directory is a link");
+	fd = openat(rootfd, "link-root", O_RDONLY | O_DIRECTORY);
+	T_EXPECT(fd >= 0 && pxfer_partials_open(&bad, fd) < 0 && bad.dirfd == -1,
+		 "a link is not followed");
+	if (fd >= 0)
+		close(fd);
+}
+
+int main(void)
+{
+	int ret;
+
+	if (!mkdtemp(tmp)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	rootfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ret = rootfd < 0 ? -errno : pxfer_partials_open(&ps, rootfd);
+	if (ret) {
+		fprintf(stderr, "the store in %s: %s\n", tmp, strerror(-ret));
+		return 1;
+	}
+	test_digest();
+	test_parse();
+	test_resume();
+	test_no_resume();
+	test_damage();
+	test_runs_max();
+	test_commit();
+	test_busy();
+	test_sweep();
+	test_store();
+	pxfer_partials_close(&ps);
+	close(rootfd);
+	t_rm_rf_at(AT_FDCWD, tmp);
+	return t_result();
+}
