@@ -22,6 +22,7 @@
 #include "core/proto.h"
 #include "core/seal.h"
 #include "fuzz.h"
+#include "recv/partial.h"
 #include "transport/rdma/ring_desc.h"
 
 #define FRAME_MAX	(PXFER_HDR_LEN + PXFER_MSG_MAX)
@@ -859,6 +860,127 @@ static void make_sealed(void)
 	seed("sealed", "raw-swapped", raw, rlen);
 }
 
+/* ------------------------------------------------------------------------ */
+/*
+ * journal: a mode byte (1: fix the header's check, 2: the records', 4: the
+ * header names the file), the record left alone, then a journal made with
+ * the encoders for the target's fixed file (dir/big.bin, 1 MiB)
+ */
+
+#define JNL_RECS_MAX	300
+
+struct jnl {
+	uint8_t b[2 + PXFER_JOURNAL_HDR_LEN(32) + JNL_RECS_MAX * PXFER_JOURNAL_REC_LEN];
+	size_t n;
+};
+
+static const struct pxfer_partial_id jnl_file = {
+	.path = "dir/big.bin", .path_len = 11, .size = 1u << 20,
+	.mtime_sec = 1700000000, .mtime_nsec = 123456789,
+};
+
+#define JNL_NONCE	0x0123456789abcdefull
+
+static void jnl_begin(struct jnl *j, uint8_t mode, uint8_t tamper,
+		      const struct pxfer_partial_id *id)
+{
+	j->b[0] = mode;
+	j->b[1] = tamper;
+	j->n = 2 + pxfer_partial_header_encode(j->b + 2, id, JNL_NONCE);
+}
+
+static void jnl_rec(struct jnl *j, uint64_t off, uint32_t len)
+{
+	struct pxfer_partial_rec r = {
+		.off = off, .len = len, .h = { .lo = off * 3 + 1, .hi = ~off },
+	};
+
+	pxfer_partial_record_encode(j->b + j->n, &r, JNL_NONCE);
+	j->n += PXFER_JOURNAL_REC_LEN;
+}
+
+/* runs of 64 KiB records with a gap, one ended by a shorter record */
+static void jnl_runs(struct jnl *j)
+{
+	for (unsigned int i = 0; i < 4; i++)
+		jnl_rec(j, i * 65536ull, 65536);
+	jnl_rec(j, 4 * 65536ull, 1000);
+	jnl_rec(j, 8 * 65536ull, 65536);
+	jnl_rec(j, 9 * 65536ull, 131072);
+}
+
+static void make_journal(void)
+{
+	static struct jnl j, fix;
+	struct pxfer_partial_id id = jnl_file;
+	size_t hlen = PXFER_JOURNAL_HDR_LEN(jnl_file.path_len);
+
+	seed("journal", "empty", "\0\xff", 2);
+	jnl_begin(&j, 0, 0xff, &id);
+	seed("journal", "header", j.b, j.n);
+	seed("journal", "header-short", j.b, j.n - 1);
+	jnl_runs(&j);
+	seed("journal", "runs", j.b, j.n);
+	seed("journal", "torn", j.b, j.n - 5);
+	/* every check wrong, and made to fit by the target but record 2's */
+	memcpy(fix.b, j.b, j.n);
+	fix.b[0] = 3;
+	fix.b[1] = 2;
+	memset(fix.b + 2 + hlen - 8, 0, 8);
+	for (size_t off = 2 + hlen; off < j.n; off += PXFER_JOURNAL_REC_LEN)
+		memset(fix.b + off + 28, 0, 4);
+	seed("journal", "runs-fixed-tamper", fix.b, j.n);
+	j.b[2 + hlen + 2 * PXFER_JOURNAL_REC_LEN + 9] ^= 0x10;
+	seed("journal", "record-flipped", j.b, j.n);
+	j.b[2 + hlen + 2 * PXFER_JOURNAL_REC_LEN + 9] ^= 0x10;
+	j.b[2 + 12] ^= 1;
+	seed("journal", "header-flipped", j.b, j.n);
+	j.b[0] = 1;
+	seed("journal", "header-fixed-stale", j.b, j.n);
+	j.b[2 + 12] ^= 1;
+	j.b[2 + 5] = 2;
+	seed("journal", "header-fixed-version", j.b, j.n);
+	j.b[2 + 5] = 1;
+	j.b[2 + 31] = 1;
+	seed("journal", "header-fixed-reserved", j.b, j.n);
+
+	jnl_begin(&j, 0, 0xff, &id);
+	jnl_runs(&j);
+	jnl_rec(&j, 2 * 65536ull + 100, 10);
+	seed("journal", "overlap", j.b, j.n);
+
+	/* ignored: empty, past the end, wrapping; then one good */
+	jnl_begin(&j, 0, 0xff, &id);
+	jnl_rec(&j, 4096, 0);
+	jnl_rec(&j, jnl_file.size - 1, 2);
+	jnl_rec(&j, UINT64_MAX - 10, 100);
+	jnl_rec(&j, 0, 4096);
+	seed("journal", "ignored", j.b, j.n);
+
+	/* more runs than a partial offers */
+	jnl_begin(&j, 0, 0xff, &id);
+	for (unsigned int i = 0; i < JNL_RECS_MAX; i++)
+		jnl_rec(&j, i * 2048ull, 1024);
+	seed("journal", "runs-max", j.b, j.n);
+
+	id.mtime_nsec++;
+	jnl_begin(&j, 0, 0xff, &id);
+	jnl_runs(&j);
+	seed("journal", "stale", j.b, j.n);
+	id = jnl_file;
+	id.path = "dir/big.bim";
+	jnl_begin(&j, 0, 0xff, &id);
+	jnl_runs(&j);
+	seed("journal", "other-path", j.b, j.n);
+	id.path = "a/path/of/thirty-two/bytes.data";
+	id.path_len = 31;
+	id.size = UINT64_MAX;
+	jnl_begin(&j, 4, 0xff, &id);
+	jnl_rec(&j, UINT64_MAX - 4096, 4096);
+	jnl_rec(&j, 0, UINT32_MAX);
+	seed("journal", "own-file-extremes", j.b, j.n);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -877,5 +999,6 @@ int main(int argc, char **argv)
 	make_escape();
 	make_ring_desc();
 	make_sealed();
+	make_journal();
 	return failed;
 }
