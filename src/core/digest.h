@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/bytes.h"
+
 struct pxfer_digest {
 	uint64_t lo, hi;
 };
@@ -73,5 +75,19 @@ int pxfer_digest_runs(int fd, const struct pxfer_run *r, unsigned int n,
  */
 int pxfer_digest_file(int fd, uint64_t size, int direct,
 		      struct pxfer_digest *out);
+
+/* pxfer_digest_wire - @d as it travels: lo, then hi, each big-endian */
+static inline void pxfer_digest_wire(uint8_t out[16], const struct pxfer_digest *d)
+{
+	pxfer_put_be(out, d->lo, 8);
+	pxfer_put_be(out + 8, d->hi, 8);
+}
+
+/* pxfer_digest_unwire - the digest that @in carries */
+static inline void pxfer_digest_unwire(struct pxfer_digest *d, const uint8_t in[16])
+{
+	d->lo = pxfer_get_be(in, 8);
+	d->hi = pxfer_get_be(in + 8, 8);
+}
 
 #endif
