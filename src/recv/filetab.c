@@ -175,6 +175,27 @@ static int range_add(struct pxfer_filetab *t, struct pxfer_fstate *f,
 	return 0;
 }
 
+int pxfer_filetab_hold(struct pxfer_filetab *t, uint64_t id, uint64_t off,
+		       uint64_t len)
+{
+	struct pxfer_fstate *f;
+	int ret = -EPROTO;
+
+	if (id >= t->n)
+		return ret;
+	f = &t->f[id];
+	pthread_mutex_lock(&t->lock);
+	if (f->used && !f->submitted && len && off <= f->size &&
+	    len <= f->size - off && len <= f->size - f->held &&
+	    !range_overlaps(f, off, off + len)) {
+		ret = range_add(t, f, off, off + len);
+		if (!ret)
+			f->held += len;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
 static int seg_ok(struct pxfer_filetab *t, const struct pxfer_seg *s,
 		  uint64_t extra)
 {
@@ -188,7 +209,7 @@ static int seg_ok(struct pxfer_filetab *t, const struct pxfer_seg *s,
 	if (s->offset > f->size || s->len > f->size - s->offset)
 		return 0;
 	/* extra: bytes of earlier segments of this chunk for the same file */
-	if (f->submitted + extra + s->len > f->size)
+	if (f->submitted + extra + s->len > f->size - f->held)
 		return 0;
 	if (f->end_known && f->submitted + extra + s->len > f->total)
 		return 0;
@@ -257,7 +278,7 @@ int pxfer_filetab_end(struct pxfer_filetab *t, uint64_t id, uint64_t total,
 		return -EPROTO;
 	f = &t->f[id];
 	pthread_mutex_lock(&t->lock);
-	if (!f->used || f->end_known || total > f->size ||
+	if (!f->used || f->end_known || total > f->size - f->held ||
 	    total < f->submitted) {
 		ret = -EPROTO;
 	} else {

@@ -24,6 +24,7 @@ struct pxfer_fstate {
 	uint64_t size;		/* from FILE: no byte beyond it */
 	uint64_t submitted;	/* bytes reserved (writes started) */
 	uint64_t written;	/* bytes whose writes completed */
+	uint64_t held;		/* bytes a partial held from before */
 	uint64_t total;		/* from FILE_END */
 	int end_known;		/* 1: FILE_END seen; 2: complete */
 	int end_code;		/* FILE_END's code: the sender gave up */
@@ -56,6 +57,15 @@ void pxfer_filetab_release(struct pxfer_filetab *t);
  */
 int pxfer_filetab_open(struct pxfer_filetab *t, uint64_t id, uint64_t size);
 
+/*
+ * pxfer_filetab_hold - bytes [@off, @off + @len) of @id are there from
+ * before (a partial): no chunk may bring them again, and the file is
+ * complete when the rest is in. Call before any chunk of @id can arrive.
+ * 0, or -EPROTO (overlapping, beyond the file), -ENOMEM.
+ */
+int pxfer_filetab_hold(struct pxfer_filetab *t, uint64_t id, uint64_t off,
+		       uint64_t len);
+
 /* pxfer_filetab_close - forget @id: complete, failed or abandoned */
 void pxfer_filetab_close(struct pxfer_filetab *t, uint64_t id);
 
@@ -86,7 +96,7 @@ int pxfer_filetab_written(struct pxfer_filetab *t, uint64_t id, uint32_t len,
  * pxfer_filetab_end - FILE_END for @id: @total bytes sent, @code nonzero
  * when the sender gave the file up. 1 when this made the file complete,
  * 0 when bytes are still to come, -EPROTO for an id not open, a second
- * FILE_END, or a total beyond the file or below what arrived.
+ * FILE_END, or a total beyond what the file lacked or below what arrived.
  */
 int pxfer_filetab_end(struct pxfer_filetab *t, uint64_t id, uint64_t total,
 		      int code);

@@ -625,6 +625,34 @@ static void test_race(void)
 	free(r);
 }
 
+/* what a partial held from before: never sent again, and not owed */
+static void test_hold(void)
+{
+	struct pxfer_filetab t;
+
+	T_EXPECT(pxfer_filetab_init(&t, 4) == 0, "init");
+	open_file(&t, 1, 1000);
+	T_EXPECT(pxfer_filetab_hold(&t, 1, 0, 300) == 0, "hold [0, 300)");
+	T_EXPECT(pxfer_filetab_hold(&t, 1, 600, 400) == 0, "hold [600, 1000)");
+	T_EXPECT(pxfer_filetab_hold(&t, 1, 200, 200) == -EPROTO, "a hold over a hold");
+	T_EXPECT(pxfer_filetab_hold(&t, 1, 900, 200) == -EPROTO, "a hold beyond the end");
+	T_EXPECT(pxfer_filetab_hold(&t, 1, UINT64_MAX - 10, 100) == -EPROTO,
+		 "a hold that wraps");
+	T_EXPECT(pxfer_filetab_hold(&t, 2, 0, 1) == -EPROTO, "a hold of a closed id");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 250, 100)) == -EPROTO,
+		 "a chunk over held bytes");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 300, 300)) == 0,
+		 "a chunk of the missing bytes");
+	T_EXPECT(pxfer_filetab_hold(&t, 1, 300, 1) == -EPROTO,
+		 "no hold once chunks came");
+	T_EXPECT(pxfer_filetab_end(&t, 1, 301, 0) == -EPROTO,
+		 "a FILE_END of more than was missing");
+	T_EXPECT(pxfer_filetab_end(&t, 1, 300, 0) == 0, "FILE_END of what was missing");
+	T_EXPECT(pxfer_filetab_written(&t, 1, 300, 0) == 1,
+		 "complete once the missing bytes are written");
+	pxfer_filetab_release(&t);
+}
+
 int main(void)
 {
 	test_reserve();
@@ -632,5 +660,6 @@ int main(void)
 	test_done();
 	test_reuse();
 	test_race();
+	test_hold();
 	return t_result();
 }
