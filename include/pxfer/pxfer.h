@@ -50,6 +50,9 @@ extern "C" {
 #define PXFER_DEFAULT_MAX_CHUNK	(16u << 20)	/* largest chunk a receiver takes */
 #define PXFER_DEFAULT_TIMEOUT_MS 15000		/* connect and handshake */
 #define PXFER_DEFAULT_IDLE_TIMEOUT 120		/* seconds a session may idle */
+#define PXFER_DEFAULT_PARTIAL_TTL (7 * 86400)	/* seconds partial files are kept */
+#define PXFER_DEFAULT_RETRIES 5			/* reconnections after a failure */
+#define PXFER_DEFAULT_RETRY_WAIT 2		/* seconds before the first, doubling */
 #define PXFER_SECRET_MIN	16
 #define PXFER_SECRET_MAX	1024
 /*
@@ -103,6 +106,15 @@ struct pxfer_stats {
 	double seconds;		/* the whole call */
 	const char *transport;	/* "tcp", "rdma", or NULL if none was chosen;
 				 * a static string */
+	uint64_t files_same;	/* on the receiver already: not sent */
+	uint64_t bytes_same;	/* ... their bytes */
+	uint64_t bytes_resumed;	/* held by the receiver's partial files: not
+				 * sent again */
+	uint64_t bytes_sent;	/* file data sent, in all sessions of the call */
+	uint64_t files_changed;	/* changed while they were sent: failed, or
+				 * sent again (files counts those) */
+	unsigned int sessions;	/* sessions the call made: 1 + the retries
+				 * and the second pass for changed files */
 };
 
 /*
@@ -145,6 +157,24 @@ struct pxfer_send_opts {
 	/* "aes-256-gcm" or "chacha20-poly1305" ("aes-256-gcm"; NULL: the
 	 * same) */
 	const char *cipher;
+	int overwrite;		/* send every file whole: no skipping files the
+				 * receiver has, no resuming its partial ones (0) */
+	int checksum;		/* a file the receiver has is the same when its
+				 * content is (read on both sides), not when its
+				 * size and modification time are (0) */
+	int resume_trust;	/* take a partial file on the receiver as it is
+				 * when its source's size and modification time
+				 * match, without reading the source to check
+				 * its data (0) */
+	int verify;		/* have the receiver read each file back from
+				 * its storage and compare it with the source's
+				 * digest before naming it (0) */
+	int retries;		/* times to reconnect and go on after the
+				 * connection failed, 0 to 100
+				 * (PXFER_DEFAULT_RETRIES) */
+	double retry_wait;	/* seconds before the first reconnection,
+				 * doubling each time up to 60
+				 * (PXFER_DEFAULT_RETRY_WAIT) */
 };
 
 /* What one of a receiver's sessions did, when it ended. */
@@ -161,6 +191,10 @@ struct pxfer_session_report {
 	 * "authenticated (gmac)", "plain checksum (xxh3)"..., or NULL if
 	 * the handshake did not complete */
 	const char *protection;
+	uint64_t files_same;	/* there already and the same: not sent */
+	uint64_t bytes_same;	/* ... their bytes */
+	uint64_t bytes_resumed;	/* held by partial files from an earlier
+				 * session, not sent again */
 };
 
 /*
@@ -206,6 +240,10 @@ struct pxfer_recv_opts {
 				 * FIN (PINGs do not count), 0 to 86400; 0:
 				 * never (PXFER_DEFAULT_IDLE_TIMEOUT) */
 	int require_encrypt;	/* refuse a sender that does not encrypt (0) */
+	double partial_ttl;	/* seconds an interrupted file's partial state
+				 * is kept beneath dir for a later session to
+				 * resume, then removed; 0: removed when its
+				 * session ends (PXFER_DEFAULT_PARTIAL_TTL) */
 };
 
 /*

@@ -22,6 +22,8 @@ void pxfer_send_opts_init(struct pxfer_send_opts *o)
 	o->wait_secs = PXFER_DEFAULT_WAIT_SECS;
 	o->integrity = "mac";
 	o->cipher = "aes-256-gcm";
+	o->retries = PXFER_DEFAULT_RETRIES;
+	o->retry_wait = PXFER_DEFAULT_RETRY_WAIT;
 }
 
 void pxfer_recv_opts_init(struct pxfer_recv_opts *o)
@@ -37,4 +39,5 @@ void pxfer_recv_opts_init(struct pxfer_recv_opts *o)
 	o->max_sessions = PXFER_DEFAULT_MAX_SESSIONS;
 	o->grace_secs = PXFER_DEFAULT_GRACE_SECS;
 	o->idle_timeout = PXFER_DEFAULT_IDLE_TIMEOUT;
+	o->partial_ttl = PXFER_DEFAULT_PARTIAL_TTL;
 }

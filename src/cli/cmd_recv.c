@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* pxfer recv: parse the command line and serve. */
 #include <stdio.h>
+#include <string.h>
 
 #include "pxfer/pxfer.h"
 #include "cli.h"
@@ -113,6 +114,34 @@ static int set_idle_timeout(void *ctx, const char *arg)
 	return 0;
 }
 
+/* SEC, or a number with s, m, h or d */
+static int set_partial_ttl(void *ctx, const char *arg)
+{
+	static const struct { char c; double mul; } units[] = {
+		{ 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 },
+	};
+	struct recv_args *a = ctx;
+	size_t n = strlen(arg);
+	double mul = 1;
+	char num[32];
+	unsigned long v;
+
+	for (size_t i = 0; n > 1 && i < sizeof(units) / sizeof(units[0]); i++)
+		if (arg[n - 1] == units[i].c) {
+			mul = units[i].mul;
+			n--;
+		}
+	if (n >= sizeof(num))
+		n = sizeof(num) - 1;
+	memcpy(num, arg, n);
+	num[n] = 0;
+	if (cli_parse_uint(num, 0, 3650ul * 86400, &v) || v * mul > 3650.0 * 86400)
+		return error("--partial-ttl takes a time such as 3600, 90m, 12h or 7d (0: keep nothing; at most 3650d), not '%s'",
+			     arg);
+	a->o.partial_ttl = v * mul;
+	return 0;
+}
+
 static const struct cli_opt recv_opts[] = {
 	{ "dir", 'd', "DIR", set_dir,
 	  "directory to receive into (default: the current one)" },
@@ -138,6 +167,11 @@ static const struct cli_opt recv_opts[] = {
 	  STR(PXFER_DEFAULT_IDLE_TIMEOUT) "; 0: never)" },
 	{ "require-encrypt", 0, NULL, set_require_encrypt,
 	  "refuse senders that do not use --encrypt" },
+	{ "partial-ttl", 0, "TIME", set_partial_ttl,
+	  "keep what arrived of an interrupted file (beneath\n"
+	  "DIR/.pxfer) this long for the sender to resume it:\n"
+	  "seconds, or 90m, 12h, 7d (default 7d; 0: remove it\n"
+	  "when the session ends)" },
 	{ 0 },
 };
 
@@ -195,10 +229,13 @@ static void print_session(const struct pxfer_session_report *r, void *arg)
 	json_str(f, r->transport);
 	fprintf(f, ",\"status\":\"%s\",\"exit_code\":%d,\"files\":%llu,"
 		"\"files_failed\":%llu,\"bytes\":%llu,\"seconds\":%.3f,"
+		"\"files_same\":%llu,\"bytes_skipped\":%llu,\"bytes_resumed\":%llu,"
 		"\"bytes_per_second\":%.0f,\"error\":",
 		r->exit_code == PXFER_EXIT_OK ? "ok" : "failed", r->exit_code,
 		(unsigned long long)r->files, (unsigned long long)r->files_failed,
 		(unsigned long long)r->bytes, r->seconds,
+		(unsigned long long)r->files_same, (unsigned long long)r->bytes_same,
+		(unsigned long long)r->bytes_resumed,
 		r->seconds > 0 ? r->bytes / r->seconds : 0.0);
 	if (r->error)
 		json_str(f, r->error);

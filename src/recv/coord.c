@@ -132,12 +132,21 @@ static void finalize(struct recv_session *s, uint32_t id)
 		s->files_ok++;
 		s->bytes += total;
 		reply_status(s, PXFER_MSG_FILE_DONE, id, 0, NULL);
-		pxfer_rfile_drop(&s->files, id, 0);
+		pxfer_rfile_drop(&s->files, id, PXFER_DROP_DONE);
 		return;
 	}
-	if (by_sender) {
+	if (by_sender && err == PXFER_CODE_CHANGED) {
+		/* not the network's fault, nor the disk's */
+		snprintf(text, sizeof(text),
+			 "the sender's copy changed while it was sent; what arrived was not kept");
+	} else if (by_sender) {
 		snprintf(text, sizeof(text), "the sender could not read it: %s",
 			 strerror(err));
+	} else if (rf->verify_bad) {
+		snprintf(text, sizeof(text),
+			 "read back from the receiver's storage, it differs from what was sent (--verify); it was not named");
+		if (!s->o->quiet)
+			error("%s: %s", pxfer_quote_str(q, sizeof(q), rf->path), text);
 	} else {
 		snprintf(text, sizeof(text), "cannot write it: %s", strerror(err));
 		if (!s->o->quiet)
@@ -147,7 +156,10 @@ static void finalize(struct recv_session *s, uint32_t id)
 	}
 	s->failed++;
 	reply_status(s, PXFER_MSG_FILE_DONE, id, err, text);
-	pxfer_rfile_drop(&s->files, id, 1);
+	/* what a write error left is worth keeping (the disk may have been
+	 * full); what the sender gave up on or what read back wrong is not */
+	pxfer_rfile_drop(&s->files, id, by_sender || rf->verify_bad ?
+			 PXFER_DROP_DISCARD : PXFER_DROP_KEEP);
 }
 
 /* ---- the sender's messages ----------------------------------------------- */
@@ -174,6 +186,35 @@ static void refuse_file(struct recv_session *s, const struct pxfer_file *f,
 	reply_status(s, PXFER_MSG_FILE_ERR, f->id, err, text);
 }
 
+/* file @f was created, or is there already: FILE_OK says which */
+static int file_ok(struct recv_session *s, const struct pxfer_file *f)
+{
+	struct pxfer_file_ok *ok = &s->ok.u.ok;
+	int ret;
+
+	s->ok.type = PXFER_MSG_FILE_OK;
+	if (ok->state == PXFER_HAVE_SAME) {
+		/* nothing was opened: the sender is done with it at once */
+		s->files_same++;
+		s->bytes_same += f->size;
+	} else {
+		if (pxfer_filetab_open(&s->tab, f->id, f->size))
+			return -EPROTO;	/* checked by on_file */
+		for (unsigned int i = 0; i < ok->nrun; i++) {
+			ret = pxfer_filetab_hold(&s->tab, f->id, ok->run[i].off,
+						 ok->run[i].len);
+			if (ret)
+				return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+						  "cannot take up a partial file: %s",
+						  strerror(-ret));
+		}
+		s->bytes_resumed += ok->held;
+	}
+	if (pxfer_ctrl_queue(&s->b.ctrl, &s->ok))
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	return 0;
+}
+
 static int on_file(struct recv_session *s, const struct pxfer_file *f)
 {
 	const char *what = "unsafe path";
@@ -194,13 +235,9 @@ static int on_file(struct recv_session *s, const struct pxfer_file *f)
 			ret = pxfer_rfile_symlink(&s->files, f, &what);
 			break;
 		default:
-			ret = pxfer_rfile_create(&s->files, f, &what);
-			if (!ret && pxfer_filetab_open(&s->tab, f->id, f->size))
-				return -EPROTO;	/* checked above */
-			if (!ret) {
-				reply_status(s, PXFER_MSG_FILE_OK, f->id, 0, NULL);
-				return 0;
-			}
+			ret = pxfer_rfile_create(&s->files, f, &what, &s->ok.u.ok);
+			if (!ret)
+				return file_ok(s, f);
 			break;
 		}
 	}
@@ -213,7 +250,13 @@ static int on_file(struct recv_session *s, const struct pxfer_file *f)
 
 static int on_file_end(struct recv_session *s, const struct pxfer_file_end *e)
 {
-	int ret = pxfer_filetab_end(&s->tab, e->id, e->bytes, e->code);
+	int ret;
+
+	/* before the file can complete: whoever finishes it reads this */
+	if (pxfer_filetab_in_use(&s->tab, e->id))
+		memcpy(pxfer_rfile_get(&s->files, e->id)->digest, e->digest,
+		       PXFER_DIGEST_LEN);
+	ret = pxfer_filetab_end(&s->tab, e->id, e->bytes, e->code);
 
 	if (ret > 0)
 		hand_on(s, e->id);
@@ -368,7 +411,7 @@ int recv_coordinate(struct recv_session *s)
 		return -1;
 	while (!pxfer_failed(&s->b.fail) && !s->acked) {
 		if (pxfer_session_wait(&s->b, pxfer_session_data_lost_any(&s->b) ? 200 : 1000,
-				       "interrupted; incomplete files were removed") ||
+				       "interrupted; what arrived of incomplete files is kept for a later session") ||
 		    read_control(s))
 			break;
 		while (file_done_pop(s, &id))

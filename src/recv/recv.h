@@ -55,6 +55,7 @@ struct recv_server {
 	unsigned int nsess;
 	uint64_t admitted;
 	int rootfd;			/* the top directory (--dir) */
+	double sweep_next;		/* when to look for expired ones */
 	uint32_t mode_mask;		/* the bits of a wire mode that apply */
 	int sigfd;			/* a signal came */
 	int ended_fd;			/* a session's thread is done */
@@ -66,6 +67,9 @@ struct recv_server {
 struct rslot {
 	struct pxfer_seg seg[PXFER_SEG_MAX];
 	int fd[PXFER_SEG_MAX];
+	/* a segment of a file with a partial is recorded there when written */
+	struct pxfer_partial *part[PXFER_SEG_MAX];
+	struct pxfer_digest hash[PXFER_SEG_MAX];
 	uint32_t boff[PXFER_SEG_MAX];
 	uint32_t done[PXFER_SEG_MAX];
 	unsigned int nseg;
@@ -152,6 +156,9 @@ struct recv_session {
 	uint64_t refused;	/* files refused, for the log (coord.c) */
 	int acked;
 	uint64_t files_ok, bytes, failed;
+	uint64_t files_same, bytes_same;	/* there already: skipped */
+	uint64_t bytes_resumed;		/* held by partials, not sent again */
+	struct pxfer_msg ok;		/* a FILE_OK being made (coord.c) */
 };
 
 /* session.c */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +202,15 @@ static int open_dest(int rootfd, const char *dest, size_t dest_len)
 	return pxfer_path_open_dir(rootfd, dest);
 }
 
+/* the receiver's own state directory, at the top: no sender writes there */
+static int reserved(const char *path, size_t len)
+{
+	size_t n = strlen(PXFER_STATE_DIR);
+
+	return len >= n && !memcmp(path, PXFER_STATE_DIR, n) &&
+	       (len == n || path[n] == '/');
+}
+
 int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
 		      size_t dest_len, unsigned int n, int fsync,
 		      uint32_t mode_mask)
@@ -208,12 +218,21 @@ int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
 	memset(r, 0, sizeof(*r));
 	for (unsigned int i = 0; i < PXFER_DCACHE_N; i++)
 		r->dcache[i].fd = -1;
+	r->parts.dirfd = -1;
 	r->fsync = fsync;
 	/* never set-id bits from a peer */
 	r->mode_mask = mode_mask & 01777;
+	if (reserved(dest, dest_len)) {
+		r->basefd = -1;
+		return -EPERM;
+	}
 	r->basefd = open_dest(rootfd, dest, dest_len);
 	if (r->basefd < 0)
 		return r->basefd;
+	r->dest = strndup(dest, dest_len);
+	if (!r->dest)
+		return -ENOMEM;
+	r->rootfd = rootfd;
 	r->f = calloc(n, sizeof(*r->f));
 	if (!r->f)
 		return -ENOMEM;
@@ -225,14 +244,20 @@ int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
 	return 0;
 }
 
-void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, int unlink_tmp)
+void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, enum pxfer_drop how)
 {
 	struct pxfer_rfile *rf = &r->f[id];
 
 	if (!rf->path)
 		return;
-	if (unlink_tmp && rf->tmp)
+	if (how != PXFER_DROP_DONE && rf->tmp)
 		unlinkat(rf->dirfd, rf->tmp, 0);
+	if (rf->part) {
+		/* its descriptor is the partial's */
+		pxfer_partial_close(rf->part, how == PXFER_DROP_KEEP && r->keep);
+		free(rf->part);
+		rf->fd = -1;
+	}
 	if (rf->fd >= 0)
 		close(rf->fd);
 	dcache_put(r, rf->dirfd);
@@ -244,7 +269,7 @@ void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, int unlink_tmp)
 void pxfer_rfiles_release(struct pxfer_rfiles *r)
 {
 	for (unsigned int i = 0; r->f && i < r->n; i++)
-		pxfer_rfile_drop(r, i, 1);
+		pxfer_rfile_drop(r, i, PXFER_DROP_KEEP);
 	free(r->f);
 	r->f = NULL;
 	for (size_t i = 0; i < r->ndirs; i++)
@@ -256,6 +281,15 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r)
 	r->dir_index = NULL;
 	r->dir_index_cap = 0;
 	dcache_release(r);
+	if (r->parts.dirfd >= 0) {
+		pxfer_partials_close(&r->parts);
+		/* no state left behind once nothing is partial (another
+		 * session's partials keep them) */
+		if (!unlinkat(r->rootfd, PXFER_STATE_DIR "/partial", AT_REMOVEDIR))
+			unlinkat(r->rootfd, PXFER_STATE_DIR, AT_REMOVEDIR);
+	}
+	free(r->dest);
+	r->dest = NULL;
 	if (r->basefd >= 0)
 		close(r->basefd);
 	r->basefd = -1;
@@ -416,8 +450,142 @@ int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	return ret;
 }
 
+/*
+ * Is the file @base in @dfd already what @m describes? The same size and
+ * modification time (PXFER_FILE_SKIP, rsync's quick check), or the same
+ * size and content (PXFER_FILE_CHECKSUM: read and hashed here).
+ */
+static int same_file(int dfd, const char *base, const struct pxfer_file *m)
+{
+	struct pxfer_digest d;
+	uint8_t wire[PXFER_DIGEST_LEN];
+	struct stat st;
+	int fd, ret;
+
+	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) ||
+	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != m->size)
+		return 0;
+	if (m->flags & PXFER_FILE_SKIP)
+		return st.st_mtim.tv_sec == m->mtime_sec &&
+		       (uint32_t)st.st_mtim.tv_nsec == m->mtime_nsec;
+	if (!(m->flags & PXFER_FILE_CHECKSUM))
+		return 0;
+	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ret = pxfer_digest_file(fd, m->size, 0, &d);
+	close(fd);
+	pxfer_digest_wire(wire, &d);
+	return !ret && !memcmp(wire, m->digest, PXFER_DIGEST_LEN);
+}
+
+/* the path of @m from the top directory, for the partial's name */
+static char *top_path(const struct pxfer_rfiles *r, const struct pxfer_file *m)
+{
+	char *p;
+
+	if (!*r->dest)
+		return strdup(m->path);
+	if (asprintf(&p, "%s/%s", r->dest, m->path) < 0)
+		return NULL;
+	return p;
+}
+
+/*
+ * A large file arrives in the partial store, so that what arrived of it
+ * survives an interrupted session: open (or take up) its partial, and say
+ * what it holds in *ok. 0; 1 when the file cannot have one here (no
+ * store, another file system, or the store failed: it arrives as before);
+ * -EBUSY when another session holds it.
+ */
+static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
+			int dfd, struct pxfer_rfile *rf, struct pxfer_file_ok *ok)
+{
+	struct pxfer_partial_id id = {
+		.size = m->size, .mtime_sec = m->mtime_sec,
+		.mtime_nsec = m->mtime_nsec,
+	};
+	struct pxfer_partial *p;
+	char *top;
+	int ret;
+
+	if (m->size <= PXFER_UNNAMED_MAX)
+		return 1;
+	/* the store is made when the first large file arrives; without it
+	 * files arrive as before, and cannot be resumed */
+	if (r->parts.dirfd < 0 && !r->parts_failed) {
+		ret = pxfer_partials_open(&r->parts, r->rootfd);
+		r->parts_failed = !!ret;
+		if (ret)
+			verbose("no partial files (cannot use %s/partial: %s): an interrupted file starts over",
+				PXFER_STATE_DIR, strerror(-ret));
+	}
+	if (r->parts.dirfd < 0 || !pxfer_partial_same_fs(&r->parts, dfd))
+		return 1;
+	top = top_path(r, m);
+	p = calloc(1, sizeof(*p));
+	if (!top || !p) {
+		free(top);
+		free(p);
+		return -ENOMEM;
+	}
+	id.path = top;
+	id.path_len = strlen(top);
+	ret = pxfer_partial_open(&r->parts, &id, !!(m->flags & PXFER_FILE_RESUME), p);
+	if (ret) {
+		free(top);
+		free(p);
+		if (ret == -EBUSY || ret == -ENOMEM)
+			return ret;
+		verbose("cannot keep a partial file: %s; it arrives whole",
+			strerror(-ret));
+		return 1;
+	}
+	/* a record longer than any chunk was not written by a session: the
+	 * journal is not to be trusted */
+	for (unsigned int i = 0; p->state == PXFER_PARTIAL_HELD && i < p->nruns; i++) {
+		if (p->runs[i].unit <= PXFER_CHUNK_MAX)
+			continue;
+		pxfer_partial_close(p, 0);
+		ret = pxfer_partial_open(&r->parts, &id, 0, p);
+		if (ret) {
+			free(top);
+			free(p);
+			return 1;
+		}
+		p->state = PXFER_PARTIAL_CORRUPT;
+		break;
+	}
+	free(top);
+	rf->part = p;
+	switch (p->state) {
+	case PXFER_PARTIAL_HELD:
+		if (!p->nruns)
+			break;
+		ok->state = PXFER_HAVE_PART;
+		ok->held = p->held;
+		pxfer_digest_wire(ok->digest, &p->digest);
+		ok->nrun = p->nruns;
+		for (unsigned int i = 0; i < p->nruns; i++) {
+			ok->run[i].off = p->runs[i].off;
+			ok->run[i].len = p->runs[i].len;
+			ok->run[i].unit = p->runs[i].unit;
+		}
+		break;
+	case PXFER_PARTIAL_STALE:
+		ok->state = PXFER_HAVE_STALE;
+		break;
+	case PXFER_PARTIAL_CORRUPT:
+		ok->state = PXFER_HAVE_BAD;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
 int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
-		       const char **what)
+		       const char **what, struct pxfer_file_ok *ok)
 {
 	struct pxfer_rfile *rf = &r->f[m->id];
 	char tmp[PXFER_NAME_MAX + 1];
@@ -425,11 +593,33 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	char *path = NULL, *tname = NULL;
 	int dfd, fd = -1, ret, mode_set;
 
+	memset(ok, 0, offsetof(struct pxfer_file_ok, run));
+	ok->id = m->id;
 	*what = "unsafe or unusable path";
+	if (!*r->dest && reserved(m->path, m->path_len)) {
+		*what = "the name is the receiver's own (its partial files)";
+		return -EPERM;
+	}
 	dfd = dcache_get(r, m->path, &base);
 	if (dfd < 0)
 		return dfd;
+	if ((m->flags & (PXFER_FILE_SKIP | PXFER_FILE_CHECKSUM)) &&
+	    same_file(dfd, base, m)) {
+		dcache_put(r, dfd);
+		ok->state = PXFER_HAVE_SAME;
+		return 0;
+	}
 	*what = "cannot create the file";
+	memset(rf, 0, sizeof(*rf));
+	ret = open_partial(r, m, dfd, rf, ok);
+	if (ret < 0) {
+		if (ret == -EBUSY)
+			*what = "another session is writing this file; try again when it ends";
+		dcache_put(r, dfd);
+		return ret;
+	}
+	if (!ret)
+		fd = rf->part->fd;
 	/*
 	 * A small file is made unnamed and linked when complete: cheaper for
 	 * the directory than a temporary name and a rename, and nothing is
@@ -438,21 +628,23 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	 */
 	ret = 0;
 	tmp[0] = 0;
-	if (r->link_how != PXFER_LINK_NONE && m->size <= PXFER_UNNAMED_MAX)
-		fd = openat(dfd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+	/* read and write: --verify reads it back */
+	if (fd < 0 && r->link_how != PXFER_LINK_NONE && m->size <= PXFER_UNNAMED_MAX)
+		fd = openat(dfd, ".", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
 	if (fd < 0)
 		ret = make_tmp_name(r, tmp, sizeof(tmp), base);
 	if (fd < 0 && !ret) {
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC |
+		fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC |
 				      O_NOFOLLOW, 0600);
 		if (fd < 0)
 			ret = -errno;
 	}
 	/*
 	 * A large file is sized up front: holes stay holes, and writes need
-	 * not extend it. A small one only at the end, if it has holes.
+	 * not extend it. A small one only at the end, if it has holes. A
+	 * partial is sized by its store.
 	 */
-	if (!ret && m->size > PRESIZE_MIN && ftruncate(fd, m->size))
+	if (!ret && !rf->part && m->size > PRESIZE_MIN && ftruncate(fd, m->size))
 		ret = -errno;
 	/* no one can open an unnamed file: it can have its mode now, here
 	 * rather than in the worker that completes it */
@@ -464,7 +656,11 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 			ret = -ENOMEM;
 	}
 	if (ret) {
-		if (fd >= 0) {
+		if (rf->part) {
+			pxfer_partial_close(rf->part, 1);
+			free(rf->part);
+			rf->part = NULL;
+		} else if (fd >= 0) {
 			close(fd);
 			if (tmp[0])
 				unlinkat(dfd, tmp, 0);
@@ -474,7 +670,6 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		free(tname);
 		return ret;
 	}
-	memset(rf, 0, sizeof(*rf));
 	rf->fd = fd;
 	rf->dirfd = dfd;
 	rf->path = path;
@@ -489,20 +684,49 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 
 /* ---- finishing -------------------------------------------------------- */
 
+/*
+ * --verify: read the file back from the storage (around the page cache
+ * where the file system allows) and compare it with the sender's digest
+ */
+static int verify(struct pxfer_rfile *rf)
+{
+	uint8_t wire[PXFER_DIGEST_LEN];
+	struct pxfer_digest d;
+	int ret = pxfer_digest_file(rf->fd, rf->size, 1, &d);
+
+	if (ret)
+		return ret;
+	pxfer_digest_wire(wire, &d);
+	if (memcmp(wire, rf->digest, PXFER_DIGEST_LEN)) {
+		rf->verify_bad = 1;
+		return -EIO;
+	}
+	return 0;
+}
+
 static int finish(struct pxfer_rfiles *r, struct pxfer_rfile *rf,
 		  uint64_t total)
 {
 	int ret;
 
-	if (rf->size <= PRESIZE_MIN && total < rf->size &&
+	if (rf->size <= PRESIZE_MIN && total < rf->size && !rf->part &&
 	    ftruncate(rf->fd, rf->size))
 		return -errno;		/* it ends in a hole */
 	if (r->fsync && fsync(rf->fd))
 		return -errno;
+	if (r->verify && (ret = verify(rf)))
+		return ret;
 	if ((!rf->mode_set && fchmod(rf->fd, rf->mode)) ||
 	    futimens(rf->fd, rf->times))
 		return -errno;
-	if (rf->tmp)
+	if (rf->part) {
+		ret = pxfer_partial_commit(rf->part, rf->dirfd, rf->base);
+		if (!ret) {
+			free(rf->part);
+			rf->part = NULL;
+			rf->fd = -1;
+		}
+	} else if (rf->tmp)
 		ret = renameat(rf->dirfd, rf->tmp, rf->dirfd, rf->base) ? -errno : 0;
 	else
 		ret = link_unnamed(r, rf);
@@ -518,7 +742,7 @@ void pxfer_rfile_finish(struct pxfer_rfiles *r, uint64_t id, uint64_t total)
 	struct pxfer_rfile *rf = &r->f[id];
 
 	rf->finish_err = -finish(r, rf, total);
-	if (!rf->finish_err) {
+	if (!rf->finish_err && rf->fd >= 0) {
 		close(rf->fd);
 		rf->fd = -1;
 	}

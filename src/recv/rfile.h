@@ -20,7 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include "core/digest.h"
 #include "core/proto.h"
+#include "recv/partial.h"
 
 /* files up to this size are made unnamed, larger ones are sized at once */
 #define PXFER_UNNAMED_MAX (1u << 20)
@@ -42,8 +44,11 @@ struct pxfer_rfile {
 	uint32_t mode;
 	int mode_set;		/* already applied (an unnamed file) */
 	struct timespec times[2];
+	struct pxfer_partial *part;	/* resumable: its data and journal */
+	uint8_t digest[PXFER_DIGEST_LEN];	/* the sender's, from FILE_END */
 	int finished;		/* a worker named it */
 	int finish_err;		/* ... or failed to, with this errno */
+	int verify_bad;		/* ... because it read back wrong */
 };
 
 /*
@@ -78,7 +83,13 @@ struct pxfer_rdir {
 
 struct pxfer_rfiles {
 	int basefd;			/* the destination */
+	int rootfd;			/* the top directory (not ours) */
+	struct pxfer_partials parts;	/* partial files, beneath the top */
+	int parts_failed;		/* ... which cannot be made */
+	char *dest;			/* the destination's path, "" for the top */
 	int fsync;			/* fsync each file and its directory */
+	int verify;			/* read each file back before naming it */
+	int keep;			/* keep partial files (--partial-ttl) */
 	uint32_t mode_mask;		/* the bits of a wire mode that apply */
 	struct pxfer_rfile *f;		/* by file id */
 	unsigned int n;
@@ -115,17 +126,22 @@ int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
 void pxfer_rfiles_probe(struct pxfer_rfiles *r);
 
 /*
- * pxfer_rfiles_release - remove every file still there (what did not
- * complete never shows under its real name), close what is open, free.
+ * pxfer_rfiles_release - drop every file still there (what did not
+ * complete never shows under its real name; partial state is kept), close
+ * what is open, free.
  */
 void pxfer_rfiles_release(struct pxfer_rfiles *r);
 
 /*
  * pxfer_rfile_create - regular file @m (its path checked) as @m->id: 0,
- * or -errno with what failed in *what, for the sender.
+ * or -errno with what failed in *what, for the sender. *@ok says what the
+ * receiver has of it already (its id is @m's): PXFER_HAVE_SAME (nothing
+ * was created: the file is there, the same by the test @m's flags ask
+ * for), or what a partial copy holds (PXFER_HAVE_PART, and the runs), or
+ * nothing. -EBUSY: another session is writing the same file.
  */
 int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
-		       const char **what);
+		       const char **what, struct pxfer_file_ok *ok);
 
 /*
  * pxfer_rfile_mkdir - directory @m, given its mode and time at the end:
@@ -153,11 +169,19 @@ static inline struct pxfer_rfile *pxfer_rfile_get(struct pxfer_rfiles *r,
  */
 void pxfer_rfile_finish(struct pxfer_rfiles *r, uint64_t id, uint64_t total);
 
+enum pxfer_drop {
+	PXFER_DROP_DONE,	/* it is complete under its name */
+	PXFER_DROP_KEEP,	/* incomplete: keep what a partial holds */
+	PXFER_DROP_DISCARD,	/* incomplete, and what arrived is worthless */
+};
+
 /*
- * pxfer_rfile_drop - forget file @id (coordinator); @unlink_tmp: remove
- * its temporary name, for a file that did not complete.
+ * pxfer_rfile_drop - forget file @id (coordinator). An incomplete file
+ * never shows under its name: its temporary name is removed, and its
+ * partial state kept (for a later session to resume) or removed as @how
+ * says.
  */
-void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, int unlink_tmp);
+void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, enum pxfer_drop how);
 
 /* pxfer_rfiles_apply_dirs - give the directories made their mode and
  * times, deepest first (at the end of a session) */

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/limits.h"
@@ -302,6 +303,33 @@ static void on_signal(struct recv_server *srv)
 }
 
 /*
+ * Partial files left by interrupted sessions are kept for --partial-ttl,
+ * then removed: looked at when the receiver starts and then every so
+ * often (those in use by a session are left alone).
+ */
+static void sweep(struct recv_server *srv, double now)
+{
+	double ttl = srv->o->partial_ttl;
+	struct pxfer_partials parts;
+	int n;
+
+	if (now < srv->sweep_next)
+		return;
+	srv->sweep_next = now + (ttl > 60 && ttl < 3600 ? ttl : ttl < 60 ? 60 : 3600);
+	/* nothing to sweep, and nothing to make, without the store */
+	if (faccessat(srv->rootfd, PXFER_STATE_DIR "/partial", F_OK, AT_SYMLINK_NOFOLLOW) ||
+	    pxfer_partials_open(&parts, srv->rootfd))
+		return;
+	n = pxfer_partials_sweep(&parts, ttl, time(NULL));
+	pxfer_partials_close(&parts);
+	if (n > 0)
+		verbose("removed %d partial file%s older than %.0f s (--partial-ttl)",
+			n, n == 1 ? "" : "s", ttl);
+	if (!unlinkat(srv->rootfd, PXFER_STATE_DIR "/partial", AT_REMOVEDIR))
+		unlinkat(srv->rootfd, PXFER_STATE_DIR, AT_REMOVEDIR);
+}
+
+/*
  * The listening loop: accept and challenge newcomers, admit senders,
  * route data connections, reap the sessions that ended.
  */
@@ -351,6 +379,7 @@ static int serve(struct recv_server *srv)
 			stopped = 1;
 		}
 		recv_session_reap(srv, &code);
+		sweep(srv, now);
 		if (srv->draining && !srv->nsess) {
 			code = PXFER_EXIT_INTR;
 			break;

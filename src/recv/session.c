@@ -326,6 +326,9 @@ static void report(struct recv_session *s, double secs)
 		.exit_code = s->code,
 		.error = failed ? s->b.fail.msg : NULL,
 		.protection = s->welcomed ? pxfer_session_prot_name(&s->b) : NULL,
+		.files_same = s->files_same,
+		.bytes_same = s->bytes_same,
+		.bytes_resumed = s->bytes_resumed,
 	};
 	char b[32], rate[32];
 
@@ -353,6 +356,8 @@ static void run(struct recv_session *s)
 				(h->flags & PXFER_HELLO_FSYNC),
 				s->srv->mode_mask);
 	s->files_init = 1;
+	s->files.verify = !!(h->flags & PXFER_HELLO_VERIFY);
+	s->files.keep = s->o->partial_ttl > 0;
 	if (ret) {
 		char text[PXFER_TEXT_MAX + 1], q[PXFER_QUOTE_MAX];
 

@@ -99,11 +99,29 @@ static int rw_write_done(struct rworker *w, uint64_t tag, int res)
 	if (err && fatal_write_error(err))
 		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 			   "cannot write into '%s': %s", s->o->dir, strerror(err));
+	/* recorded before the file can complete (and its partial go) */
+	if (!err && rs->part[i])
+		pxfer_partial_add(rs->part[i], seg->offset, seg->len, &rs->hash[i]);
 	if (pxfer_filetab_written(&s->tab, seg->file, seg->len, err))
 		rw_complete(w, seg->file);
 	if (!rs->pending)
 		rw_slot_free(w, slot);
 	return 0;
+}
+
+/*
+ * A write that completed while the session ends: no more writes are
+ * started, and no file completes now, but a segment whose bytes are all
+ * written is recorded in its partial, to be kept.
+ */
+static void rw_write_drained(struct rworker *w, uint64_t tag, int res)
+{
+	unsigned int slot = tag >> 8, i = tag & 0xff;
+	struct rslot *rs = &w->slots[slot];
+
+	if (res > 0 && rs->part[i] && rs->done[i] + res == rs->seg[i].len)
+		pxfer_partial_add(rs->part[i], rs->seg[i].offset, rs->seg[i].len,
+				  &rs->hash[i]);
 }
 
 /*
@@ -128,8 +146,12 @@ static int rw_check(struct rworker *w, const struct pxfer_chunk *ch)
 	pthread_mutex_unlock(&w->b.lock);
 	if (!ret)
 		ret = pxfer_filetab_reserve(&s->tab, ch);
-	for (unsigned int i = 0; !ret && i < ch->nseg; i++)
-		rs->fd[i] = pxfer_rfile_get(&s->files, ch->seg[i].file)->fd;
+	for (unsigned int i = 0; !ret && i < ch->nseg; i++) {
+		struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, ch->seg[i].file);
+
+		rs->fd[i] = rf->fd;
+		rs->part[i] = rf->part;
+	}
 	return ret;
 }
 
@@ -161,6 +183,10 @@ static int rw_chunk(struct rworker *w)
 		rs->seg[i] = d->seg[i];
 		rs->boff[i] = off;
 		rs->done[i] = 0;
+		/* hashed while it is in the cache, for the partial's journal */
+		if (rs->part[i])
+			pxfer_digest_range(&rs->hash[i], buf + off, d->seg[i].len,
+					   d->seg[i].offset);
 		off += d->seg[i].len;
 	}
 	for (unsigned int i = 0; i < d->nseg; i++) {
@@ -298,13 +324,16 @@ void *recv_worker_main(void *arg)
 		rw_tell(w);
 	}
 	rw_tell(w);	/* what a break left */
-	/* every write into the ring finishes before the ring goes away */
+	/* every write into the ring finishes before the ring goes away,
+	 * and what landed is recorded for a later session */
 	while (io->inflight) {
 		if (io->ops->submit(io))
 			break;
 		n = io->ops->reap(io, cqe, REAP_BATCH, 1);
 		if (n < 0)
 			break;
+		for (int i = 0; i < n; i++)
+			rw_write_drained(w, cqe[i].tag, cqe[i].res);
 	}
 	return NULL;
 }
