@@ -109,6 +109,65 @@ static int set_cipher(void *ctx, const char *arg)
 	return 0;
 }
 
+static int set_overwrite(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	a->o.overwrite = 1;
+	return 0;
+}
+
+static int set_checksum(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	a->o.checksum = 1;
+	return 0;
+}
+
+static int set_verify(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	a->o.verify = 1;
+	return 0;
+}
+
+static int set_resume(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	if (!strcmp(arg, "trust"))
+		a->o.resume_trust = 1;
+	else if (!strcmp(arg, "check"))
+		a->o.resume_trust = 0;
+	else
+		return error("--resume takes check or trust, not '%s'", arg);
+	return 0;
+}
+
+static int set_retries(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+	unsigned long v;
+
+	if (cli_parse_uint(arg, 0, 100, &v))
+		return error("--retries takes a number from 0 to 100, not '%s'", arg);
+	a->o.retries = v;
+	return 0;
+}
+
+static int set_retry_wait(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+	unsigned long v;
+
+	if (cli_parse_uint(arg, 0, 3600, &v))
+		return error("--retry-wait takes seconds from 0 to 3600, not '%s'", arg);
+	a->o.retry_wait = v;
+	return 0;
+}
+
 static const struct cli_opt send_opts[] = {
 	{ "jobs", 'j', "N", set_jobs,
 	  "worker threads and data connections (default "
@@ -133,6 +192,27 @@ static const struct cli_opt send_opts[] = {
 	{ "cipher", 0, "NAME", set_cipher,
 	  "aes-256-gcm (default) or chacha20-poly1305, for\n"
 	  "the tags and encryption" },
+	{ "checksum", 0, NULL, set_checksum,
+	  "skip a file the receiver has when its content is\n"
+	  "the same (read on both sides), not when its size\n"
+	  "and modification time are (the default)" },
+	{ "overwrite", 0, NULL, set_overwrite,
+	  "send every file whole: skip nothing, resume nothing" },
+	{ "resume", 0, "HOW", set_resume,
+	  "a file the receiver holds part of (an interrupted\n"
+	  "transfer) is resumed when the source's size and\n"
+	  "mtime match and, with check (default), the data it\n"
+	  "holds hashes the same as the source's (a read);\n"
+	  "trust: without that read" },
+	{ "verify", 0, NULL, set_verify,
+	  "the receiver reads each file back from its storage\n"
+	  "and compares it with the source before naming it" },
+	{ "retries", 0, "N", set_retries,
+	  "when the connection fails, reconnect and go on up\n"
+	  "to N times (default " STR(PXFER_DEFAULT_RETRIES) "; 0: fail at once)" },
+	{ "retry-wait", 0, "SEC", set_retry_wait,
+	  "seconds before the first reconnection, doubling\n"
+	  "each time up to 60 (default " STR(PXFER_DEFAULT_RETRY_WAIT) ")" },
 	{ 0 },
 };
 
@@ -160,7 +240,11 @@ static const struct cli_cmd send_cmd = {
 	"  6  the receiver stayed busy  7  integrity: data or messages\n"
 	"  130 interrupted                 were changed on the way\n"
 	"Files that completed before a failure stay complete on the receiver;\n"
-	"a file never appears there under its name until all of it has arrived.\n",
+	"a file never appears there under its name until all of it has arrived.\n"
+	"What arrived of the others is kept: the same command run again sends\n"
+	"only what is missing, and skips files the receiver has (same size and\n"
+	"modification time). A file that changes while it is sent is sent again\n"
+	"once, or fails alone (exit 1).\n",
 };
 
 /* HOST[:PORT][/DEST], with [v6] in brackets */
@@ -208,6 +292,8 @@ static void print_json(const struct pxfer_send_opts *o,
 	printf("{\"status\":\"%s\",\"exit_code\":%d,\"transport\":\"%s\","
 	       "\"workers\":%d,\"files\":%llu,\"dirs\":%llu,\"links\":%llu,"
 	       "\"bytes\":%llu,\"files_failed\":%llu,\"files_skipped\":%llu,"
+	       "\"files_same\":%llu,\"bytes_skipped\":%llu,\"bytes_resumed\":%llu,"
+	       "\"bytes_sent\":%llu,\"files_changed\":%llu,\"sessions\":%u,"
 	       "\"chunks\":%llu,\"seconds\":%.3f,\"bytes_per_second\":%.0f}\n",
 	       code ? "failed" : "ok", code,
 	       st->transport ? st->transport : "none", o->workers,
@@ -215,6 +301,11 @@ static void print_json(const struct pxfer_send_opts *o,
 	       (unsigned long long)st->links, (unsigned long long)st->bytes,
 	       (unsigned long long)st->files_failed,
 	       (unsigned long long)st->files_skipped,
+	       (unsigned long long)st->files_same,
+	       (unsigned long long)st->bytes_same,
+	       (unsigned long long)st->bytes_resumed,
+	       (unsigned long long)st->bytes_sent,
+	       (unsigned long long)st->files_changed, st->sessions,
 	       (unsigned long long)st->chunks, st->seconds,
 	       st->seconds > 0 ? st->bytes / st->seconds : 0.0);
 	fflush(stdout);
@@ -223,14 +314,24 @@ static void print_json(const struct pxfer_send_opts *o,
 static void print_summary(const struct pxfer_send_opts *o,
 			  const struct pxfer_stats *st, int code)
 {
-	char b[32], r[32];
+	char b[32], r[32], k[32], extra[160] = "";
+	int n = 0;
 
-	info("pxfer: %s %llu files (%s) to %s in %.1f s (%s/s) over %s with %d workers%s",
+	if (st->files_same)
+		n += snprintf(extra + n, sizeof(extra) - n, "; %llu up to date (%s) skipped",
+			      (unsigned long long)st->files_same,
+			      pxfer_human(k, sizeof(k), st->bytes_same));
+	if (st->bytes_resumed && n < (int)sizeof(extra))
+		n += snprintf(extra + n, sizeof(extra) - n, "; %s resumed",
+			      pxfer_human(k, sizeof(k), st->bytes_resumed));
+	if (st->sessions > 1 && n < (int)sizeof(extra))
+		snprintf(extra + n, sizeof(extra) - n, "; %u sessions", st->sessions);
+	info("pxfer: %s %llu files (%s) to %s in %.1f s (%s/s sent) over %s with %d workers%s%s",
 	     code ? "failed after sending" : "sent",
-	     (unsigned long long)st->files, pxfer_human(b, sizeof(b), st->bytes),
+	     (unsigned long long)st->files, pxfer_human(b, sizeof(b), st->bytes_sent),
 	     o->host, st->seconds,
-	     pxfer_human(r, sizeof(r), st->seconds > 0 ? st->bytes / st->seconds : 0),
-	     st->transport ? st->transport : "-", o->workers,
+	     pxfer_human(r, sizeof(r), st->seconds > 0 ? st->bytes_sent / st->seconds : 0),
+	     st->transport ? st->transport : "-", o->workers, extra,
 	     st->files_failed ? "; some files failed" : "");
 }
 

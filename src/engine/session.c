@@ -226,6 +226,7 @@ int pxfer_session_peer_abort(struct pxfer_session *s,
 	char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)];
 
 	pxfer_escape_reason(why, sizeof(why), e->text, e->text_len, e->code);
+	s->peer_ended = 1;
 	/* a receiver that ended an idle session: as if the peer went away */
 	pxfer_fail(&s->fail, e->code == EACCES ? PXFER_EXIT_AUTH :
 		   e->code == ETIMEDOUT ? PXFER_EXIT_NET :

@@ -28,6 +28,7 @@
 struct pxfer_session {
 	const struct pxfer_transport_ops *t;
 	const char *peer_role;		/* the other side, for messages */
+	int peer_ended;			/* the peer ended it with an ABORT */
 	struct pxfer_fail fail;
 	struct pxfer_conn *cconn;	/* the control connection */
 	struct pxfer_ctrl ctrl;

@@ -8,6 +8,7 @@
  * FIN and waits for the ACK.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/escape.h"
@@ -15,17 +16,122 @@
 #include "core/sys.h"
 #include "send/send.h"
 
-static int on_file_ok(struct send_session *s, const struct pxfer_file_status *fs,
+/* the runs a FILE_OK offers must lie inside the file */
+static int runs_fit(const struct pxfer_file_ok *k, uint64_t size)
+{
+	const struct pxfer_held_run *r;
+
+	if (!k->nrun)
+		return 1;
+	r = &k->run[k->nrun - 1];	/* sorted and disjoint: the codec checked */
+	return r->off <= size && r->len <= size - r->off;
+}
+
+/*
+ * The receiver holds part of file @e (a partial from an earlier session).
+ * It is taken up, unless the source's data in those runs no longer hashes
+ * to what the receiver recorded (checked unless --resume=trust): then the
+ * file ends at once as changed, the receiver discards its partial, and
+ * the file is sent whole in a second pass.
+ */
+static int take_partial(struct send_session *s, struct sentry *e,
+			const struct pxfer_file_ok *k)
+{
+	struct pxfer_digest want, got;
+	char q[PXFER_QUOTE_MAX];
+	int ret;
+
+	e->held = malloc(k->nrun * sizeof(*e->held));
+	if (!e->held)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	memcpy(e->held, k->run, k->nrun * sizeof(*e->held));
+	if (!s->o->resume_trust) {
+		struct pxfer_run *runs = malloc(k->nrun * sizeof(*runs));
+
+		if (!runs)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+		for (unsigned int i = 0; i < k->nrun; i++) {
+			runs[i].off = k->run[i].off;
+			runs[i].len = k->run[i].len;
+			runs[i].unit = k->run[i].unit;
+		}
+		ret = pxfer_digest_runs(e->f.fd, runs, k->nrun, &got);
+		free(runs);
+		pxfer_digest_unwire(&want, k->digest);
+		if (ret || !pxfer_digest_eq(&want, &got)) {
+			info("pxfer: %s: the receiver's partial copy does not match the source%s; it is sent whole",
+			     pxfer_quote_str(q, sizeof(q), e->f.src),
+			     ret ? " (it could not be read)" : "");
+			e->f.err = PXFER_CODE_CHANGED;
+			return 0;
+		}
+	}
+	e->f.held = e->held;
+	e->f.nheld = k->nrun;
+	s->st->bytes_resumed += k->held;
+	verbose("%s: the receiver holds %llu bytes of it from before; sending the rest",
+		pxfer_quote_str(q, sizeof(q), e->f.src), (unsigned long long)k->held);
+	return 0;
+}
+
+static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		      int *work)
 {
-	struct sentry *e = send_manifest_get(s, fs->id);
+	struct sentry *e = send_manifest_get(s, k->id);
+	char q[PXFER_QUOTE_MAX];
 
-	if (!e || e->type != PXFER_FT_REG || e->ok)
+	if (!e || e->type != PXFER_FT_REG || e->ok || !runs_fit(k, e->f.size))
 		return -EPROTO;
 	e->ok = 1;
+	switch (k->state) {
+	case PXFER_HAVE_SAME:
+		/* the receiver is done with it: no FILE_END, no FILE_DONE */
+		s->st->files_same++;
+		s->st->bytes_same += e->f.size;
+		send_manifest_done(s, k->id);
+		return 0;
+	case PXFER_HAVE_PART:
+		if (take_partial(s, e, k))
+			return -1;
+		break;
+	case PXFER_HAVE_STALE:
+	case PXFER_HAVE_BAD:
+		info("pxfer: %s: the receiver's partial copy %s; it is sent whole",
+		     pxfer_quote_str(q, sizeof(q), e->f.src),
+		     k->state == PXFER_HAVE_STALE ? "was of another version of the file"
+						  : "failed its checks and was discarded");
+		break;
+	default:
+		break;
+	}
 	pxfer_sched_add(&s->sched, &e->f);
 	*work = 1;
 	return 0;
+}
+
+/*
+ * Does a file that failed get another session? One that changed while it
+ * was sent (or whose partial did not match) gets a second pass, once; one
+ * that another session of the receiver was writing gets the next retry.
+ */
+static int again(struct send_session *s, struct sentry *e,
+		 const struct pxfer_file_status *fs)
+{
+	char q[PXFER_QUOTE_MAX];
+
+	if (e->type != PXFER_FT_REG)
+		return 0;
+	if (e->f.err == PXFER_CODE_CHANGED && !s->pass) {
+		s->st->files_changed++;
+		warning("%s changed while being sent; it will be sent again",
+			pxfer_quote_str(q, sizeof(q), e->f.src));
+		return 1;
+	}
+	if (fs->code != EBUSY || e->ok || s->o->retries <= 0)
+		return 0;
+	info("pxfer: %s: another session is writing it on the receiver; it is tried again later",
+	     pxfer_quote_str(q, sizeof(q), e->f.src));
+	return 1;
 }
 
 static int on_file_status(struct send_session *s, uint16_t type,
@@ -40,15 +146,21 @@ static int on_file_status(struct send_session *s, uint16_t type,
 		return -EPROTO;
 	if (type == PXFER_MSG_FILE_ERR && e->ok)
 		return -EPROTO;
-	if (fs->code) {
+	if (fs->code && again(s, e, fs)) {
+		s->again++;
+	} else if (fs->code) {
 		char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)], q[PXFER_QUOTE_MAX];
 
 		pxfer_escape_reason(why, sizeof(why), fs->text, fs->text_len,
 				    fs->code);
-		/* a read error was reported when it happened */
-		if (!(e->type == PXFER_FT_REG && e->f.err))
+		if (e->type == PXFER_FT_REG && e->f.err == PXFER_CODE_CHANGED) {
+			error("%s changed while being sent, again; it was not sent",
+			      pxfer_quote_str(q, sizeof(q), e->f.src));
+		} else if (!(e->type == PXFER_FT_REG && e->f.err)) {
+			/* a read error was reported when it happened */
 			error("%s failed on the receiver: %s",
 			      pxfer_quote_str(q, sizeof(q), e->f.src), why);
+		}
 		s->st->files_failed++;
 	} else if (e->type == PXFER_FT_REG) {
 		s->st->files++;
@@ -83,7 +195,7 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 {
 	switch (m->type) {
 	case PXFER_MSG_FILE_OK:
-		return on_file_ok(s, &m->u.status, work);
+		return on_file_ok(s, &m->u.ok, work);
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
 		return on_file_status(s, m->type, &m->u.status);
@@ -186,7 +298,7 @@ int send_coordinate(struct send_session *s)
 			break;
 		if (pxfer_session_wait(&s->b, send_manifest_can_feed(s) ? 0 :
 				       s->prog.enabled || pxfer_session_data_lost_any(&s->b) ? 200 : 1000,
-				       "interrupted; files not yet complete were not kept by the receiver"))
+				       "interrupted; the same command run again sends only what is missing"))
 			break;
 		if (read_control(s) || data_conn_failed(s) ||
 		    pxfer_session_keepalive(&s->b))

@@ -50,6 +50,7 @@ static void entry_free(struct manifest *m, uint64_t id)
 	if (e->f.fd >= 0)
 		close(e->f.fd);
 	free(e->f.src);
+	free(e->held);
 	free(e);
 	m->win[id] = NULL;
 	m->free_ids[m->nfree++] = id;
@@ -80,6 +81,42 @@ void send_manifest_done(struct send_session *s, uint64_t id)
 }
 
 /*
+ * All of file @f was sent: did it change meanwhile? Its size, modification
+ * or change time differ from when it was announced (as tar checks), or
+ * it ended early (a read found its end). Such a file is not kept by the
+ * receiver, and is sent again in a second pass, once. With --verify, the
+ * whole file's digest goes in its FILE_END (@digest).
+ */
+static void file_check(struct send_session *s, struct pxfer_sfile *f,
+		       uint8_t *digest)
+{
+	struct pxfer_digest d;
+	struct stat st;
+	int ret;
+
+	if (f->err && f->err != ENODATA)
+		return;
+	if (!f->err && s->o->verify) {
+		ret = pxfer_digest_file(f->fd, f->size, 0, &d);
+		if (ret && ret != -ENODATA) {
+			f->err = -ret;
+			return;
+		}
+		if (!ret)
+			pxfer_digest_wire(digest, &d);
+		else
+			f->err = ENODATA;
+	}
+	if (f->err == ENODATA || fstat(f->fd, &st) ||
+	    st.st_size != f->st.st_size ||
+	    st.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||
+	    st.st_mtim.tv_nsec != f->st.st_mtim.tv_nsec ||
+	    st.st_ctim.tv_sec != f->st.st_ctim.tv_sec ||
+	    st.st_ctim.tv_nsec != f->st.st_ctim.tv_nsec)
+		f->err = PXFER_CODE_CHANGED;
+}
+
+/*
  * The scheduler is done with these files: close them and say how many
  * bytes each sent. A file is not touched after its FILE_END is queued:
  * the coordinator frees it when FILE_DONE comes back.
@@ -91,7 +128,9 @@ void send_files_ended(struct send_session *s)
 
 	for (; f; f = next) {
 		next = f->next;
+		memset(m.u.end.digest, 0, sizeof(m.u.end.digest));
 		if (f->fd >= 0) {
+			file_check(s, f, m.u.end.digest);
 			close(f->fd);
 			f->fd = -1;
 		}
@@ -210,6 +249,37 @@ static int entry_kind(struct send_session *s, const struct pxfer_walk_entry *e,
 	}
 }
 
+/*
+ * What the receiver may keep of regular file @se (FILE @fm): a partial,
+ * and a file that is the same by size and modification time, or with
+ * --checksum by content (hashed here); nothing with --overwrite. 0, or
+ * -1 when the file cannot be read (said).
+ */
+static int file_flags(struct send_session *s, struct sentry *se,
+		      struct pxfer_file *fm)
+{
+	char q[PXFER_QUOTE_MAX];
+	struct pxfer_digest d;
+	int ret;
+
+	if (s->o->overwrite)
+		return 0;
+	fm->flags = PXFER_FILE_RESUME;
+	if (!s->o->checksum) {
+		fm->flags |= PXFER_FILE_SKIP;
+		return 0;
+	}
+	fm->flags |= PXFER_FILE_CHECKSUM;
+	ret = pxfer_digest_file(se->f.fd, se->f.size, 0, &d);
+	if (ret) {
+		error("cannot read %s: %s", pxfer_quote_str(q, sizeof(q), se->f.src),
+		      ret == -ENODATA ? "it shrank while being read" : strerror(-ret));
+		return -1;
+	}
+	pxfer_digest_wire(fm->digest, &d);
+	return 0;
+}
+
 static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 {
 	struct manifest *man = &s->man;
@@ -245,6 +315,14 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	se->type = type;
 	se->f.fd = fd;
 	se->f.size = m->u.file.size;
+	se->f.st = st;
+	if (type == PXFER_FT_REG && file_flags(s, se, &m->u.file)) {
+		s->st->files_failed++;
+		close(fd);
+		free(se->f.src);
+		free(se);
+		return 0;
+	}
 	/*
 	 * A file whose blocks cover its size has no holes: the scheduler
 	 * needs no SEEK_DATA / SEEK_HOLE for it (two system calls a file,
@@ -252,7 +330,7 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	 * a hole; it is then sent as zeros, which costs space, not data.
 	 */
 	if (type == PXFER_FT_REG && (uint64_t)st.st_blocks * 512 >= se->f.size)
-		se->f.data_end = se->f.size;
+		se->f.noholes = 1;
 	se->f.id = man->free_ids[--man->nfree];
 	m->u.file.id = se->f.id;
 	man->win[se->f.id] = se;

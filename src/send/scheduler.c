@@ -53,32 +53,48 @@ static void pop_head(struct pxfer_sched *s)
 }
 
 /*
- * Find the data region at or after f->cursor. Returns 1 if there is one,
- * 0 if the rest of the file is a hole.
+ * Find the data region at or after f->cursor, less what the receiver
+ * holds. Returns 1 if there is one, 0 if the rest of the file is a hole
+ * or held.
  */
 static int find_data(struct pxfer_sfile *f)
 {
-	off_t d, h;
+	const struct pxfer_held_run *r;
+	uint64_t d, h;
+	off_t sd, sh;
 
-	if (f->cursor < f->data_end)
-		return 1;
-	if (f->cursor >= f->size)
-		return 0;
-	d = lseek(f->fd, f->cursor, SEEK_DATA);
-	if (d < 0) {
-		if (errno == ENXIO)
-			return 0;	/* a hole up to the end */
-		/* no hole support here: everything is data */
-		f->data_end = f->size;
-		return 1;
-	}
-	if ((uint64_t)d >= f->size)
-		return 0;
-	h = lseek(f->fd, d, SEEK_HOLE);
-	if (h < 0 || (uint64_t)h > f->size || h <= d)
+	while (f->cursor >= f->data_end) {
+		if (f->cursor >= f->size)
+			return 0;
+		d = f->cursor;
 		h = f->size;
-	f->cursor = d;
-	f->data_end = h;
+		if (!f->noholes) {
+			sd = lseek(f->fd, f->cursor, SEEK_DATA);
+			if (sd < 0 && errno == ENXIO)
+				return 0;	/* a hole up to the end */
+			/* else no hole support here: everything is data */
+			if (sd >= 0) {
+				if ((uint64_t)sd >= f->size)
+					return 0;
+				sh = lseek(f->fd, sd, SEEK_HOLE);
+				d = sd;
+				if (sh > sd && (uint64_t)sh <= f->size)
+					h = sh;
+			}
+		}
+		while (f->held_i < f->nheld &&
+		       f->held[f->held_i].off + f->held[f->held_i].len <= d)
+			f->held_i++;
+		r = f->held_i < f->nheld ? &f->held[f->held_i] : NULL;
+		if (r && r->off <= d) {
+			f->cursor = r->off + r->len;	/* held: go past it */
+			continue;
+		}
+		if (r && r->off < h)
+			h = r->off;
+		f->cursor = d;
+		f->data_end = h;
+	}
 	return 1;
 }
 

@@ -6,7 +6,8 @@
  * A large file is cut into chunk-sized pieces taken by whichever worker
  * asks next, so one file spreads over all workers; small files are packed,
  * several to a chunk, so per-file cost does not dominate. Only data
- * regions are planned (SEEK_DATA / SEEK_HOLE): holes stay holes.
+ * regions are planned (SEEK_DATA / SEEK_HOLE): holes stay holes, and so
+ * are the runs the receiver holds already (a partial file).
  *
  * A file ends when all its data is planned and no segment is in flight
  * (sent, or given up after an error): the scheduler puts it on a list of
@@ -18,6 +19,7 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include "core/proto.h"
 
 struct pxfer_sfile {
@@ -25,14 +27,18 @@ struct pxfer_sfile {
 	int fd;
 	uint64_t size;
 	uint64_t cursor;	/* next byte not yet planned */
-	uint64_t data_end;	/* end of the data region holding cursor;
-				   size if the file is known to have no holes */
+	uint64_t data_end;	/* end of the data region holding cursor */
+	int noholes;		/* the file is known to have no holes */
+	/* what the receiver holds already (a partial): not planned */
+	const struct pxfer_held_run *held;
+	unsigned int nheld, held_i;
 	uint64_t sent;		/* bytes of segments sent */
 	unsigned int inflight;	/* segments planned, not yet done */
 	int all_planned;
 	int ended;		/* put on the list of ended files */
 	int err;		/* first error (positive errno) */
 	char *src;		/* local path, for messages */
+	struct stat st;		/* as it was when announced: changed since? */
 	struct pxfer_sfile *next;	/* in the queue, then the ended list */
 };
 

@@ -26,7 +26,8 @@ static int pick_transport(struct send_session *s)
 {
 	int code;
 
-	pxfer_transport_choice_init(&s->tc, s->o->transport, s->o->device,
+	pxfer_transport_choice_init(&s->tc, s->transport ? s->transport :
+				    s->o->transport, s->o->device,
 				    s->o->gid_index, s->o->bind);
 	code = pxfer_transport_resolve(&s->tc);
 	if (code)
@@ -84,7 +85,8 @@ static int handshake(struct send_session *s)
 		   o->integrity && !strcmp(o->integrity, "checksum") ?
 		   PXFER_HELLO_CHECKSUM : 0) |
 		  (o->cipher && !strcmp(o->cipher, "chacha20-poly1305") ?
-		   PXFER_HELLO_CHACHA : 0);
+		   PXFER_HELLO_CHACHA : 0) |
+		  (o->verify ? PXFER_HELLO_VERIFY : 0);
 	if (o->dest) {
 		h.dest_len = strlen(o->dest);
 		memcpy(h.dest, o->dest, h.dest_len + 1);
@@ -281,6 +283,13 @@ static int check_opts(const struct pxfer_send_opts *o)
 			     o->integrity);
 	if (o->encrypt && o->integrity && !strcmp(o->integrity, "checksum"))
 		return error("pxfer_send: encryption authenticates every chunk: it cannot go with the plain checksum");
+	if (o->retries < 0 || o->retries > 100)
+		return error("pxfer_send: %d retries: from 0 to 100", o->retries);
+	if (!(o->retry_wait >= 0 && o->retry_wait <= 3600))
+		return error("pxfer_send: a retry wait of %g s: from 0 to 3600",
+			     o->retry_wait);
+	if (o->checksum && o->overwrite)
+		return error("pxfer_send: --checksum decides what to skip, --overwrite skips nothing: not both");
 	if (o->cipher && strcmp(o->cipher, "aes-256-gcm") &&
 	    strcmp(o->cipher, "chacha20-poly1305"))
 		return error("pxfer_send: cipher '%s': aes-256-gcm or chacha20-poly1305",
@@ -288,20 +297,22 @@ static int check_opts(const struct pxfer_send_opts *o)
 	return 0;
 }
 
-int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
+/*
+ * One session: connect, send what the receiver does not have, and tear
+ * down. *@again: files that want another session (changed while they
+ * were sent, or busy on the receiver); *@welcomed: the handshake
+ * completed.
+ */
+static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
+		       unsigned int pass, const char *transport,
+		       unsigned int *again, int *welcomed, int *peer_ended)
 {
 	struct send_session *s;
-	double t0 = pxfer_now();
 	int code;
 
-	memset(st, 0, sizeof(*st));
-	pxfer_log_init(o->verbose);
-	if (check_opts(o))
-		return PXFER_EXIT_USAGE;
-	if (pxfer_auth_init()) {
-		error("cannot initialise the crypto library");
-		return PXFER_EXIT_LOCAL;
-	}
+	*again = 0;
+	*welcomed = 0;
+	*peer_ended = 0;
 	s = calloc(1, sizeof(*s));
 	if (!s || pxfer_session_init(&s->b, "receiver", NULL, -1)) {
 		error("out of memory");
@@ -310,8 +321,8 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	}
 	s->o = o;
 	s->st = st;
-	/* while this is the only thread (best effort: it only saves time) */
-	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
+	s->pass = pass;
+	s->transport = transport;
 	pxfer_progress_init(&s->prog, o->progress);
 	if (!session_start(s))
 		send_coordinate(s);
@@ -324,13 +335,137 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 							   : "the sender failed", 0);
 	send_draw_progress(s, 1);
 	pxfer_progress_end(&s->prog);
-	st->chunks = atomic_load(&s->chunks);
-	st->seconds = pxfer_now() - t0;
+	st->chunks += atomic_load(&s->chunks);
+	st->bytes_sent += atomic_load(&s->bytes_sent);
+	*again = s->again;
+	*welcomed = s->b.wel.workers != 0;
+	*peer_ended = s->b.peer_ended;
 	if (pxfer_failed(&s->b.fail))
 		code = pxfer_fail_code(&s->b.fail);
 	else
 		code = st->files_failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
 	session_release(s);
 	free(s);
+	return code;
+}
+
+/* wait @secs unless interrupted: 0, or -1 when a signal came */
+static int retry_sleep(double secs)
+{
+	double end = pxfer_now() + secs;
+
+	while (!pxfer_signal_pending()) {
+		double left = end - pxfer_now();
+
+		if (left <= 0)
+			return 0;
+		poll(NULL, 0, left > 0.1 ? 100 : (int)(left * 1000) + 1);
+	}
+	return -1;
+}
+
+/*
+ * pxfer_send: sessions until everything is there. A session that lost
+ * its connection (once one reached the receiver) is followed by another
+ * after a wait (--retries,
+ * --retry-wait, doubling up to RETRY_WAIT_MAX): the receiver kept what
+ * arrived, so the next one sends only the rest. Files that changed while
+ * they were sent get one more session, at once.
+ */
+#define RETRY_WAIT_MAX 60.0
+
+int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
+{
+	double t0 = pxfer_now(), wait;
+	const char *transport = NULL;
+	unsigned int pass = 0, again;
+	uint64_t credited = 0, credited_bytes = 0, failed_now = 0;
+	int code, retries = 0, welcomed = 0, ever_welcomed = 0, peer_ended = 0;
+
+	memset(st, 0, sizeof(*st));
+	pxfer_log_init(o->verbose);
+	if (check_opts(o))
+		return PXFER_EXIT_USAGE;
+	if (pxfer_auth_init()) {
+		error("cannot initialise the crypto library");
+		return PXFER_EXIT_LOCAL;
+	}
+	/* while this is the only thread (best effort: it only saves time) */
+	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
+	wait = o->retry_wait;
+	for (;;) {
+		uint64_t failed = st->files_failed, same = st->files_same;
+		uint64_t bsame = st->bytes_same, dirs = st->dirs, links = st->links;
+		uint64_t files0 = st->files, bytes0 = st->bytes;
+
+		st->sessions++;
+		code = run_session(o, st, pass, transport, &again, &welcomed,
+				   &peer_ended);
+		/*
+		 * A later session finds what an earlier one sent there
+		 * already: that is not what was there before the call
+		 */
+		same = st->files_same - same;
+		bsame = st->bytes_same - bsame;
+		same = same < files0 - credited ? same : files0 - credited;
+		bsame = bsame < bytes0 - credited_bytes ? bsame : bytes0 - credited_bytes;
+		st->files_same -= same;
+		st->bytes_same -= bsame;
+		credited += same;
+		credited_bytes += bsame;
+		/* each session makes every directory and link again */
+		if (st->dirs - dirs < dirs)
+			st->dirs = dirs;
+		else
+			st->dirs -= dirs;
+		if (st->links - links < links)
+			st->links = links;
+		else
+			st->links -= links;
+		/* what failed is tried again by the next session, if any */
+		failed_now = st->files_failed;
+		st->files_failed = failed;
+		ever_welcomed |= welcomed;
+		/* a receiver that was never reached is not retried (the
+		 * address or port may be wrong, and the user should know),
+		 * nor one that ended the session itself (it said why) */
+		if (code == PXFER_EXIT_NET && ever_welcomed && !peer_ended &&
+		    retries < o->retries && !pxfer_signal_pending()) {
+			retries++;
+			/* --transport auto: an rdma session that could not
+			 * even start goes on over tcp */
+			if (!welcomed && !transport && st->transport &&
+			    !strcmp(st->transport, "rdma") &&
+			    (!o->transport || !strcmp(o->transport, "auto"))) {
+				transport = "tcp";
+				info("pxfer: rdma to %s failed; going on over tcp (--transport auto)",
+				     o->host);
+			}
+			info("pxfer: trying again in %.0f s (retry %d of %d); what arrived is kept",
+			     wait, retries, o->retries);
+			if (retry_sleep(wait)) {
+				code = PXFER_EXIT_INTR;
+				break;
+			}
+			wait = wait * 2 > RETRY_WAIT_MAX ? RETRY_WAIT_MAX : wait * 2;
+			continue;
+		}
+		if ((code == PXFER_EXIT_OK || code == PXFER_EXIT_FAIL) && again) {
+			/* changed files: a second pass at once, only once;
+			 * files busy on the receiver: the next retry */
+			if (!pass) {
+				pass = 1;
+				continue;
+			}
+			if (retries < o->retries && !retry_sleep(wait)) {
+				retries++;
+				continue;
+			}
+			code = PXFER_EXIT_FAIL;
+		}
+		break;
+	}
+	st->files_failed = failed_now;
+	st->seconds = pxfer_now() - t0;
 	return code;
 }

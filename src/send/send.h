@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include "pxfer/pxfer.h"
 #include "core/container_of.h"
+#include "core/digest.h"
 #include "core/ring.h"
 #include "engine/handshake.h"
 #include "engine/progress.h"
@@ -55,6 +56,7 @@ struct sentry {
 	uint8_t type;
 	int ok;				/* FILE_OK seen */
 	struct pxfer_sfile f;
+	struct pxfer_held_run *held;	/* what the receiver holds, f.held */
 };
 
 /*
@@ -86,6 +88,9 @@ struct send_session {
 	struct sworker *w;
 	int fin_sent, acked;
 	atomic_int direct;		/* large chunks bypass the ring (send_chunk_fd) */
+	unsigned int pass;		/* 0, or 1: changed files sent again */
+	const char *transport;		/* instead of o->transport, or NULL */
+	unsigned int again;		/* files to send in another session */
 	atomic_uint_fast64_t bytes_sent;
 	atomic_uint_fast64_t chunks;
 	struct pxfer_stats *st;

@@ -87,12 +87,13 @@ static void sw_drop_failed(struct sworker *w, struct sslot *ss, uint8_t *buf)
 			const char *src = seg->f->src;
 			char q[PXFER_QUOTE_MAX];
 
-			/* one message per file, not one per segment */
-			if (pxfer_sched_done(&s->sched, seg->f, seg->len, ss->err[i]))
+			/* one message per file, not one per segment; a file
+			 * that shrank changed, and is said so when it ends */
+			if (pxfer_sched_done(&s->sched, seg->f, seg->len, ss->err[i]) &&
+			    ss->err[i] != ENODATA)
 				error("cannot read %s: %s",
 				      pxfer_quote_str(q, sizeof(q), src),
-				      ss->err[i] == ENODATA ? "the file shrank while being sent"
-							    : strerror(ss->err[i]));
+				      strerror(ss->err[i]));
 			continue;
 		}
 		memmove(buf + off, buf + ss->boff[i], seg->len);
