@@ -89,7 +89,7 @@ hostile half-chunk
 [ "$OUTCOME" = aborted ] || fail "half-chunk: the session was not ended ($OUTCOME)"
 expect_grep "^<- ABORT code=110 .*'idle for 2 s" "$T/idle.half-chunk.out" \
 	"half-chunk: the receiver's ABORT"
-wait_for 10 have_no_part "$dir" || fail "half-chunk: temporary files are still there 10 s later"
+wait_for 10 have_no_tmp "$dir" || fail "half-chunk: temporary files are still there 10 s later"
 ok "ended; a worker waiting for the rest of a chunk did not hold the session"
 
 note "pxfer send stopped in the middle of a file"
@@ -114,9 +114,17 @@ sed 's/^/    send: /' "$T/send.err"
 expect_rc 4 "$WAIT_RC" "the sender whose session was ended as idle"
 expect_grep "the receiver .* ended the session: idle for 2 s" "$T/send.err" \
 	"the sender's message"
-wait_for 10 have_no_part "$dir" || fail "temporary files are still there 10 s later"
+wait_for 10 have_no_tmp "$dir" || fail "temporary files are still there 10 s later"
 [ ! -e "$dir/big" ] || fail "'big' has its final name"
-ok "ended $secs s after the stop; the sender exited 4 and said why"
+# what arrived of it is kept for the next session, which sends the rest
+[ "$(partials "$dir")" -eq 1 ] || fail "the partial of 'big' was not kept"
+ok "ended $secs s after the stop; the sender exited 4 and said why; 'big' kept as a partial"
+"$PXFER" send -q --json -j 2 "$src/big" "$(target)" >"$T/again.json" 2>"$T/again.err" ||
+	fail "the same command again: $(cat "$T/again.err")"
+cmp -s "$src/big" "$dir/big" || fail "'big' differs after the second run"
+grep -q '"bytes_resumed":[1-9]' "$T/again.json" ||
+	fail "the second run resumed nothing: $(cat "$T/again.json")"
+ok "the same command again completed it: $(grep -o '"bytes_resumed":[0-9]*' "$T/again.json")"
 
 note "a normal transfer to the same receiver"
 send_check_tree "$dir"

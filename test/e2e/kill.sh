@@ -3,16 +3,18 @@
 #
 # e2e_kill: one side dies or is interrupted in the middle of a transfer.
 #   - the receiver is stopped (SIGSTOP) once its temporary file exists, then
-#     killed (SIGKILL): the sender exits 4 within a bounded time and says
-#     the receiver went away; no file appears under its final name
+#     killed (SIGKILL): the sender (--retries 0) exits 4 within a bounded
+#     time and says the receiver went away; no file appears under its
+#     final name
 #   - the sender gets SIGINT: it exits 130; the receiver logs the abort,
-#     removes its temporary files and keeps serving (a --once receiver
-#     exits non-zero); nothing half-written has a final name
-#   - the sender is killed (SIGKILL): the receiver removes its temporary
-#     files, says the sender went away and keeps serving
+#     keeps what arrived as a partial file (no temporary name is left) and
+#     keeps serving (a --once receiver exits non-zero); nothing
+#     half-written has a final name
+#   - the sender is killed (SIGKILL): the receiver keeps the partial, says
+#     the sender went away and keeps serving
 #   - the receiver is interrupted (SIGINT) with --grace 0: it exits 130
-#     and removes its temporary files; the sender fails and passes on the
-#     receiver's reason
+#     and keeps the partial; the sender fails and passes on the receiver's
+#     reason
 #   - a tree where some files completed before the receiver was killed:
 #     the completed ones are intact
 # shellcheck source=../lib/common.sh
@@ -31,7 +33,7 @@ note "the receiver is killed in the middle of a 2 GiB file"
 dst=$T/dst.kill
 mkdir "$dst"
 start_recv "$dst"
-bg_send -q -j 2 "$src/big" "$(target)"
+bg_send -q -j 2 --retries 0 "$src/big" "$(target)"
 wait_for 30 have_part "$dst" || fail "no temporary file appeared on the receiver within 30 s"
 kill -STOP "$RECV_PID"
 [ -e "$dst/big" ] && fail "'big' has its final name while it is still arriving"
@@ -60,7 +62,7 @@ wait_pid "$SEND_PID" 30
 sed 's/^/    send: /' "$SEND_ERR"
 expect_rc 130 "$WAIT_RC" "interrupted sender"
 ok "the sender exited 130"
-wait_for 10 have_no_part "$dst" || fail "temporary files are still there 10 s after the interruption"
+wait_for 10 have_no_tmp "$dst" || fail "temporary files are still there 10 s after the interruption"
 [ -z "$(finals "$dst")" ] || fail "final names exist after the interruption: $(finals "$dst")"
 ok "temporary files removed, no final name"
 # the sender sends ABORT, then closes its data connections; the receiver
@@ -93,8 +95,9 @@ wait_recv 30
 ok "the --once receiver exited $WAIT_RC"
 no_part_files "$dst"
 [ -z "$(finals "$dst")" ] || fail "final names exist: $(finals "$dst")"
+[ "$(partials "$dst")" -eq 1 ] || fail "what arrived of 'big' was not kept as a partial"
 
-note "the sender is killed (SIGKILL); the receiver cleans up and keeps serving"
+note "the sender is killed (SIGKILL); the receiver keeps the partial and serves on"
 dst=$T/dst.skill
 mkdir "$dst"
 start_server "$dst"
@@ -102,15 +105,16 @@ bg_send -q -j 2 "$src/big" "$(target)"
 wait_for 30 have_part "$dst" || fail "no temporary file appeared on the receiver within 30 s"
 kill -KILL "$SEND_PID"
 wait_pid "$SEND_PID" 10
-wait_for 20 have_no_part "$dst" || fail "temporary files are still there 20 s after the sender died"
+wait_for 20 have_no_tmp "$dst" || fail "temporary files are still there 20 s after the sender died"
 [ -z "$(finals "$dst")" ] || fail "final names exist after the sender died: $(finals "$dst")"
+[ "$(partials "$dst")" -eq 1 ] || fail "what arrived of 'big' was not kept as a partial"
 wait_for 10 grep -qiE "closed|went away|lost" "$RECV_LOG" ||
 	fail "the receiver did not say that the sender went away: $(cat "$RECV_LOG")"
 ok "the receiver says: $(grep -iE -m 1 'closed|went away|lost' "$RECV_LOG")"
 recv_alive || fail "the receiver stopped serving after its sender was killed"
 send_ok -q "$src/small" "$(target)"
 file_equal "$src/small" "$dst/small"
-ok "temporary files removed, no final name, and a following transfer succeeded"
+ok "no temporary file, the partial kept, no final name, and a following transfer succeeded"
 stop_recv
 expect_rc 130 "$WAIT_RC" "serving receiver after SIGTERM"
 
@@ -130,7 +134,8 @@ sed 's/^/    send: /' "$SEND_ERR"
 expect_grep "interrupted|ended the session" "$SEND_ERR" "sender whose receiver was interrupted"
 no_part_files "$dst"
 [ -z "$(finals "$dst")" ] || fail "final names exist: $(finals "$dst")"
-ok "receiver 130, sender $WAIT_RC with the reason, no temporary file, no final name"
+[ "$(partials "$dst")" -eq 1 ] || fail "what arrived of 'big' was not kept as a partial"
+ok "receiver 130, sender $WAIT_RC with the reason, no temporary file, no final name, the partial kept"
 
 note "a tree: the files completed before the receiver was killed are intact"
 tree=$T/many
@@ -142,10 +147,10 @@ dst=$T/dst.tree
 mkdir "$dst"
 start_recv "$dst"
 # the small files first, then the big one
-bg_send -q -j 2 "$tree" "$src/big" "$(target)"
+bg_send -q -j 2 --retries 0 "$tree" "$src/big" "$(target)"
 some_done()
 {
-	[ -n "$(find "$dst" -maxdepth 1 -name '.pxfer-big.*.part' -print -quit)" ] &&
+	[ "$(partials "$dst")" -ge 1 ] &&
 		[ "$(find "$dst/many" -type f ! -name '.pxfer-*' 2>/dev/null | wc -l)" -ge 20 ]
 }
 wait_for 30 some_done || fail "the small files did not arrive within 30 s"

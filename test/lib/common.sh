@@ -329,7 +329,8 @@ _listing()
 	local min=0
 
 	[ "${2:-}" = --no-root ] && min=1
-	(cd "$1" && find . -mindepth "$min" \
+	# the receiver's own state (partial files) is not part of the tree
+	(cd "$1" && find . -mindepth "$min" -path ./.pxfer -prune -o \
 		\( -type d -printf '%P\t%y\t%m\t%T@\t-\t\n' \) -o \
 		-printf '%P\t%y\t%m\t%T@\t%s\t%l\n') | sort
 }
@@ -379,10 +380,18 @@ no_part_files()
 	[ -z "$left" ] || fail "temporary files left in '$1': $left"
 }
 
-# finals DIR - entries of DIR that are not temporary files
+# finals DIR - entries of DIR that are not temporary files or the
+# receiver's state (partial files beneath DIR/.pxfer)
 finals()
 {
-	(cd "$1" && find . -mindepth 1 ! -name '.pxfer-*.part' -printf '%P\n')
+	(cd "$1" && find . -mindepth 1 -path ./.pxfer -prune -o \
+		! -name '.pxfer-*.part' -printf '%P\n')
+}
+
+# partials DIR - how many partial files the receiver keeps beneath DIR
+partials()
+{
+	find "$1/.pxfer/partial" -name '*.part' 2>/dev/null | wc -l
 }
 
 # bg_send ARGS... - pxfer send in the background; SEND_PID, SEND_ERR
@@ -425,17 +434,25 @@ wait_for()
 	return 1
 }
 
-# have_part DIR - whether a receiver temporary file exists in DIR
+# have_part DIR - whether a receiver temporary or partial file exists in DIR
 have_part()
 {
-	[ -n "$(find "$1" -name '.pxfer-*.part' -print -quit 2>/dev/null)" ]
+	[ -n "$(find "$1" \( -name '.pxfer-*.part' -o -path '*/.pxfer/partial/*.part' \) \
+		-print -quit 2>/dev/null)" ]
 }
 
-# have_no_part DIR - whether no receiver temporary file exists in DIR
-# (for wait_for)
+# have_no_part DIR - whether no receiver temporary or partial file exists
+# in DIR (for wait_for)
 have_no_part()
 {
 	! have_part "$1"
+}
+
+# have_no_tmp DIR - whether no receiver temporary file exists in DIR (a
+# partial kept for a later session may: for wait_for)
+have_no_tmp()
+{
+	[ -z "$(find "$1" -path "$1/.pxfer" -prune -o -name '.pxfer-*.part' -print -quit 2>/dev/null)" ]
 }
 
 # timer_start / timer_secs - how long a step took
