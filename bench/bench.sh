@@ -3,8 +3,9 @@
 #
 # pxfer benchmark harness: pxfer against iperf3, nc and rsync on loopback,
 # and, in the integrity group (bench/integrity.sh), pxfer with each chunk
-# protection against scp and rsync -e ssh, measured the same way in the
-# same run.
+# protection against scp and rsync -e ssh, and in the resume group
+# (bench/resume.sh), a transfer started again against the whole one and
+# against rsync's second run, measured the same way in the same run.
 #
 #   bench/bench.sh [--quick] [--out FILE] [--reps N] [--only LIST] [--keep]
 #                  [--baseline PXFER]
@@ -434,6 +435,9 @@ peer_rsync_B() { rsync_pair "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"
 # the integrity group: pxfer's chunk protections, scp and rsync -e ssh
 # shellcheck source=integrity.sh
 . "$top/bench/integrity.sh"
+# the resume group: a transfer started again, against the whole one
+# shellcheck source=resume.sh
+. "$top/bench/resume.sh"
 
 # ---------------------------------------------------------------- sections
 # id;workload;label;function [args]
@@ -459,6 +463,7 @@ for w in A B; do
 	done
 done
 int_sections
+res_sections
 
 if [ -n "$only" ]; then
 	sel=()
@@ -473,6 +478,7 @@ if [ -n "$only" ]; then
 	[ ${#SECTIONS[@]} -gt 0 ] || { echo "bench: --only '$only' selects nothing" >&2; exit 2; }
 fi
 int_tools || exit 2
+res_tools || exit 2
 
 # ---------------------------------------------------------------- data
 make_data() {
@@ -824,6 +830,7 @@ report() {
 		done
 	fi
 	int_report
+	res_report
 	t=$(ge "A/pxfer-j$bA" A/iperf3 0.9); target "A: pxfer >= 0.9x iperf3" "$t" \
 		"pxfer -j$bA $(mibps "A/pxfer-j$bA" 2>/dev/null) vs iperf3 $(mibps A/iperf3 2>/dev/null) MiB/s"
 	for w in A B; do
