@@ -46,7 +46,7 @@ note "a flood from 127.0.0.2 while 127.0.0.1 sends 20 times"
 	>/dev/null 2>"$T/long.err" &
 long_pid=$!
 track "$long_pid"
-wait_for 20 have_part "$dst/long" || fail "the long session did not start"
+wait_for 20 have_part "$dst" || fail "the long session did not start"
 kill -STOP "$long_pid"
 "$FL" flood -b 127.0.0.2 -r 1000 -t 40 -d 20 127.0.0.1 "$RECV_PORT" \
 	>"$T/flood.out" 2>&1 &

@@ -125,6 +125,10 @@ static void show(const char *dir, const struct pxfer_msg *m)
 		       m->u.file.target_len ? t : "");
 		break;
 	case PXFER_MSG_FILE_OK:
+		printf("%s %s id=%llu state=%u held=%llu runs=%u\n", dir, name,
+		       (unsigned long long)m->u.ok.id, m->u.ok.state,
+		       (unsigned long long)m->u.ok.held, m->u.ok.nrun);
+		break;
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
 		printf("%s %s id=%llu code=%u%s%s\n", dir, name,
@@ -355,8 +359,10 @@ static int wait_for(struct hs *h, uint16_t type, uint64_t id)
 			return ret;
 		if (h->m.type == type)
 			return 1;
-		if ((h->m.type == PXFER_MSG_FILE_OK ||
-		     h->m.type == PXFER_MSG_FILE_ERR ||
+		if (type == PXFER_MSG_FILE && h->m.type == PXFER_MSG_FILE_OK &&
+		    h->m.u.ok.id == id)
+			return 1;
+		if ((h->m.type == PXFER_MSG_FILE_ERR ||
 		     h->m.type == PXFER_MSG_FILE_DONE) &&
 		    type == PXFER_MSG_FILE && h->m.u.status.id == id)
 			return 1;
@@ -1043,8 +1049,8 @@ static enum outcome sc_nul_in_path(struct hs *h)
 		session_close(h);
 		return O_FAILED;
 	}
-	/* the path starts 35 bytes into the body, after its u16 length */
-	buf[PXFER_HDR_LEN + 35 + 3] = 0;
+	/* the path starts 52 bytes into the body, after its u16 length */
+	buf[PXFER_HDR_LEN + 52 + 3] = 0;
 	say("FILE path 'nul\\0bad' (an embedded NUL)");
 	n = seal_frame(h, buf, n);
 	ret = n < 0 ? -1 : send_raw(h->ctl, buf, n);
@@ -1697,7 +1703,7 @@ static enum outcome sc_dirs_many(struct hs *h)
 /* FILE_END, 0 bytes, for every id below @n, sent unprinted: 1, GONE, -1 */
 static int end_all(struct hs *h, uint32_t n)
 {
-	uint8_t frame[PXFER_HDR_LEN + 32 + PXFER_TAG_LEN];
+	uint8_t frame[PXFER_HDR_LEN + 64 + PXFER_TAG_LEN];	/* a FILE_END and its tag */
 	ssize_t len;
 	int ret;
 
