@@ -455,7 +455,8 @@ int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
  * modification time (PXFER_FILE_SKIP, rsync's quick check), or the same
  * size and content (PXFER_FILE_CHECKSUM: read and hashed here).
  */
-static int same_file(int dfd, const char *base, const struct pxfer_file *m)
+static int same_file(int dfd, const char *base, const struct pxfer_file *m,
+		     struct stat *stp)
 {
 	struct pxfer_digest d;
 	uint8_t wire[PXFER_DIGEST_LEN];
@@ -465,6 +466,7 @@ static int same_file(int dfd, const char *base, const struct pxfer_file *m)
 	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) ||
 	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != m->size)
 		return 0;
+	*stp = st;
 	if (m->flags & PXFER_FILE_SKIP)
 		return st.st_mtim.tv_sec == m->mtime_sec &&
 		       (uint32_t)st.st_mtim.tv_nsec == m->mtime_nsec;
@@ -477,6 +479,19 @@ static int same_file(int dfd, const char *base, const struct pxfer_file *m)
 	close(fd);
 	pxfer_digest_wire(wire, &d);
 	return !ret && !memcmp(wire, m->digest, PXFER_DIGEST_LEN);
+}
+
+/* give the regular file @base in @dfd mode @mode, never following a link */
+static void set_mode(int dfd, const char *base, uint32_t mode)
+{
+	int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return;
+	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
+		fchmod(fd, mode);
+	close(fd);
 }
 
 /* the path of @m from the top directory, for the partial's name */
@@ -591,6 +606,7 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	char tmp[PXFER_NAME_MAX + 1];
 	const char *base;
 	char *path = NULL, *tname = NULL;
+	struct stat st;
 	int dfd, fd = -1, ret, mode_set;
 
 	memset(ok, 0, offsetof(struct pxfer_file_ok, run));
@@ -604,7 +620,11 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	if (dfd < 0)
 		return dfd;
 	if ((m->flags & (PXFER_FILE_SKIP | PXFER_FILE_CHECKSUM)) &&
-	    same_file(dfd, base, m)) {
+	    same_file(dfd, base, m, &st)) {
+		/* the same data; its mode follows the sender's, as a copy's
+		 * would (through a descriptor: never a link's target) */
+		if ((st.st_mode & 07777) != (m->mode & r->mode_mask))
+			set_mode(dfd, base, m->mode & r->mode_mask);
 		dcache_put(r, dfd);
 		ok->state = PXFER_HAVE_SAME;
 		return 0;
