@@ -46,10 +46,10 @@ static void fmt_eta(char *buf, size_t len, double secs)
 }
 
 void pxfer_progress_draw(struct pxfer_progress *p, uint64_t bytes,
-			 uint64_t total, uint64_t files, uint64_t files_total,
-			 int more, int final)
+			 uint64_t total, uint64_t there, uint64_t files,
+			 uint64_t files_total, int more, int final)
 {
-	char line[160], b[32], t[32], r[32], eta[32] = "--:--";
+	char line[200], b[32], t[32], r[32], h[32], eta[32] = "--:--", extra[64] = "";
 	double now = pxfer_now(), dt = now - p->last;
 	int n;
 
@@ -64,15 +64,20 @@ void pxfer_progress_draw(struct pxfer_progress *p, uint64_t bytes,
 		p->rate = bytes / (now - p->start);
 	p->last = now;
 	p->last_bytes = bytes;
+	/* what the receiver has already is not to be sent */
+	total = total > there ? total - there : 0;
 	if (!more && p->rate > 0 && total >= bytes)
 		fmt_eta(eta, sizeof(eta), (total - bytes) / p->rate);
+	if (there)
+		snprintf(extra, sizeof(extra), "  (%s there already)",
+			 pxfer_human(h, sizeof(h), there));
 	n = snprintf(line, sizeof(line),
-		     "\r\033[K%s / %s%s  %s/s  ETA %s  files %llu/%llu%s",
+		     "\r\033[K%s / %s%s  %s/s  ETA %s  files %llu/%llu%s%s",
 		     pxfer_human(b, sizeof(b), bytes),
 		     pxfer_human(t, sizeof(t), total), more ? "+" : "",
 		     pxfer_human(r, sizeof(r), p->rate), eta,
 		     (unsigned long long)files, (unsigned long long)files_total,
-		     more ? "+" : "");
+		     more ? "+" : "", extra);
 	if (n > (int)sizeof(line) - 1)
 		n = sizeof(line) - 1;
 	if (write(STDERR_FILENO, line, n) < 0)

@@ -15,10 +15,14 @@ struct pxfer_progress {
 };
 
 void pxfer_progress_init(struct pxfer_progress *p, int enabled);
-/* @more: the total is still growing (the walk goes on) */
+/*
+ * @bytes of @total sent, @files of @files_total done; @there of the total
+ * was on the receiver already (skipped or held by a partial): not to be
+ * sent. @more: the total is still growing (the walk goes on).
+ */
 void pxfer_progress_draw(struct pxfer_progress *p, uint64_t bytes,
-			 uint64_t total, uint64_t files, uint64_t files_total,
-			 int more, int final);
+			 uint64_t total, uint64_t there, uint64_t files,
+			 uint64_t files_total, int more, int final);
 void pxfer_progress_end(struct pxfer_progress *p);
 
 #endif

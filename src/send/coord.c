@@ -69,6 +69,7 @@ static int take_partial(struct send_session *s, struct sentry *e,
 	e->f.held = e->held;
 	e->f.nheld = k->nrun;
 	s->st->bytes_resumed += k->held;
+	s->there += k->held;
 	verbose("%s: the receiver holds %llu bytes of it from before; sending the rest",
 		pxfer_quote_str(q, sizeof(q), e->f.src), (unsigned long long)k->held);
 	return 0;
@@ -88,6 +89,7 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		/* the receiver is done with it: no FILE_END, no FILE_DONE */
 		s->st->files_same++;
 		s->st->bytes_same += e->f.size;
+		s->there += e->f.size;
 		send_manifest_done(s, k->id);
 		return 0;
 	case PXFER_HAVE_PART:
@@ -255,10 +257,10 @@ static int read_control(struct send_session *s)
 
 void send_draw_progress(struct send_session *s, int final)
 {
-	uint64_t done = s->st->files + s->st->files_failed;
+	uint64_t done = s->st->files + s->st->files_failed + s->st->files_same;
 
 	pxfer_progress_draw(&s->prog, atomic_load(&s->bytes_sent),
-			    s->man.bytes_walked, done, s->man.files_walked,
+			    s->man.bytes_walked, s->there, done, s->man.files_walked,
 			    !s->man.walk_done, final);
 }
 

@@ -91,6 +91,7 @@ struct send_session {
 	unsigned int pass;		/* 0, or 1: changed files sent again */
 	const char *transport;		/* instead of o->transport, or NULL */
 	unsigned int again;		/* files to send in another session */
+	uint64_t there;			/* bytes the receiver had: not sent */
 	atomic_uint_fast64_t bytes_sent;
 	atomic_uint_fast64_t chunks;
 	struct pxfer_stats *st;
