@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <stdint.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -13,7 +11,6 @@
 #endif
 
 #include "core/digest.h"
-#include "core/hash.h"
 
 /* what one pread brings in, and the alignment O_DIRECT wants of it */
 #define DIGEST_BUF	(1u << 20)
@@ -78,125 +75,42 @@ static int digest_record(int fd, uint8_t *buf, XXH3_state_t *st, uint64_t off,
 	return 0;
 }
 
-struct mapped {
-	struct pxfer_digest *h;
-	uint64_t off;
-};
-
-static int hash_mapped(void *arg, const void *p, size_t len)
-{
-	struct mapped *m = arg;
-
-	pxfer_digest_range(m->h, p, len, m->off);
-	return 0;
-}
-
-/*
- * The same, hashed where the page cache holds it (a read-only mapping,
- * no copy); read into @buf where the file cannot be mapped.
- */
-static int digest_record_any(int fd, uint8_t *buf, XXH3_state_t *st,
-			     uint64_t off, uint64_t len, struct pxfer_digest *h)
-{
-	struct mapped m = { h, off };
-	int ret = -EINVAL;
-
-	if (len <= SIZE_MAX)
-		ret = pxfer_file_apply(fd, off, len, hash_mapped, &m);
-	if (ret == 0 || ret == -ENODATA)
-		return ret;
-	return digest_record(fd, buf, st, off, len, h);
-}
-
-/*
- * The records of runs @r[0..@n), dealt out to @nt workers: worker @k
- * takes every @nt-th one, from the @k-th. The digest is a sum, so the
- * order does not matter.
- */
-struct runs_job {
-	int fd;
-	const struct pxfer_run *r;
-	unsigned int n, nt, k;
-	struct pxfer_digest sum;
-	int ret;
-};
-
-static void *runs_work(void *arg)
-{
-	struct runs_job *j = arg;
-	struct pxfer_digest h;
-	XXH3_state_t *st = XXH3_createState();
-	uint8_t *buf = malloc(DIGEST_BUF);
-	uint64_t idx = 0;
-
-	j->ret = st && buf ? 0 : -ENOMEM;
-	for (unsigned int i = 0; i < j->n && !j->ret; i++) {
-		uint64_t end = j->r[i].off + j->r[i].len;
-
-		if (!j->r[i].len)
-			continue;
-		if (!j->r[i].unit || end < j->r[i].off) {
-			j->ret = -EINVAL;
-			break;
-		}
-		for (uint64_t off = j->r[i].off; off < end && !j->ret; off += j->r[i].unit) {
-			uint64_t len = end - off < j->r[i].unit ? end - off : j->r[i].unit;
-
-			if (idx++ % j->nt == j->k) {
-				j->ret = digest_record_any(j->fd, buf, st, off, len, &h);
-				if (!j->ret)
-					pxfer_digest_add(&j->sum, &h);
-			}
-			if (end - off <= j->r[i].unit)
-				break;	/* the last record: off would wrap */
-		}
-	}
-	free(buf);
-	XXH3_freeState(st);
-	return NULL;
-}
-
-/* more than this many bytes are hashed by more than one thread */
-#define DIGEST_SPLIT	(64ull << 20)
-#define DIGEST_THREADS	4
-
 int pxfer_digest_runs(int fd, const struct pxfer_run *r, unsigned int n,
 		      struct pxfer_digest *out)
 {
-	struct runs_job job[DIGEST_THREADS];
-	pthread_t tid[DIGEST_THREADS];
-	struct pxfer_digest sum = { 0, 0 };
-	unsigned int nt = 1, started = 1;
-	uint64_t bytes = 0;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	struct pxfer_digest sum = { 0, 0 }, h;
+	XXH3_state_t *st = XXH3_createState();
+	uint8_t *buf = malloc(DIGEST_BUF);
 	int ret = 0;
 
-	for (unsigned int i = 0; i < n; i++)
-		bytes += r[i].len;
-	/* a held file is read back as fast as the machine can: as many
-	 * threads as there are CPUs, up to DIGEST_THREADS */
-	if (bytes > DIGEST_SPLIT && cpus > 1)
-		nt = cpus < DIGEST_THREADS ? cpus : DIGEST_THREADS;
-	for (unsigned int k = 0; k < nt; k++)
-		job[k] = (struct runs_job){ .fd = fd, .r = r, .n = n, .nt = nt, .k = k };
-	for (; started < nt; started++)
-		if (pthread_create(&tid[started], NULL, runs_work, &job[started]))
-			break;
-	/* the workers that did not start are done here */
-	for (unsigned int k = started; k < nt; k++) {
-		job[k].nt = nt;
-		runs_work(&job[k]);
+	if (!st || !buf) {
+		ret = -ENOMEM;
+		goto out;
 	}
-	runs_work(&job[0]);
-	for (unsigned int k = 1; k < started; k++)
-		pthread_join(tid[k], NULL);
-	for (unsigned int k = 0; k < nt; k++) {
-		if (job[k].ret && !ret)
-			ret = job[k].ret;
-		pxfer_digest_add(&sum, &job[k].sum);
+	for (unsigned int i = 0; i < n && !ret; i++) {
+		uint64_t end = r[i].off + r[i].len;
+
+		if (!r[i].len)
+			continue;
+		if (!r[i].unit || end < r[i].off) {
+			ret = -EINVAL;
+			break;
+		}
+		for (uint64_t off = r[i].off; off < end && !ret; off += r[i].unit) {
+			uint64_t len = end - off < r[i].unit ? end - off : r[i].unit;
+
+			ret = digest_record(fd, buf, st, off, len, &h);
+			if (!ret)
+				pxfer_digest_add(&sum, &h);
+			if (end - off <= r[i].unit)
+				break;	/* the last record: off would wrap */
+		}
 	}
 	if (!ret)
 		*out = sum;
+out:
+	free(buf);
+	XXH3_freeState(st);
 	return ret;
 }
 
