@@ -401,6 +401,10 @@ int pxfer_rfile_mkdir(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	size_t slot;
 	int ret;
 
+	if (!*r->dest && reserved(m->path, m->path_len)) {
+		*what = "the name is the receiver's own (its partial files)";
+		return -EPERM;
+	}
 	/* a record that repeats one updates it: a sender cannot make the
 	 * list grow but by new directories, and those are limited */
 	d = dir_find(r, m->path, h, &slot);
@@ -429,6 +433,10 @@ int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	const char *base;
 	int dfd, ret;
 
+	if (!*r->dest && reserved(m->path, m->path_len)) {
+		*what = "the name is the receiver's own (its partial files)";
+		return -EPERM;
+	}
 	*what = "unsafe or unusable path";
 	dfd = pxfer_path_open_parent(r->basefd, m->path, 1, &base);
 	if (dfd < 0)
@@ -668,7 +676,8 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		ret = -errno;
 	/* no one can open an unnamed file: it can have its mode now, here
 	 * rather than in the worker that completes it */
-	mode_set = !ret && !tmp[0] && !fchmod(fd, m->mode & r->mode_mask);
+	mode_set = !ret && !tmp[0] && !rf->part &&
+		   !fchmod(fd, m->mode & r->mode_mask);
 	if (!ret) {
 		path = strdup(m->path);
 		tname = tmp[0] ? strdup(tmp) : NULL;

@@ -359,6 +359,9 @@ static int serve(struct recv_server *srv)
 		}
 		if (srv->draining && srv->nsess && srv->drain_end < next)
 			next = srv->drain_end;
+		/* the sweep is due at start, then every so often */
+		if (srv->sweep_next < next)
+			next = srv->sweep_next;
 		p[n].fd = srv->sigfd;
 		p[n++].events = POLLIN;
 		p[n].fd = srv->ended_fd;
