@@ -321,6 +321,17 @@ check_grep()
 	fi
 }
 
+# check_num WHAT GOT OP WANT - fail_later unless test's GOT OP WANT holds
+# (OP: -eq, -lt, -gt...)
+check_num()
+{
+	if test "$2" "$3" "$4"; then
+		ok "$1: $2"
+	else
+		fail_later "$1 is $2, expected $3 $4"
+	fi
+}
+
 # _listing DIR [--no-root] - one line per entry: path, type, mode, mtime,
 # size (not for directories, whose size depends on the file system) and
 # link target. Symlinks are described, never followed.
@@ -394,14 +405,86 @@ partials()
 	find "$1/.pxfer/partial" -name '*.part' 2>/dev/null | wc -l
 }
 
-# bg_send ARGS... - pxfer send in the background; SEND_PID, SEND_ERR
+# The receiver's journal of a partial file (docs/architecture.md, "Partial
+# files"): a header of 48 bytes and the path (40 before it, among them the
+# path's length, a big-endian u16 at offset 6, and an 8-byte check after
+# it), then records of 32 bytes, each starting with the offset of its
+# range (a big-endian u64).
+
+# journal DIR - a journal in DIR's partial store (the first one found)
+journal()
+{
+	find "$1/.pxfer/partial" -name '*.jnl' 2>/dev/null | head -n 1
+}
+
+# journal_hdr FILE - the length of journal FILE's header
+journal_hdr()
+{
+	local plen
+
+	plen=$(od -An -tu2 --endian=big -j 6 -N 2 "$1" | tr -d ' ')
+	echo $((48 + ${plen:-0}))
+}
+
+# journal_records FILE - how many whole records journal FILE holds
+journal_records()
+{
+	local n
+
+	n=$(($(stat -c %s "$1") - $(journal_hdr "$1")))
+	echo $((n > 0 ? n / 32 : 0))
+}
+
+# journal_off FILE N - the offset of the range of record N (from 0) of
+# journal FILE
+journal_off()
+{
+	od -An -tu8 --endian=big -j $(($(journal_hdr "$1") + 32 * $2)) -N 8 "$1" |
+		tr -d ' '
+}
+
+# has_records DIR N - whether a journal in DIR's partial store holds at
+# least N records (for wait_for)
+has_records()
+{
+	local j
+
+	j=$(journal "$1")
+	[ -n "$j" ] && [ -s "$j" ] && [ "$(journal_records "$j")" -ge "$2" ]
+}
+
+# bg_send ARGS... - pxfer send in the background; SEND_PID, SEND_OUT,
+# SEND_ERR
 bg_send()
 {
 	_nsend=$((_nsend + 1))
+	SEND_OUT=$T/send.$_nsend.out
 	SEND_ERR=$T/send.$_nsend.err
-	"$PXFER" send "$@" >/dev/null 2>"$SEND_ERR" &
+	"$PXFER" send "$@" >"$SEND_OUT" 2>"$SEND_ERR" &
 	SEND_PID=$!
 	track "$SEND_PID"
+}
+
+# J[KEY] - the numbers of pxfer send's --json summary, after send_stats
+declare -A J
+
+# send_stats [FILE] - read the --json summary in FILE (default $SEND_OUT)
+# into J: exit_code, files, files_failed, files_same, files_changed,
+# bytes_sent, bytes_resumed, bytes_skipped, sessions; and print them on a
+# line. Fails the test if one is missing
+# shellcheck disable=SC2120
+send_stats()
+{
+	local f=${1:-$SEND_OUT} k v
+
+	J=()
+	for k in exit_code files files_failed files_same files_changed \
+		bytes_sent bytes_resumed bytes_skipped sessions; do
+		v=$(sed -n "s/.*\"$k\":\([0-9][0-9]*\).*/\1/p" "$f" 2>/dev/null)
+		[ -n "$v" ] || fail "no \"$k\" in pxfer send's JSON summary: $(cat "$f" 2>/dev/null)"
+		J[$k]=$v
+	done
+	echo "    exit ${J[exit_code]}: sent ${J[bytes_sent]}, resumed ${J[bytes_resumed]}, skipped ${J[bytes_skipped]} (${J[files_same]} files), ${J[files]} files, ${J[files_failed]} failed, ${J[files_changed]} changed, ${J[sessions]} session(s)"
 }
 
 # send_check_tree DIR - "the receiver still serves": a small tree (300,000
@@ -430,6 +513,25 @@ wait_for()
 	for ((i = 0; i < limit * 20; i++)); do
 		"$@" && return 0
 		sleep 0.05
+	done
+	return 1
+}
+
+# step_until SECONDS PID CMD... - let PID run in steps of 20 ms, stopped
+# (SIGSTOP) between them, until CMD succeeds; PID is then left stopped
+# (SIGCONT or SIGKILL it). However fast the machine, PID gets only so far
+# past the point CMD looks for. 1 if CMD never succeeds within SECONDS
+# (PID runs on then) or PID is gone
+step_until()
+{
+	local end=$((SECONDS + $1)) pid=$2
+
+	shift 2
+	while [ "$SECONDS" -lt "$end" ]; do
+		kill -STOP "$pid" 2>/dev/null || return 1
+		"$@" && return 0
+		kill -CONT "$pid"
+		sleep 0.02
 	done
 	return 1
 }
