@@ -68,6 +68,13 @@ PY=$(python3 -c 'import sys; print(sys.executable)')
 POINTS=20
 BIG=$((1 << 30))
 NSMALL=1000
+# Under ThreadSanitizer (make tsan) every step is several times slower:
+# there the matrix checks the threads of the same paths on a quarter of
+# the file at 6 points; the sizes above run with the release and the
+# AddressSanitizer builds (make test)
+case $build in
+*tsan*) POINTS=6 BIG=$((256 << 20)) ;;
+esac
 
 seed=${PXFER_TEST_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}
 [[ $seed =~ ^[0-9]+$ ]] || fail "PXFER_TEST_SEED must be a number"
