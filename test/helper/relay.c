@@ -38,6 +38,12 @@
  *			the N-th chunk, instead of forwarding the chunk
  *	cut-ctl		closes both sides of the control connection instead
  *			of forwarding the N-th sealed message from the sender
+ *	reset		resets every connection open when the N-th chunk
+ *			comes (that chunk is not forwarded): both sides of
+ *			each get an RST (SO_LINGER {1, 0}, then close), as
+ *			from a proxy or a NAT that lost its state; the
+ *			connections accepted afterwards are forwarded
+ *			untouched, so a sender that reconnects gets through
  *	downgrade	asks, in the sender's HELLO, for the plain checksum
  *			instead of what the sender asked for
  *
@@ -59,12 +65,14 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -90,6 +98,7 @@ enum mode {
 	M_CUT,
 	M_CUT_CTL,
 	M_DOWNGRADE,
+	M_RESET,
 };
 
 static const char *const mode_name[] = {
@@ -103,6 +112,7 @@ static const char *const mode_name[] = {
 	[M_CUT] = "cut",
 	[M_CUT_CTL] = "cut-ctl",
 	[M_DOWNGRADE] = "downgrade",
+	[M_RESET] = "reset",
 };
 
 /* what happens to a frame once it is read */
@@ -110,6 +120,7 @@ enum verdict {
 	V_FORWARD,
 	V_DROP,		/* not forwarded (swap: held for later) */
 	V_CUT,		/* the connection is closed, both sides */
+	V_RESET,	/* every open connection is reset */
 };
 
 /* the whole relay: one mode, one count, shared by every connection */
@@ -124,13 +135,23 @@ static struct {
 	int acted;		/* the mode has done its one thing */
 	unsigned long chunks, ctl_s2r, typed;
 	unsigned int conns;
+	struct pair *live;	/* the connections open now */
 } R = { .lock = PTHREAD_MUTEX_INITIALIZER, .n = 1, .capture = -1 };
 
+/*
+ * A connection: the two sockets, nonblocking, so that a direction blocked
+ * in a read or a write also waits for @wake, which a reset signals (a
+ * socket closed under a thread blocked on it would not be released, so
+ * no RST would go out until that thread returned).
+ */
 struct pair {
 	unsigned int id;
 	int cfd;		/* the sender's side */
 	int sfd;		/* the receiver's side */
+	int wake;		/* eventfd: readable once the pair is reset */
 	int refs;		/* directions still running */
+	int reset;		/* reset: close both sides with an RST */
+	struct pair *next;	/* in R.live */
 };
 
 /* one direction of a pair */
@@ -150,7 +171,8 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: relay [-c CAPTURE] [-n N] [-t TYPE] LISTEN HOST PORT MODE\n"
 		"       relay --find-runs CAPTURE FILE...\n"
-		"modes: pass rewrite flip flip-ctl replay swap drop cut cut-ctl downgrade\n");
+		"modes: pass rewrite flip flip-ctl replay swap drop cut cut-ctl downgrade\n"
+		"       reset\n");
 	exit(2);
 }
 
@@ -168,8 +190,31 @@ static void say(const char *fmt, ...)
 
 /* ---- bytes in and out --------------------------------------------------- */
 
-/* 0, 1 at the end of the stream before the first byte, or -errno */
-static int read_full(int fd, uint8_t *buf, size_t len)
+/*
+ * Wait until @fd, nonblocking, is ready for @events, or @wake (an eventfd,
+ * -1: none) is signalled: 0, or -ECONNRESET for the latter
+ */
+static int await(int fd, short events, int wake)
+{
+	struct pollfd p[2] = { { .fd = fd, .events = events },
+			       { .fd = wake, .events = POLLIN } };
+
+	for (;;) {
+		int n = poll(p, wake >= 0 ? 2 : 1, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (p[1].revents)
+			return -ECONNRESET;
+		return 0;
+	}
+}
+
+/* 0, 1 at the end of the stream before the first byte, or -errno; @wake
+ * as for await() */
+static int read_full(int fd, int wake, uint8_t *buf, size_t len)
 {
 	size_t got = 0;
 
@@ -178,6 +223,12 @@ static int read_full(int fd, uint8_t *buf, size_t len)
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN) {
+			n = await(fd, POLLIN, wake);
+			if (n)
+				return n;
+			continue;
+		}
 		if (n < 0)
 			return -errno;
 		if (n == 0)
@@ -187,13 +238,19 @@ static int read_full(int fd, uint8_t *buf, size_t len)
 	return 0;
 }
 
-static int write_full(int fd, const uint8_t *buf, size_t len)
+static int write_full(int fd, int wake, const uint8_t *buf, size_t len)
 {
 	while (len) {
 		ssize_t n = write(fd, buf, len);	/* SIGPIPE is ignored */
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN) {
+			n = await(fd, POLLOUT, wake);
+			if (n)
+				return n;
+			continue;
+		}
 		if (n < 0)
 			return -errno;
 		buf += n;
@@ -207,12 +264,49 @@ static void capture(const uint8_t *buf, size_t len)
 	if (R.capture < 0 || !len)
 		return;
 	pthread_mutex_lock(&R.lock);
-	if (write_full(R.capture, buf, len))
+	if (write_full(R.capture, -1, buf, len))
 		say("cannot write the capture: %s", strerror(errno));
 	pthread_mutex_unlock(&R.lock);
 }
 
 /* ---- what the mode does ------------------------------------------------- */
+
+static int is_reset(struct pair *p)
+{
+	return __atomic_load_n(&p->reset, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Reset every open connection: an RST goes out on each side when its
+ * last direction closes it. R.live holds a pair until that close, under
+ * R.lock, so no socket here is closed yet.
+ */
+static void reset_all(struct dir *d, uint64_t seq)
+{
+	struct linger lin = { .l_onoff = 1, .l_linger = 0 };
+	uint64_t one = 1;
+	unsigned int n = 0;
+	struct pair *p;
+	char ids[256] = "";
+	size_t len = 0;
+
+	pthread_mutex_lock(&R.lock);
+	for (p = R.live; p; p = p->next) {
+		if (setsockopt(p->cfd, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin)) ||
+		    setsockopt(p->sfd, SOL_SOCKET, SO_LINGER, &lin, sizeof(lin)))
+			say("connection %u: SO_LINGER: %s", p->id, strerror(errno));
+		__atomic_store_n(&p->reset, 1, __ATOMIC_RELEASE);
+		if (write(p->wake, &one, sizeof(one)) != sizeof(one))
+			say("connection %u: cannot wake it: %s", p->id, strerror(errno));
+		if (len < sizeof(ids))
+			len += snprintf(ids + len, sizeof(ids) - len, "%s%u",
+					n ? " " : "", p->id);
+		n++;
+	}
+	pthread_mutex_unlock(&R.lock);
+	say("reset %u connection(s) (%s) at chunk %lu (connection %u, seq %llu)",
+	    n, ids, R.n, d->p->id, (unsigned long long)seq);
+}
 
 /* whether @count, just counted, is the N-th and the mode has not acted */
 static int is_nth(unsigned long *count)
@@ -257,7 +351,8 @@ static enum verdict on_chunk(struct dir *d, uint8_t *f, uint32_t blen)
 	uint64_t seq;
 	uint8_t *tag = f + PXFER_HDR_LEN + PXFER_CHUNK_DESC_FIXED - PXFER_TAG_LEN;
 
-	if (R.mode != M_REWRITE && R.mode != M_FLIP && R.mode != M_CUT)
+	if (R.mode != M_REWRITE && R.mode != M_FLIP && R.mode != M_CUT &&
+	    R.mode != M_RESET)
 		return V_FORWARD;
 	off = chunk_payload(f, blen, &plen, &seq);
 	if (!off || !is_nth(&R.chunks))
@@ -280,6 +375,9 @@ static enum verdict on_chunk(struct dir *d, uint8_t *f, uint32_t blen)
 		say("flipped a bit of chunk %lu (connection %u, seq %llu)",
 		    R.n, d->p->id, (unsigned long long)seq);
 		return V_FORWARD;
+	case M_RESET:
+		reset_all(d, seq);
+		return V_RESET;
 	default:
 		say("cut data connection %u at chunk %lu (seq %llu)",
 		    d->p->id, R.n, (unsigned long long)seq);
@@ -383,14 +481,22 @@ static int copy_raw(struct dir *d)
 {
 	for (;;) {
 		ssize_t n = read(d->from, d->buf, d->cap);
+		int ret;
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN) {
+			ret = await(d->from, POLLIN, d->p->wake);
+			if (ret)
+				return ret;
+			continue;
+		}
 		if (n <= 0)
 			return n < 0 ? -errno : 0;
 		capture(d->buf, n);
-		if (write_full(d->to, d->buf, n))
-			return -errno;
+		ret = write_full(d->to, d->p->wake, d->buf, n);
+		if (ret)
+			return ret;
 	}
 }
 
@@ -412,7 +518,7 @@ static int pump(struct dir *d)
 		ret = grow(d, 65536);
 		if (ret)
 			return ret;
-		ret = read_full(d->from, d->buf, PXFER_HDR_LEN);
+		ret = read_full(d->from, d->p->wake, d->buf, PXFER_HDR_LEN);
 		if (ret)
 			return ret > 0 ? 0 : ret;
 		capture(d->buf, PXFER_HDR_LEN);
@@ -422,30 +528,35 @@ static int pump(struct dir *d)
 		    PXFER_HDR_LEN + (size_t)blen > FRAME_MAX) {
 			say("connection %u: not a frame (type %u, %u bytes): copied as it is",
 			    d->p->id, type, blen);
-			ret = write_full(d->to, d->buf, PXFER_HDR_LEN);
+			ret = write_full(d->to, d->p->wake, d->buf, PXFER_HDR_LEN);
 			return ret ? ret : copy_raw(d);
 		}
 		ret = grow(d, PXFER_HDR_LEN + (size_t)blen);
 		if (ret)
 			return ret;
 		f = d->buf;
-		ret = read_full(d->from, f + PXFER_HDR_LEN, blen);
+		ret = read_full(d->from, d->p->wake, f + PXFER_HDR_LEN, blen);
 		if (ret)
 			return ret > 0 ? -EPIPE : ret;
 		capture(f + PXFER_HDR_LEN, blen);
+		/* read before the reset, or found waiting: not forwarded */
+		if (is_reset(d->p))
+			return -ECONNRESET;
 		switch (judge(d, f, blen)) {
 		case V_CUT:
 			cut(d->p);
 			return 0;
+		case V_RESET:
+			return -ECONNRESET;
 		case V_DROP:
 			continue;
 		case V_FORWARD:
 			break;
 		}
-		ret = write_full(d->to, f, PXFER_HDR_LEN + blen);
+		ret = write_full(d->to, d->p->wake, f, PXFER_HDR_LEN + blen);
 		if (!ret && held) {
 			say("sent the held %s", pxfer_msg_name(pxfer_get_be(d->held, 2)));
-			ret = write_full(d->to, d->held, d->held_len);
+			ret = write_full(d->to, d->p->wake, d->held, d->held_len);
 			free(d->held);
 			d->held = NULL;
 			d->held_len = 0;
@@ -458,10 +569,12 @@ static int pump(struct dir *d)
 static void *dir_main(void *arg)
 {
 	struct dir *d = arg;
-	struct pair *p = d->p;
+	struct pair *p = d->p, **pp;
 	int ret = pump(d), last;
 
-	if (ret)
+	if (is_reset(p))
+		;	/* no FIN: the close below sends the RST */
+	else if (ret)
 		/* a reset, or a side that went away: the other side sees
 		 * the connection end */
 		cut(p);
@@ -472,10 +585,16 @@ static void *dir_main(void *arg)
 	free(d);
 	pthread_mutex_lock(&R.lock);
 	last = --p->refs == 0;
+	if (last) {
+		for (pp = &R.live; *pp != p; pp = &(*pp)->next)
+			;
+		*pp = p->next;
+	}
 	pthread_mutex_unlock(&R.lock);
 	if (last) {
 		close(p->cfd);
 		close(p->sfd);
+		close(p->wake);
 		free(p);
 	}
 	return NULL;
@@ -558,8 +677,16 @@ static void serve(int cfd)
 	p->cfd = cfd;
 	p->sfd = sfd;
 	p->refs = 2;
+	p->wake = eventfd(0, EFD_CLOEXEC);
+	if (p->wake < 0 || fcntl(cfd, F_SETFL, O_NONBLOCK) ||
+	    fcntl(sfd, F_SETFL, O_NONBLOCK)) {
+		say("cannot set up a connection: %s", strerror(errno));
+		exit(1);
+	}
 	pthread_mutex_lock(&R.lock);
 	p->id = ++R.conns;
+	p->next = R.live;
+	R.live = p;
 	pthread_mutex_unlock(&R.lock);
 	if (start_dir(p, 1) || start_dir(p, 0)) {
 		say("cannot start a thread");
@@ -684,7 +811,7 @@ static int load(const char *name, struct blob *b)
 		ret = -ENOMEM;
 		goto out_close;
 	}
-	ret = read_full(fd, b->p, b->len);
+	ret = read_full(fd, -1, b->p, b->len);
 	if (ret > 0)
 		ret = -EIO;
 	goto out_close;
