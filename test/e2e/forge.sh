@@ -54,34 +54,6 @@ head -c 1000000 /dev/urandom >"$T/one/file"
 # the tree tamper sends
 tree=$src
 
-RELAY_PID=
-RELAY_PORT=
-RELAY_LOG=
-_nrelay=0
-
-# start_relay MODE [ARGS...] - a relay to the receiver in the background,
-# listening on a port it picks; RELAY_PID, RELAY_PORT, RELAY_LOG
-start_relay()
-{
-	local mode=$1 out
-
-	shift
-	_nrelay=$((_nrelay + 1))
-	out=$T/relay.$_nrelay.out
-	RELAY_LOG=$T/relay.$_nrelay.log
-	"$RELAY" "$@" 0 127.0.0.1 "$RECV_PORT" "$mode" >"$out" 2>"$RELAY_LOG" &
-	RELAY_PID=$!
-	track "$RELAY_PID"
-	wait_for 10 test -s "$out" || fail "the relay did not start: $(cat "$RELAY_LOG")"
-	RELAY_PORT=$(head -n 1 "$out")
-}
-
-stop_relay()
-{
-	kill -TERM "$RELAY_PID" 2>/dev/null
-	wait "$RELAY_PID" 2>/dev/null
-}
-
 # nothing_wrong WHAT - every file under $dst has its source's bytes, and
 # no temporary file is left
 nothing_wrong()

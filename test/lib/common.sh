@@ -557,6 +557,38 @@ have_no_tmp()
 	[ -z "$(find "$1" -path "$1/.pxfer" -prune -o -name '.pxfer-*.part' -print -quit 2>/dev/null)" ]
 }
 
+# The relay (test/helper/relay), a man in the middle between a sender
+# and the receiver started last
+RELAY_PID=
+RELAY_PORT=
+RELAY_LOG=
+_nrelay=0
+
+# start_relay MODE [ARGS...] - a relay to the receiver in the background,
+# listening on a port it picks; RELAY_PID, RELAY_PORT, RELAY_LOG (what
+# it says it did). (the tests read RELAY_PORT; nothing here does)
+# shellcheck disable=SC2034
+start_relay()
+{
+	local mode=$1 out
+
+	shift
+	_nrelay=$((_nrelay + 1))
+	out=$T/relay.$_nrelay.out
+	RELAY_LOG=$T/relay.$_nrelay.log
+	"$HELPERS/relay" "$@" 0 127.0.0.1 "$RECV_PORT" "$mode" >"$out" 2>"$RELAY_LOG" &
+	RELAY_PID=$!
+	track "$RELAY_PID"
+	wait_for 10 test -s "$out" || fail "the relay did not start: $(cat "$RELAY_LOG")"
+	RELAY_PORT=$(head -n 1 "$out")
+}
+
+stop_relay()
+{
+	kill -TERM "$RELAY_PID" 2>/dev/null
+	wait "$RELAY_PID" 2>/dev/null
+}
+
 # timer_start / timer_secs - how long a step took
 timer_start()
 {
