@@ -227,11 +227,18 @@ RECV_WRAP=()
 # RECV_PID, RECV_PORT, RECV_LOG. 1 if it did not come up.
 start_server()
 {
+	_PORT=$((_PORT + 1))
+	RECV_PORT=$_PORT
+	restart_server "$@"
+}
+
+# restart_server NAME DIR [ARGS...] - start_server on RECV_PORT again, the
+# port of the receiver started last (one that was killed, say)
+restart_server()
+{
 	local name=$1 dir=$2
 
 	shift 2
-	_PORT=$((_PORT + 1))
-	RECV_PORT=$_PORT
 	RECV_LOG=$LOGS/$name.recv.log
 	"${RECV_WRAP[@]}" "$PXFER" recv --port "$RECV_PORT" --dir "$dir" -v "$@" \
 		>"$RECV_LOG" 2>&1 &
@@ -297,6 +304,13 @@ rdma_send()
 	run_send "$name" "$limit" --transport rdma --bind "$CLI_ADDR" "$@"
 }
 
+# json_num NAME FILE - the number NAME in the --json summary in FILE
+# (empty if there is none)
+json_num()
+{
+	sed -n "s/^{.*\"$1\":\([0-9]*\)[,}].*/\1/p" "$2" | tail -n 1
+}
+
 # ---- file trees ----------------------------------------------------------------
 
 # listing DIR - one line per entry: path, type, mode, mtime (ns), size
@@ -353,13 +367,15 @@ have_part()
 	[ -n "$(find "$1" -name '.pxfer-*.part' -print -quit 2>/dev/null)" ]
 }
 
-# part_bytes DIR - bytes written so far into the fullest temporary file
-# below DIR (the receiver sizes them in advance: count allocated blocks)
+# part_bytes DIR - bytes written so far into the fullest temporary or
+# partial file below DIR (the receiver sizes them in advance: count
+# allocated blocks)
 part_bytes()
 {
 	local b
 
-	b=$(find "$1" -name '.pxfer-*.part' -printf '%b\n' 2>/dev/null | sort -n | tail -n 1)
+	b=$(find "$1" \( -name '.pxfer-*.part' -o -path '*/.pxfer/partial/*.part' \) \
+		-printf '%b\n' 2>/dev/null | sort -n | tail -n 1)
 	echo $((${b:-0} * 512))
 }
 
