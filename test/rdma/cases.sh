@@ -16,12 +16,13 @@
 #      127.0.0.1, and both transfers are intact
 #   receiver-killed
 #      the receiver is SIGKILLed mid-transfer (80 MiB file, -j 1): the
-#      sender exits 4 within 60 s with a clear message; every file with
-#      its final name is whole
+#      sender (--retries 0) exits 4 within 60 s with a clear message;
+#      every file with its final name is whole
 #   link-down
-#      the client's veth goes down mid-transfer: the sender fails
-#      clearly within 60 s, the receiver ends by itself within 90 s of the
-#      link loss; after "rxe-link up" a new transfer works (run last)
+#      the client's veth goes down mid-transfer: the sender (--retries 0)
+#      fails clearly within 60 s, the receiver ends by itself within 90 s
+#      of the link loss; after "rxe-link up" a new transfer works (run
+#      last)
 #   lossy-link
 #      tc netem loss 2%, then corruption 1%, both directions: rxe
 #      retransmits (counted) and the transfer completes intact
@@ -423,9 +424,11 @@ case_receiver_killed()
 		return
 	fi
 	# the tree first (those files complete), then 80 MiB; the kill comes
-	# when about 8 MiB of the big file have crossed the veth
+	# when about 8 MiB of the big file have crossed the veth. The case is
+	# about the failure: --retries 0 (with the default 5 the sender would
+	# knock for a minute at a receiver that is gone)
 	wire_mark
-	bg_send c -v -j 1 --transport rdma --bind "$CLI_ADDR" "$DATA/tree" "$DATA/kill" \
+	bg_send c -v -j 1 --retries 0 --transport rdma --bind "$CLI_ADDR" "$DATA/tree" "$DATA/kill" \
 		"$SRV_ADDR:$RECV_PORT"
 	if ! wait_for 90 wire_at_least $((TREE_BYTES + (8 << 20))); then
 		fail "receiver-killed: the 80 MiB file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
@@ -467,7 +470,8 @@ case_link_down()
 		return
 	fi
 	wire_mark
-	bg_send d -v -j 2 --transport rdma --bind "$CLI_ADDR" "$DATA/tree" "$DATA/kill" \
+	# about the failure, as in receiver-killed: --retries 0
+	bg_send d -v -j 2 --retries 0 --transport rdma --bind "$CLI_ADDR" "$DATA/tree" "$DATA/kill" \
 		"$SRV_ADDR:$RECV_PORT"
 	if ! wait_for 90 wire_at_least $((TREE_BYTES + (4 << 20))); then
 		fail "link-down: the 80 MiB file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
