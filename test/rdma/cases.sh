@@ -18,6 +18,16 @@
 #      the receiver is SIGKILLed mid-transfer (80 MiB file, -j 1): the
 #      sender (--retries 0) exits 4 within 60 s with a clear message;
 #      every file with its final name is whole
+#   resume
+#      200 small files and one of 256 MiB; the sender and the receiver
+#      are SIGKILLed in turn, 5 times, at different points, and after each
+#      kill the same command is run again (the receiver started again on
+#      its port and DIR): what arrived is kept, and of what the receiver's
+#      partial holds, measured from its DIR, the next run sends again at
+#      most a chunk per worker and 5% (and, after a killed receiver, the
+#      16 MiB batch its journal may lack); the sixth run completes, bytes,
+#      modes and mtimes equal, having sent at most what was missing, a
+#      chunk per worker and 5%, and skipped the files that were complete
 #   link-down
 #      the client's veth goes down mid-transfer: the sender (--retries 0)
 #      fails clearly within 60 s, the receiver ends by itself within 90 s
@@ -90,7 +100,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 # link-down last: it takes the link down, which can upset the rxe driver
-ALL_CASES="tree auto receiver-killed lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect link-down"
+ALL_CASES="tree auto receiver-killed lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -553,6 +563,274 @@ case_link_down()
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
+}
+
+# ---- resume: runs killed one after another, each taken up by the next ------------------
+
+# resume_data SRC MIB - a tree for resume: a file of MIB MiB and 200 small
+# ones (none over 1 MiB, so only the big one has a partial), modes and
+# mtimes set
+resume_data()
+{
+	mkdir -p "$1/small" || return 1
+	head -c $(($2 << 20)) /dev/urandom >"$1/big" || return 1
+	chmod 640 "$1/big"
+	touch -d '@1600000000.123456789' "$1/big"
+	timeout 120 python3 - "$1/small" <<'PY'
+import os, random, sys
+
+rnd = random.Random(20261126)
+for i in range(200):
+    p = os.path.join(sys.argv[1], "s%03d" % i)
+    with open(p, "wb") as f:
+        f.write(rnd.randbytes(rnd.randrange(0, 65536)))
+    os.chmod(p, (0o600, 0o644, 0o755, 0o444)[i % 4])
+    t = rnd.randrange(978307200, 1700000000) * 10**9 + rnd.randrange(10**9)
+    os.utime(p, ns=(t, t))
+PY
+}
+
+# resume_state SRC DST LOG - what the receiver holds of SRC, which arrives
+# as DST/(the name of SRC), measured from DST alone: HELD, the bytes of
+# the partial files in DST/.pxfer/partial that equal their source at the
+# same offset (in 64 KiB blocks; what the receiver wrote, whether or not
+# its journal says so yet); COMPLETE, the files under their final name
+# with the bytes, size and mtime of their source (which the sender
+# skips); MISSING, the bytes of the other files less HELD. 1 (and why in
+# LOG) when a partial belongs to no file of SRC that is missing
+resume_state()
+{
+	local out
+
+	out=$(timeout 120 python3 - "$1" "$2" <<'PY'
+import hashlib, os, sys
+
+src, dst = sys.argv[1:3]
+rel = os.path.basename(src.rstrip("/"))
+B = 1 << 16
+
+def same(a, b):
+    sa, sb = os.stat(a), os.stat(b)
+    if sa.st_size != sb.st_size or sa.st_mtime_ns != sb.st_mtime_ns:
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            x, y = fa.read(1 << 20), fb.read(1 << 20)
+            if x != y:
+                return False
+            if not x:
+                return True
+
+def held(a, part):
+    n = 0
+    with open(a, "rb") as fa, open(part, "rb") as fp:
+        while True:
+            x, y = fa.read(B), fp.read(B)
+            if not x:
+                return n
+            if x == y:
+                n += len(x)
+
+missing = complete = have = 0
+keys = {}
+for d, _, files in os.walk(src):
+    for name in files:
+        p = os.path.join(d, name)
+        r = os.path.relpath(p, src)
+        final = os.path.join(dst, rel, r)
+        if os.path.isfile(final) and same(p, final):
+            complete += 1
+            continue
+        missing += os.path.getsize(p)
+        # the key of a partial: BLAKE2b-128 of the path below DIR
+        path = (rel + "/" + r).encode()
+        keys[hashlib.blake2b(path, digest_size=16).hexdigest()] = p
+stray = []
+pdir = os.path.join(dst, ".pxfer", "partial")
+for name in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
+    if not name.endswith(".part"):
+        continue
+    p = keys.get(name[:-5])
+    if p is None:
+        stray.append(name)
+        continue
+    have += held(p, os.path.join(pdir, name))
+print(missing - have, have, complete, " ".join(stray) or "-")
+PY
+) || { echo "resume_state: the python script failed" >>"$3"; return 1; }
+	read -r MISSING HELD COMPLETE STRAY <<<"$out"
+	[ -n "$COMPLETE" ] || { echo "resume_state: no result ('$out')" >>"$3"; return 1; }
+	[ "$STRAY" = - ] && return 0
+	echo "partial files of no missing file of $1: $STRAY" >>"$3"
+	return 1
+}
+
+# sessions_ended - how many sessions the receiver's log says ended
+sessions_ended()
+{
+	grep -cE ' from .* over rdma in [0-9.]+ s' "$RECV_LOG"
+}
+
+# session_ended N - for wait_for: the receiver logged more than N ends
+session_ended()
+{
+	[ "$(sessions_ended)" -gt "$1" ] || ! alive "$RECV_PID"
+}
+
+# resumed_by FILE - the bytes a sender's -v log says the receiver held
+# from before, in all files
+resumed_by()
+{
+	sed -n 's/.*: the receiver holds \([0-9]*\) bytes of it from before; sending the rest$/\1/p' "$1" |
+		awk '{ s += $1 } END { print s + 0 }'
+}
+
+# The same command is run 6 times; the sender, then the receiver, is
+# killed in the first 5, when AT MiB more have crossed the link. For each
+# run: what the receiver holds before it is measured from its DIR alone
+# (resume_state), and the run must take it up: it resends at most a chunk
+# per worker and 5% of the tree (SLACK) of the bytes the receiver's
+# partial already holds (its -v log says how many it was offered). After
+# a killed receiver, also the batch of records its journal did not have
+# yet: they are written once 16 MiB are pending (docs/architecture.md,
+# "Partial files"), more than 5% of this tree, where the loopback kill
+# matrix (test/e2e/resume.sh) has a tree large enough for 5% to cover
+# them. A run whose receiver is killed says what it sent: beyond what it
+# resent and what arrived, at most its rings' worth was lost with the
+# receiver. The last run, after a killed sender, completes and sends at
+# most what was missing and SLACK.
+case_resume()
+{
+	local src=$DATA/resume dst=$W/resume log=$LOGS/resume.check.log rc
+	local mib=${RESUME_MIB:-256} total slack ring batch k who mark ended before held
+	local complete resumed resent sent lost args bound after=
+	local -a at=(3 40 30 50 25) whom=(sender receiver sender receiver sender)
+
+	mkdir -p "$dst"
+	: >"$log"
+	if ! resume_data "$src" "$mib" >>"$log" 2>&1; then
+		fail "resume: the test data could not be made" "$log"
+		return
+	fi
+	total=$(find "$src" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+	# what a run may send again: a chunk per worker, and 5%
+	slack=$((2 * (1 << 20) + total / 20))
+	# what a killed receiver may take with it of what was sent: its rings
+	# (2 workers x 16 slots of 1 MiB, with the default --ring-mem)
+	ring=$((32 << 20))
+	# the records a killed receiver's journal may lack: a batch
+	batch=$((16 << 20))
+	if ! start_server resume "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		fail "resume: the receiver did not start" "$RECV_LOG"
+		return
+	fi
+	# the same command each time: the small files first, so that some
+	# are complete when a run is killed; --retries 0, so that a run
+	# whose receiver is killed ends, and the next is run by hand
+	args=(--json -v -j 2 --chunk-size 1M --retries 0 --transport rdma
+	      --bind "$CLI_ADDR" "$src/small" "$src/big" "$SRV_ADDR:$RECV_PORT/resume")
+	if ! resume_state "$src" "$dst" "$log"; then
+		fail "resume: what the receiver holds cannot be measured" "$log"
+		return
+	fi
+	for k in 1 2 3 4 5 6; do
+		rc=0
+		: >"$log"
+		before=$MISSING held=$HELD complete=$COMPLETE
+		who=${whom[k - 1]:-}
+		ended=$(sessions_ended)
+		wire_mark
+		if [ "$k" -lt 6 ]; then
+			bg_send "resume$k" "${args[@]}"
+			if ! wait_for 120 wire_at_least $((at[k - 1] << 20)); then
+				fail "resume: run $k: ${at[k - 1]} MiB did not cross within 120 s" "$SEND_LOG" "$RECV_LOG"
+				return
+			fi
+			if ! alive "$SEND_PID"; then
+				fail "resume: run $k ended before it could be killed" "$SEND_LOG" "$RECV_LOG"
+				return
+			fi
+			mark="$((WIRE_BYTES >> 20)) MiB on the wire"
+		else
+			run_send resume6 300 "${args[@]}"
+			echo "sender exit $SEND_RC after $SEND_SECS s" >>"$log"
+			[ "$SEND_RC" -eq 0 ] || rc=1
+		fi
+		if [ "$who" = sender ]; then
+			kill -KILL "$SEND_PID"
+			wait_pid "$SEND_PID" 10
+			echo "# killed ($mark)" >>"$SEND_LOG"
+			# the receiver ends the session, keeps the partial and
+			# lets go of it before the next run asks for it
+			wait_for 60 session_ended "$ended" ||
+				{ echo "the receiver did not end the session within 60 s" >>"$log"; rc=1; }
+			alive "$RECV_PID" || { echo "the receiver is gone" >>"$log"; rc=1; }
+		elif [ "$who" = receiver ]; then
+			kill -KILL "$RECV_PID"
+			wait_pid "$RECV_PID" 10
+			echo "# killed ($mark)" >>"$RECV_LOG"
+			wait_pid "$SEND_PID" 60
+			echo "# exit $WAIT_RC after $WAIT_SECS s" >>"$SEND_LOG"
+			echo "the sender exited $WAIT_RC $WAIT_SECS s after its receiver was killed" >>"$log"
+			[ "$WAIT_RC" -eq 4 ] || rc=1
+			grep_log "error: .*(receiver|connection|peer)" "$SEND_LOG" "$log" || rc=1
+			restart_server "resume-$k" "$dst" --transport rdma --bind "$SRV_ADDR" ||
+				{ echo "the receiver did not start again" >>"$log"; rc=1; }
+		fi
+		resume_state "$src" "$dst" "$log" || rc=1
+		# what the receiver held and the run sent again
+		resumed=$(resumed_by "$SEND_LOG")
+		resent=$((held - resumed))
+		bound=$slack
+		[ "$after" = receiver ] && bound=$((slack + batch))
+		after=$who
+		sent=$(json_num bytes_sent "$SEND_LOG")
+		{
+			echo "before the run: $before bytes missing, $held in the partial, $complete files complete"
+			echo "the receiver offered $resumed bytes of the partial: $resent sent again (bound $bound)"
+			echo "after the run: $MISSING bytes missing, $HELD in the partial, $COMPLETE files complete"
+			echo "sent: ${sent:-?} bytes"
+		} >>"$log"
+		if [ "$resent" -gt "$bound" ]; then
+			echo "the receiver's partial held $resent bytes more than it offered: they were sent again" >>"$log"
+			rc=1
+		elif [ "$resent" -lt 0 ]; then
+			echo "the receiver offered $((-resent)) bytes more than its partial holds equal to the source" >>"$log"
+			rc=1
+		fi
+		if [ "$k" -lt 6 ]; then
+			# what arrived is kept
+			[ "$MISSING" -lt "$before" ] || { echo "the run left nothing the next one can use" >>"$log"; rc=1; }
+			if [ -d "$dst/resume" ]; then
+				finals_intact "$src" "$dst/resume" "$log" || rc=1
+			fi
+			if [ -n "$sent" ]; then
+				lost=$((sent - resent - (before - MISSING)))
+				echo "lost with the receiver: $lost bytes (bound $ring)" >>"$log"
+				[ "$lost" -le "$ring" ] || rc=1
+			fi
+			check $rc "resume: run $k, $who killed at $mark: it sent again $resent of the $held bytes held before (bound $bound); $((before - MISSING)) of $before missing bytes arrived and are kept (${sent:-?} sent); $COMPLETE files complete, the named ones intact" \
+				"$log" "$SEND_LOG" "$RECV_LOG"
+			if [ "$rc" -ne 0 ] && ! alive "$RECV_PID"; then
+				return
+			fi
+			continue
+		fi
+		if [ -z "$sent" ] || [ "$sent" -gt $((before + slack)) ]; then
+			echo "it sent ${sent:-?} bytes for $before missing (bound: $slack more)" >>"$log"
+			rc=1
+		fi
+		[ "$(json_num files_same "$SEND_LOG")" = "$complete" ] ||
+			{ echo "$complete files were complete, $(json_num files_same "$SEND_LOG") skipped" >>"$log"; rc=1; }
+		same_tree "$src/small" "$dst/resume/small" "$log" || rc=1
+		same_file "$src/big" "$dst/resume/big" "$log" || rc=1
+		[ -z "$(find "$dst/.pxfer/partial" -name '*.part' 2>/dev/null)" ] ||
+			{ echo "partial files left: $(ls "$dst/.pxfer/partial")" >>"$log"; rc=1; }
+		check $rc "resume: run 6 completes: $total bytes intact (modes, mtimes); it sent ${sent:-?} bytes for $before missing (bound $((before + slack))), $resent of the $held held sent again, $complete complete files skipped ($SEND_SECS s)" \
+			"$log" "$SEND_LOG" "$RECV_LOG"
+	done
+	kill_leftovers
+	rm -rf "$dst" "$src"
 }
 
 # ---- lossy-link: loss and corruption ----------------------------------------------------------------
