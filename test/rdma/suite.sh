@@ -6,10 +6,11 @@
 # Boots the rxe test VM once (test/vm/run) and runs
 # test/rdma/cases.sh inside it against $PXFER_BUILD (default
 # build/san): transfers over --transport rdma with -j 1/2/4, transport
-# auto, a receiver killed, the link taken down, netem loss and
-# corruption, memlock limits for an unprivileged receiver and sender, a
-# throttled receiver (no RNR, credit-bounded work requests) and a wrong
-# secret. See docs/testing.md, "RDMA tests".
+# auto, a receiver killed, runs killed in turn and resumed, a sender
+# that comes back after the link was cut, the link taken down, netem
+# loss and corruption, memlock limits for an unprivileged receiver and
+# sender, a throttled receiver (no RNR, credit-bounded work requests)
+# and a wrong secret. See docs/testing.md, "RDMA tests".
 #
 # Usage: test/rdma/suite.sh [-v] [CASE...]
 #   -v      also print the logs of passed checks
@@ -24,7 +25,7 @@
 #
 # The logs of the last run are left in build/test-logs/rdma-suite/.
 # RDMA_E2E_TIMEOUT (default 900, or PXFER_TEST_TIMEOUT - 30 if that is
-# smaller) bounds the VM run, in seconds. A run takes about 5 minutes.
+# smaller) bounds the VM run, in seconds. A run takes 5 to 9 minutes.
 set -uo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
