@@ -167,6 +167,7 @@ static int on_file_status(struct send_session *s, uint16_t type,
 	} else if (e->type == PXFER_FT_REG) {
 		s->st->files++;
 		s->st->bytes += e->f.sent;
+		s->done_size += e->f.size;
 	} else if (e->type == PXFER_FT_DIR) {
 		s->st->dirs++;
 	} else {

@@ -305,7 +305,8 @@ static int check_opts(const struct pxfer_send_opts *o)
  */
 static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 		       unsigned int pass, const char *transport,
-		       unsigned int *again, int *welcomed, int *peer_ended)
+		       unsigned int *again, int *welcomed, int *peer_ended,
+		       uint64_t *done_size)
 {
 	struct send_session *s;
 	int code;
@@ -338,6 +339,7 @@ static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 	st->chunks += atomic_load(&s->chunks);
 	st->bytes_sent += atomic_load(&s->bytes_sent);
 	*again = s->again;
+	*done_size += s->done_size;
 	*welcomed = s->b.wel.workers != 0;
 	*peer_ended = s->b.peer_ended;
 	if (pxfer_failed(&s->b.fail))
@@ -379,7 +381,7 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	double t0 = pxfer_now(), wait;
 	const char *transport = NULL;
 	unsigned int pass = 0, again;
-	uint64_t credited = 0, credited_bytes = 0, failed_now = 0;
+	uint64_t credited = 0, credited_bytes = 0, failed_now = 0, done_size = 0;
 	int code, retries = 0, welcomed = 0, ever_welcomed = 0, peer_ended = 0;
 
 	memset(st, 0, sizeof(*st));
@@ -396,11 +398,11 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	for (;;) {
 		uint64_t failed = st->files_failed, same = st->files_same;
 		uint64_t bsame = st->bytes_same, dirs = st->dirs, links = st->links;
-		uint64_t files0 = st->files, bytes0 = st->bytes;
+		uint64_t files0 = st->files, bytes0 = done_size;
 
 		st->sessions++;
 		code = run_session(o, st, pass, transport, &again, &welcomed,
-				   &peer_ended);
+				   &peer_ended, &done_size);
 		/*
 		 * A later session finds what an earlier one sent there
 		 * already: that is not what was there before the call

@@ -92,6 +92,7 @@ struct send_session {
 	const char *transport;		/* instead of o->transport, or NULL */
 	unsigned int again;		/* files to send in another session */
 	uint64_t there;			/* bytes the receiver had: not sent */
+	uint64_t done_size;		/* sizes of the files completed */
 	atomic_uint_fast64_t bytes_sent;
 	atomic_uint_fast64_t chunks;
 	struct pxfer_stats *st;
