@@ -73,7 +73,7 @@ nothing_wrong()
 		else
 			n=$((n + 1))
 		fi
-	done < <(cd "$dst" && find . \( -type f -o -type l \) -printf '%P\0')
+	done < <(cd "$dst" && find . -path ./.pxfer -prune -o \( -type f -o -type l \) -printf '%P\0')
 	ok "$1: $n file(s) arrived, none with wrong bytes"
 }
 
@@ -96,7 +96,8 @@ tamper()
 	start_relay "$mode" "${rargs[@]}"
 	timer_start
 	SEND_WRAP=(timeout -k 5 "$LIMIT")
-	psend -j 3 --chunk-size 256K "$@" "$tree" "127.0.0.1:$RELAY_PORT"
+	# a tampered session is to fail, not to be retried
+	psend -j 3 --chunk-size 256K --retries 0 "$@" "$tree" "127.0.0.1:$RELAY_PORT"
 	SEND_WRAP=()
 	wait_recv "$LIMIT"
 	SECS=$(timer_secs)
