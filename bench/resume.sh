@@ -8,7 +8,8 @@
 # Sections (select them with --only '?/res-*'):
 #   A/res-full       pxfer (default -j): the whole of A, the reference
 #   A/res-90         the same command after a transfer of A was cut at 90%
-#                    of its chunks (through test/helper/relay, --retries 0):
+#                    of its chunks (test/helper/relay resets every
+#                    connection then; --retries 0):
 #                    the receiver holds 90% as a partial; the sender checks
 #                    what it holds against the source (a read) and sends
 #                    the rest
@@ -87,8 +88,9 @@ res_chunk() {
 	RES_CHUNK=$((RES_CHUNK << 10))
 }
 
-# the receiver keeps 90% of A: a transfer through the relay, which cuts
-# the connection that carries the chunk at 90%; the sender does not retry
+# the receiver keeps 90% of A: a transfer through the relay, which resets
+# every connection when the chunk at 90% passes; the sender does not
+# retry
 res_cut() {
 	local port rport rp lp n rc
 	res_chunk || return 1
@@ -99,7 +101,7 @@ res_cut() {
 		>"$RUN.cut.recv" 2>&1 &
 	rp=$!
 	wait_listen $port $rp || return 1
-	"$RELAY" -n "$n" 0 127.0.0.1 $port cut >"$RUN.relay" 2>"$RUN.relay.err" &
+	"$RELAY" -n "$n" 0 127.0.0.1 $port reset >"$RUN.relay" 2>"$RUN.relay.err" &
 	lp=$!
 	for ((rc = 0; rc < 100; rc++)); do
 		rport=$(head -n 1 "$RUN.relay" 2>/dev/null)
