@@ -75,7 +75,7 @@ static int digest_record(int fd, uint8_t *buf, XXH3_state_t *st, uint64_t off,
 	return 0;
 }
 
-int pxfer_digest_runs(int fd, const struct pxfer_run *r, unsigned int n,
+int pxfer_digest_runs(int fd, const struct pxfer_held_run *r, unsigned int n,
 		      struct pxfer_digest *out)
 {
 	struct pxfer_digest sum = { 0, 0 }, h;

@@ -13,20 +13,17 @@
 #include <stdint.h>
 
 #include "core/bytes.h"
+#include "core/proto.h"
 
 struct pxfer_digest {
 	uint64_t lo, hi;
 };
 
 /*
- * A run: @len bytes from @off, recorded as consecutive records of @unit
- * bytes each, the last one possibly shorter.
+ * A run (struct pxfer_held_run, core/proto.h: what FILE_OK carries):
+ * @len bytes from @off, recorded as consecutive records of @unit bytes
+ * each, the last one possibly shorter.
  */
-struct pxfer_run {
-	uint64_t off, len;
-	uint32_t unit;
-};
-
 /*
  * pxfer_digest_range - XXH3_128bits_withSeed(@buf, @len, @off): the hash
  * of @len bytes that sit at byte @off of a file
@@ -60,7 +57,7 @@ static inline int pxfer_digest_eq(const struct pxfer_digest *a,
  * form gives the same value). 0, -ENODATA if the file is shorter than a
  * run, -EINVAL for a run of unit 0 or one that wraps, or -errno.
  */
-int pxfer_digest_runs(int fd, const struct pxfer_run *r, unsigned int n,
+int pxfer_digest_runs(int fd, const struct pxfer_held_run *r, unsigned int n,
 		      struct pxfer_digest *out);
 
 /*

@@ -80,13 +80,13 @@ static int rec_cmp(const void *a, const void *b)
  * record of a run is found again from the run alone.
  */
 static unsigned int make_runs(const struct pxfer_partial_rec *r, unsigned int n,
-			      struct pxfer_run *runs, unsigned int *nruns)
+			      struct pxfer_held_run *runs, unsigned int *nruns)
 {
 	unsigned int i, k = 0;
 	int grows = 0;
 
 	for (i = 0; i < n; i++) {
-		struct pxfer_run *cur = &runs[k ? k - 1 : 0];
+		struct pxfer_held_run *cur = &runs[k ? k - 1 : 0];
 
 		if (grows && r[i].off == cur->off + cur->len &&
 		    r[i].len <= cur->unit) {
@@ -96,7 +96,7 @@ static unsigned int make_runs(const struct pxfer_partial_rec *r, unsigned int n,
 		}
 		if (k == PXFER_PARTIAL_RUNS_MAX)
 			break;
-		runs[k++] = (struct pxfer_run){ .off = r[i].off, .len = r[i].len,
+		runs[k++] = (struct pxfer_held_run){ .off = r[i].off, .len = r[i].len,
 						.unit = r[i].len };
 		grows = 1;
 	}

@@ -26,7 +26,7 @@
 
 #define PXFER_STATE_DIR ".pxfer"            /* top-level name in DIR reserved for the receiver */
 #define PXFER_PARTIAL_FLUSH (16u << 20)     /* pending bytes that trigger a flush */
-#define PXFER_PARTIAL_RUNS_MAX 256          /* runs a partial offers at most */
+#define PXFER_PARTIAL_RUNS_MAX PXFER_RUNS_MAX	/* runs a partial offers: what a FILE_OK holds */
 #define PXFER_PARTIAL_RECORDS_MAX (1u << 20) /* records read from a journal at most */
 
 /* the journal's format (big-endian): a header, then records */
@@ -90,7 +90,7 @@ struct pxfer_partial {
 	int fd;			/* the data, O_RDWR, sized to id.size (ftruncate) */
 	int jfd;		/* the journal, flock'ed LOCK_EX for the partial's life */
 	enum pxfer_partial_state state;
-	struct pxfer_run *runs;	/* held when opened, sorted, at most PXFER_PARTIAL_RUNS_MAX */
+	struct pxfer_held_run *runs;	/* held when opened, sorted, at most PXFER_PARTIAL_RUNS_MAX */
 	unsigned int nruns;
 	uint64_t held;		/* bytes in runs */
 	struct pxfer_digest digest;	/* sum of the held records' hashes */
@@ -183,7 +183,7 @@ int pxfer_partial_same_fs(const struct pxfer_partials *ps, int dirfd);
  */
 struct pxfer_partial_load {
 	enum pxfer_partial_state state;
-	struct pxfer_run *runs;
+	struct pxfer_held_run *runs;
 	unsigned int nruns;
 	uint64_t held;
 	struct pxfer_digest digest;

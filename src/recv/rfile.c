@@ -589,11 +589,7 @@ static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		ok->held = p->held;
 		pxfer_digest_wire(ok->digest, &p->digest);
 		ok->nrun = p->nruns;
-		for (unsigned int i = 0; i < p->nruns; i++) {
-			ok->run[i].off = p->runs[i].off;
-			ok->run[i].len = p->runs[i].len;
-			ok->run[i].unit = p->runs[i].unit;
-		}
+		memcpy(ok->run, p->runs, p->nruns * sizeof(*ok->run));
 		break;
 	case PXFER_PARTIAL_STALE:
 		ok->state = PXFER_HAVE_STALE;

@@ -46,17 +46,7 @@ static int take_partial(struct send_session *s, struct sentry *e,
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
 	memcpy(e->held, k->run, k->nrun * sizeof(*e->held));
 	if (!s->o->resume_trust) {
-		struct pxfer_run *runs = malloc(k->nrun * sizeof(*runs));
-
-		if (!runs)
-			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
-		for (unsigned int i = 0; i < k->nrun; i++) {
-			runs[i].off = k->run[i].off;
-			runs[i].len = k->run[i].len;
-			runs[i].unit = k->run[i].unit;
-		}
-		ret = pxfer_digest_runs(e->f.fd, runs, k->nrun, &got);
-		free(runs);
+		ret = pxfer_digest_runs(e->f.fd, e->held, k->nrun, &got);
 		pxfer_digest_unwire(&want, k->digest);
 		if (ret || !pxfer_digest_eq(&want, &got)) {
 			info("pxfer: %s: the receiver's partial copy does not match the source%s; it is sent whole",

@@ -44,7 +44,7 @@ struct want {
 	enum pxfer_partial_state state;
 	unsigned int ignored, nruns, nrecs;
 	uint64_t held, lo, hi;
-	struct pxfer_run runs[PXFER_PARTIAL_RUNS_MAX];
+	struct pxfer_held_run runs[PXFER_PARTIAL_RUNS_MAX];
 };
 
 static size_t hdr_len(const uint8_t *j, size_t len)
@@ -148,7 +148,7 @@ static void expect(const uint8_t *j, size_t len,
 			break;
 		} else {
 			unit = r[i].len;
-			w->runs[w->nruns++] = (struct pxfer_run){
+			w->runs[w->nruns++] = (struct pxfer_held_run){
 				.off = r[i].off, .len = r[i].len, .unit = r[i].len,
 			};
 		}
@@ -196,7 +196,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(l.digest.lo == w.lo && l.digest.hi == w.hi);
 	FUZZ_CHECK(l.state == PXFER_PARTIAL_HELD || (!l.nruns && !l.held));
 	for (unsigned int i = 0; i < l.nruns; i++) {
-		const struct pxfer_run *r = &l.runs[i];
+		const struct pxfer_held_run *r = &l.runs[i];
 
 		FUZZ_CHECK(r->off == w.runs[i].off && r->len == w.runs[i].len &&
 			   r->unit == w.runs[i].unit);

@@ -248,7 +248,7 @@ static void test_digest(void)
 	const size_t len = 3 * MiB + 12345;
 	uint8_t *buf = malloc(len);
 	struct pxfer_digest a, b, sum = { 0, 0 }, sum2 = { 0, 0 }, got;
-	struct pxfer_run runs[2];
+	struct pxfer_held_run runs[2];
 	XXH128_hash_t x;
 	int fd;
 
@@ -264,8 +264,8 @@ static void test_digest(void)
 	/* a run of 3 records of 4000 bytes and a last of 100; a run of one
 	 * record longer than digest_runs' buffer */
 	fd = file_of("/tmp", buf, len);
-	runs[0] = (struct pxfer_run){ .off = 10, .len = 12100, .unit = 4000 };
-	runs[1] = (struct pxfer_run){ .off = MiB, .len = 1536 * KiB,
+	runs[0] = (struct pxfer_held_run){ .off = 10, .len = 12100, .unit = 4000 };
+	runs[1] = (struct pxfer_held_run){ .off = MiB, .len = 1536 * KiB,
 				      .unit = 1536 * KiB };
 	for (int i = 3; i >= 0; i--) {
 		uint64_t off = 10 + (uint64_t)i * 4000;
@@ -539,7 +539,7 @@ static void test_parse(void)
 		{ .off = 50000, .len = 0 }, { .off = 99999, .len = 2 },
 		{ .off = UINT64_MAX - 10, .len = 100 },
 	};
-	static const struct pxfer_run want[] = {
+	static const struct pxfer_held_run want[] = {
 		{ 0, 6144, 4096 }, { 6144, 8192, 4096 }, { 14336, 8192, 8192 },
 		{ 30000, 100, 100 },
 	};
