@@ -258,7 +258,10 @@ static int on_file_end(struct recv_session *s, const struct pxfer_file_end *e)
 		       PXFER_DIGEST_LEN);
 	ret = pxfer_filetab_end(&s->tab, e->id, e->bytes, e->code);
 
-	if (ret > 0)
+	/* an empty file was named when it came: nothing for a worker */
+	if (ret > 0 && pxfer_rfile_get(&s->files, e->id)->named)
+		finalize(s, e->id);
+	else if (ret > 0)
 		hand_on(s, e->id);
 	return ret < 0 ? ret : 0;
 }

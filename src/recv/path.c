@@ -267,6 +267,8 @@ int pxfer_path_mkdir(int rootfd, const char *path, mode_t mode)
 		ret = -errno;
 		if (ret == -EEXIST)
 			ret = existing_dir(dfd, base);
+	} else {
+		ret = 1;
 	}
 	close(dfd);
 	return ret;

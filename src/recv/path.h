@@ -42,7 +42,9 @@ int pxfer_path_open_parent(int rootfd, const char *path, int create,
 /*
  * pxfer_path_mkdir - create directory @path beneath @rootfd (and any
  * missing parents), or accept it if it exists as a real directory (not a
- * link to one). Returns 0 or a negative errno.
+ * link to one). Returns 0 when it existed, 1 when this call made it (so
+ * that it is empty but for what its maker puts there), or a negative
+ * errno.
  */
 int pxfer_path_mkdir(int rootfd, const char *path, mode_t mode);
 

@@ -40,9 +40,14 @@ static int make_tmp_name(struct pxfer_rfiles *r, char *buf, size_t len,
 
 /* ---- open parent directories ------------------------------------------ */
 
-/* the open parent directory of @path, shared; *base is its last part */
+static int dir_fresh(const struct pxfer_rfiles *r, const char *path);
+
+/*
+ * the open parent directory of @path, shared; *base is its last part,
+ * *fresh whether this session made that directory
+ */
 static int dcache_get(struct pxfer_rfiles *r, const char *path,
-		      const char **base)
+		      const char **base, int *fresh)
 {
 	const char *slash = strrchr(path, '/');
 	size_t plen = slash ? (size_t)(slash - path) : 0;
@@ -61,12 +66,14 @@ static int dcache_get(struct pxfer_rfiles *r, const char *path,
 			d->refs++;
 			d->used = ++r->dcache_tick;
 			*base = slash ? slash + 1 : path;
+			*fresh = d->fresh;
 			return d->fd;
 		}
 		if (!d->refs && (!victim || (victim->fd >= 0 &&
 					     d->used < victim->used)))
 			victim = d;
 	}
+	*fresh = 0;
 	fd = pxfer_path_open_parent(r->basefd, path, 1, base);
 	if (fd < 0 || !victim)
 		return fd;	/* every entry busy: this one is not shared */
@@ -80,6 +87,7 @@ static int dcache_get(struct pxfer_rfiles *r, const char *path,
 	victim->fd = fd;
 	victim->refs = 1;
 	victim->used = ++r->dcache_tick;
+	victim->fresh = *fresh = dir_fresh(r, copy);
 	return fd;
 }
 
@@ -162,9 +170,16 @@ void pxfer_rfiles_probe(struct pxfer_rfiles *r)
 	char name[PXFER_NAME_MAX + 1];
 	int fd = -1;
 
+	struct stat st;
+
 	r->link_how = PXFER_LINK_NONE;
+	r->create_bits = 0;
+	/* every bit asked: what the file gets is what the umask (or a
+	 * default ACL) lets a mode at creation keep */
 	if (!force || strcmp(force, "rename"))
-		fd = openat(r->basefd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0600);
+		fd = openat(r->basefd, ".", O_WRONLY | O_TMPFILE | O_CLOEXEC, 0777);
+	if (fd >= 0 && !fstat(fd, &st))
+		r->create_bits = st.st_mode & 0777;
 	if (fd >= 0 && !make_tmp_name(r, name, sizeof(name), "probe")) {
 		for (unsigned int i = first; i < 2; i++) {
 			if (!link_fd(ways[i], fd, r->basefd, name)) {
@@ -197,7 +212,7 @@ static int open_dest(int rootfd, const char *dest, size_t dest_len)
 	ret = pxfer_path_check(dest, dest_len);
 	if (!ret)
 		ret = pxfer_path_mkdir(rootfd, dest, 0755);
-	if (ret)
+	if (ret < 0)
 		return ret;
 	return pxfer_path_open_dir(rootfd, dest);
 }
@@ -252,6 +267,9 @@ void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, enum pxfer_drop how)
 		return;
 	if (how != PXFER_DROP_DONE && rf->tmp)
 		unlinkat(rf->dirfd, rf->tmp, 0);
+	/* an empty file named when it came: what the sender gave up on */
+	if (how == PXFER_DROP_DISCARD && rf->named)
+		unlinkat(rf->dirfd, rf->base, 0);
 	if (rf->part) {
 		/* its descriptor is the partial's */
 		pxfer_partial_close(rf->part, how == PXFER_DROP_KEEP && r->keep);
@@ -362,6 +380,18 @@ static int dir_index_grow(struct pxfer_rfiles *r)
 	return 0;
 }
 
+/* did this session make directory @path (and no one replace it since)? */
+static int dir_fresh(const struct pxfer_rfiles *r, const char *path)
+{
+	const struct pxfer_rdir *d;
+	size_t slot;
+
+	if (!*path)
+		return 0;
+	d = dir_find(r, path, dir_hash(r, path), &slot);
+	return d && d->fresh;
+}
+
 /* a new record for directory @m (hash @h), known to fit */
 static int remember_dir(struct pxfer_rfiles *r, const struct pxfer_file *m,
 			uint32_t h)
@@ -399,7 +429,7 @@ int pxfer_rfile_mkdir(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	uint32_t h = dir_hash(r, m->path);
 	struct pxfer_rdir *d;
 	size_t slot;
-	int ret;
+	int ret, made;
 
 	if (!*r->dest && reserved(m->path, m->path_len)) {
 		*what = "the name is the receiver's own (its partial files)";
@@ -414,12 +444,19 @@ int pxfer_rfile_mkdir(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		return -ENOBUFS;
 	}
 	/* owner-writable until the end, when the real mode is applied */
-	ret = pxfer_path_mkdir(r->basefd, m->path, 0700);
+	made = pxfer_path_mkdir(r->basefd, m->path, 0700);
 	*what = "cannot create the directory";
-	if (ret)
-		return ret;
-	if (!d)
-		return remember_dir(r, m, h);
+	if (made < 0)
+		return made;
+	if (!d) {
+		ret = remember_dir(r, m, h);
+		if (ret)
+			return ret;
+		d = &r->dirs[r->ndirs - 1];
+		/* made here and now: no name in it is older than this session */
+		d->fresh = made;
+		return 0;
+	}
 	d->mode = m->mode & r->mode_mask;
 	set_times(d->times, m);
 	return 0;
@@ -500,6 +537,30 @@ static void set_mode(int dfd, const char *base, uint32_t mode)
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode))
 		fchmod(fd, mode);
 	close(fd);
+}
+
+/*
+ * An empty file has no data to wait for: it is made under its name at
+ * once, with its mode (the caller checked that the creation mask keeps
+ * it) and then its time. Two system calls, where a file that has data
+ * takes five; a receiver that dies between the two leaves the right
+ * (empty) content with the wrong time, which the next run sends again.
+ */
+static int create_empty(int dfd, const char *base, uint32_t mode,
+			const struct pxfer_file *m)
+{
+	struct timespec ts[2];
+
+	if (mknodat(dfd, base, S_IFREG | mode, 0))
+		return -errno;
+	set_times(ts, m);
+	if (utimensat(dfd, base, ts, AT_SYMLINK_NOFOLLOW)) {
+		int ret = -errno;
+
+		unlinkat(dfd, base, 0);
+		return ret;
+	}
+	return 0;
 }
 
 /* the path of @m from the top directory, for the partial's name */
@@ -611,7 +672,8 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	const char *base;
 	char *path = NULL, *tname = NULL;
 	struct stat st;
-	int dfd, fd = -1, ret, mode_set;
+	int dfd, fd = -1, ret, mode_set, fresh, as_made, unnamed = 0;
+	uint32_t mode;
 
 	memset(ok, 0, offsetof(struct pxfer_file_ok, run));
 	ok->id = m->id;
@@ -620,10 +682,11 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		*what = "the name is the receiver's own (its partial files)";
 		return -EPERM;
 	}
-	dfd = dcache_get(r, m->path, &base);
+	dfd = dcache_get(r, m->path, &base, &fresh);
 	if (dfd < 0)
 		return dfd;
-	if ((m->flags & (PXFER_FILE_SKIP | PXFER_FILE_CHECKSUM)) &&
+	/* in a directory this session made, nothing can be the same yet */
+	if (!fresh && (m->flags & (PXFER_FILE_SKIP | PXFER_FILE_CHECKSUM)) &&
 	    same_file(dfd, base, m, &st)) {
 		/* the same data; its mode follows the sender's, as a copy's
 		 * would (through a descriptor: never a link's target) */
@@ -635,6 +698,26 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	}
 	*what = "cannot create the file";
 	memset(rf, 0, sizeof(*rf));
+	mode = m->mode & r->mode_mask;
+	as_made = !(mode & ~r->create_bits);
+	if (fresh && !m->size && as_made && !r->fsync && !r->verify) {
+		ret = create_empty(dfd, base, mode, m);
+		if (!ret) {
+			path = strdup(m->path);
+			if (!path) {
+				unlinkat(dfd, base, 0);
+				dcache_put(r, dfd);
+				return -ENOMEM;
+			}
+			rf->fd = -1;
+			rf->dirfd = dfd;
+			rf->path = path;
+			rf->base = path + (base - m->path);
+			rf->mode = mode;
+			rf->named = rf->finished = rf->mode_set = 1;
+			return 0;
+		}
+	}
 	ret = open_partial(r, m, dfd, rf, ok);
 	if (ret < 0) {
 		if (ret == -EBUSY)
@@ -653,8 +736,11 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	ret = 0;
 	tmp[0] = 0;
 	/* read and write: --verify reads it back */
-	if (fd < 0 && r->link_how != PXFER_LINK_NONE && m->size <= PXFER_UNNAMED_MAX)
-		fd = openat(dfd, ".", O_RDWR | O_TMPFILE | O_CLOEXEC, 0600);
+	if (fd < 0 && r->link_how != PXFER_LINK_NONE && m->size <= PXFER_UNNAMED_MAX) {
+		fd = openat(dfd, ".", O_RDWR | O_TMPFILE | O_CLOEXEC,
+			    as_made ? mode : 0600);
+		unnamed = fd >= 0;
+	}
 	if (fd < 0)
 		ret = make_tmp_name(r, tmp, sizeof(tmp), base);
 	if (fd < 0 && !ret) {
@@ -670,10 +756,10 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	 */
 	if (!ret && !rf->part && m->size > PRESIZE_MIN && ftruncate(fd, m->size))
 		ret = -errno;
-	/* no one can open an unnamed file: it can have its mode now, here
-	 * rather than in the worker that completes it */
-	mode_set = !ret && !tmp[0] && !rf->part &&
-		   !fchmod(fd, m->mode & r->mode_mask);
+	/* no one can open an unnamed file: it can have its mode now, from
+	 * its creation if the mask lets it, here rather than in the worker
+	 * that completes it */
+	mode_set = !ret && unnamed && (as_made || !fchmod(fd, mode));
 	if (!ret) {
 		path = strdup(m->path);
 		tname = tmp[0] ? strdup(tmp) : NULL;
@@ -701,7 +787,7 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	rf->base = path + (base - m->path);
 	rf->tmp = tname;
 	rf->size = m->size;
-	rf->mode = m->mode & r->mode_mask;
+	rf->mode = mode;
 	rf->mode_set = mode_set;
 	set_times(rf->times, m);
 	return 0;

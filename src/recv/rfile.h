@@ -46,6 +46,7 @@ struct pxfer_rfile {
 	struct timespec times[2];
 	struct pxfer_partial *part;	/* resumable: its data and journal */
 	uint8_t digest[PXFER_DIGEST_LEN];	/* the sender's, from FILE_END */
+	int named;		/* complete under its name when created (empty) */
 	int finished;		/* a worker named it */
 	int finish_err;		/* ... or failed to, with this errno */
 	int verify_bad;		/* ... because it read back wrong */
@@ -63,11 +64,13 @@ struct pxfer_dcache {
 	char *path;		/* relative to the destination; "" for itself */
 	int fd;			/* -1: unused */
 	unsigned int refs;	/* files in flight that use fd */
+	int fresh;		/* made empty by this session */
 	uint64_t used;		/* for eviction of the least recently used */
 };
 
 struct pxfer_rdir {
 	char *path;
+	int fresh;		/* this session made it: no name in it but ours */
 	uint32_t mode;
 	struct timespec times[2];
 };
@@ -98,6 +101,7 @@ struct pxfer_rfiles {
 	uint8_t tmp_key[16];		/* keys the temporary names */
 	atomic_uint_fast64_t tmp_seq;	/* workers name files too */
 	enum pxfer_link_how link_how;
+	mode_t create_bits;		/* what a mode at creation keeps (probe) */
 	struct pxfer_rdir *dirs;	/* made, to be given mode and times */
 	size_t ndirs, dirs_cap;
 	size_t dirs_bytes;		/* of their paths, with their NULs */
