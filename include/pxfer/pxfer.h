@@ -39,7 +39,8 @@ extern "C" {
 #endif
 
 #define PXFER_DEFAULT_PORT	"7471"
-#define PXFER_DEFAULT_WORKERS	4
+/* the default workers: one per CPU, at most this many (pxfer_send_opts_init) */
+#define PXFER_AUTO_WORKERS_MAX	8
 /* chunk sizes the receiver picks from when the sender leaves it the choice */
 #define PXFER_AUTO_CHUNK_MIN	(1u << 20)
 #define PXFER_AUTO_CHUNK_MAX	(4u << 20)
@@ -132,7 +133,8 @@ struct pxfer_send_opts {
 	const char *device;	/* rdma device to use, or NULL (NULL) */
 	int gid_index;		/* its GID to use, or -1 (-1) */
 	const char *io;		/* "auto", "uring" or "sync" ("auto") */
-	int workers;		/* 1 to 64 (PXFER_DEFAULT_WORKERS) */
+	int workers;		/* 1 to 64 (one per CPU the process may
+				 * use, at most PXFER_AUTO_WORKERS_MAX) */
 	uint32_t chunk_size;	/* bytes, a multiple of 4096 from 4 KiB to
 				 * 64 MiB (PXFER_AUTO_CHUNK_MAX) */
 	int chunk_auto;		/* chunk_size is an upper bound and the

@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "core/sys.h"
 #include "pxfer/pxfer.h"
 
 void pxfer_send_opts_init(struct pxfer_send_opts *o)
@@ -14,7 +15,7 @@ void pxfer_send_opts_init(struct pxfer_send_opts *o)
 	o->transport = "auto";
 	o->gid_index = -1;
 	o->io = "auto";
-	o->workers = PXFER_DEFAULT_WORKERS;
+	o->workers = pxfer_workers_auto();
 	/* an upper bound: the receiver picks the size (chunk_auto) */
 	o->chunk_size = PXFER_AUTO_CHUNK_MAX;
 	o->chunk_auto = 1;

@@ -168,10 +168,11 @@ static int set_retry_wait(void *ctx, const char *arg)
 	return 0;
 }
 
-static const struct cli_opt send_opts[] = {
-	{ "jobs", 'j', "N", set_jobs,
-	  "worker threads and data connections (default "
-	  STR(PXFER_DEFAULT_WORKERS) ", 1-64)" },
+/* the help of -j says what the default comes to on this machine */
+static char jobs_help[160];
+
+static struct cli_opt send_opts[] = {
+	{ "jobs", 'j', "N", set_jobs, jobs_help },
 	{ "chunk-size", 0, "SIZE", set_chunk_size,
 	  "bytes per chunk (4K-64M; the receiver may lower it;\n"
 	  "default: up to 4M, as large as leaves the receiver\n"
@@ -349,6 +350,10 @@ int cmd_send(int argc, char **argv)
 	int first, code;
 
 	pxfer_send_opts_init(o);
+	snprintf(jobs_help, sizeof(jobs_help),
+		 "worker threads and data connections, 1-64 (default %d\n"
+		 "here: one per CPU this process may use, at most %d)",
+		 o->workers, PXFER_AUTO_WORKERS_MAX);
 	first = cli_parse(&send_cmd, argc, argv, &a, &common, &code);
 	if (first < 0)
 		return code;

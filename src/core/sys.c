@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,4 +90,42 @@ mode_t pxfer_umask_get(void)
 	old = umask(0077);
 	umask(old);
 	return old;
+}
+
+/* the CPUs a cgroup (v2) quota allows, rounded up; 0 if it sets none */
+static int cgroup_cpus(void)
+{
+	long long quota, period;
+	char buf[64];
+	int fd = open("/sys/fs/cgroup/cpu.max", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	if (sscanf(buf, "%lld %lld", &quota, &period) != 2 || quota <= 0 ||
+	    period <= 0)
+		return 0;	/* "max": no quota */
+	return (int)((quota + period - 1) / period);
+}
+
+int pxfer_workers_auto(void)
+{
+	cpu_set_t set;
+	int n = 0, q = cgroup_cpus();
+
+	if (!sched_getaffinity(0, sizeof(set), &set))
+		n = CPU_COUNT(&set);
+	if (n < 1) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+		n = c > 0 ? (int)c : 1;
+	}
+	if (q > 0 && q < n)
+		n = q;
+	return n > PXFER_AUTO_WORKERS_MAX ? PXFER_AUTO_WORKERS_MAX : n;
 }

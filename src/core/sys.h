@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pxfer/pxfer.h"
+
 /* pxfer_now - seconds on the monotonic clock */
 double pxfer_now(void);
 /* pxfer_now_ms - milliseconds on the monotonic clock */
@@ -40,5 +42,14 @@ int pxfer_env_flag(const char *name);
  * any thread is made.
  */
 mode_t pxfer_umask_get(void);
+
+/*
+ * pxfer_workers_auto - the default number of workers: one per CPU this
+ * process may run on (its affinity, and a cgroup's CPU quota where one is
+ * set), from 1 to PXFER_AUTO_WORKERS_MAX. A worker is a thread on each
+ * side that moves chunks; sender and receiver on one machine share its
+ * CPUs, and on two machines each has its own.
+ */
+int pxfer_workers_auto(void);
 
 #endif
