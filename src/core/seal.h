@@ -3,7 +3,7 @@
  * Sealing: the AEADs that authenticate (and, with --encrypt, encrypt)
  * what crosses the wire after the handshake, from OpenSSL's libcrypto:
  * AES-256-GCM or ChaCha20-Poly1305, 256-bit keys, 96-bit nonces, 128-bit
- * tags. A struct pxfer_aead is one direction with its key set: a sealer
+ * tags (and libsodium's, the same AEADs, for short messages). A struct pxfer_aead is one direction with its key set: a sealer
  * or an opener, made once per connection, so that sealing a chunk costs
  * no allocation.
  *
@@ -34,6 +34,13 @@ struct pxfer_aead {
 	void *ctx;		/* EVP_CIPHER_CTX, the key set */
 	int cipher;
 	int seal;		/* 1: seals, 0: opens */
+	/*
+	 * The same AEAD from libsodium, for short messages with one piece of
+	 * additional data (most control messages): libcrypto's EVP calls
+	 * cost twice the work on a message of tens of bytes. NULL where
+	 * libsodium cannot (AES-256-GCM needs AES-NI and PCLMUL there).
+	 */
+	void *fast;		/* its expanded key, or its key */
 };
 
 /* pxfer_cipher_name - "aes-256-gcm" or "chacha20-poly1305" */

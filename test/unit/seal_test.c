@@ -158,6 +158,91 @@ static void test_aead(int cipher)
 	pxfer_aead_release(&o);		/* idempotent */
 }
 
+/*
+ * Short messages go through libsodium where it has the AEAD: the same
+ * bytes and tag as libcrypto's, in both directions, at every length
+ * around the switch, and a flipped bit in the message, the tag or the
+ * additional data fails. @fast NULL in one of a pair makes it libcrypto's.
+ */
+static void test_short(int cipher)
+{
+	const char *name = pxfer_cipher_name(cipher);
+	uint8_t key[32], nonce[12], ad[12], a[600], b[600], orig[600], ta[16],
+		tb[16];
+	struct pxfer_aead fs, es, fo, eo;
+	void *keep_s, *keep_o;
+	int fails = 0;
+
+	memset(key, 9, sizeof(key));
+	memset(ad, 3, sizeof(ad));
+	for (size_t i = 0; i < sizeof(orig); i++)
+		orig[i] = i * 7 + 3;
+	T_EXPECT(!pxfer_aead_init(&fs, cipher, key, 1) &&
+		 !pxfer_aead_init(&es, cipher, key, 1) &&
+		 !pxfer_aead_init(&fo, cipher, key, 0) &&
+		 !pxfer_aead_init(&eo, cipher, key, 0), "%s: init", name);
+	if (!fs.fast) {
+		printf("%s: libsodium cannot here; libcrypto alone\n", name);
+		goto out;
+	}
+	keep_s = es.fast;
+	keep_o = eo.fast;
+	es.fast = eo.fast = NULL;
+	for (size_t len = 0; len <= sizeof(orig); len += len < 300 ? 1 : 50) {
+		pxfer_nonce_make(nonce, 0, len * 3 + 1);
+		memcpy(a, orig, len);
+		memcpy(b, orig, len);
+		if (pxfer_aead_seal(&fs, nonce, ad, sizeof(ad), NULL, 0, a, len, ta) ||
+		    pxfer_aead_seal(&es, nonce, ad, sizeof(ad), NULL, 0, b, len, tb) ||
+		    memcmp(a, b, len) || memcmp(ta, tb, 16)) {
+			if (fails++ < 3)
+				T_EXPECT(0, "%s: %zu bytes sealed differently", name, len);
+			continue;
+		}
+		/* each opens what the other sealed */
+		if (pxfer_aead_open(&eo, nonce, ad, sizeof(ad), NULL, 0, a, len, ta) ||
+		    memcmp(a, orig, len) ||
+		    pxfer_aead_open(&fo, nonce, ad, sizeof(ad), NULL, 0, b, len, tb) ||
+		    memcmp(b, orig, len)) {
+			if (fails++ < 3)
+				T_EXPECT(0, "%s: %zu bytes do not open across", name, len);
+			continue;
+		}
+		pxfer_aead_seal(&fs, nonce, ad, sizeof(ad), NULL, 0, a, len, ta);
+		memcpy(b, a, len);
+		if (len)
+			b[len / 2] ^= 1;
+		else
+			ta[0] ^= 1;
+		if (pxfer_aead_open(&fo, nonce, ad, sizeof(ad), NULL, 0, b, len, ta) !=
+		    -EBADMSG && fails++ < 3)
+			T_EXPECT(0, "%s: %zu bytes: a flipped bit opened", name, len);
+		if (!len)
+			ta[0] ^= 1;
+		ta[len % 16] ^= 0x40;
+		memcpy(b, a, len);
+		if (pxfer_aead_open(&fo, nonce, ad, sizeof(ad), NULL, 0, b, len, ta) !=
+		    -EBADMSG && fails++ < 3)
+			T_EXPECT(0, "%s: %zu bytes: a flipped tag opened", name, len);
+		ta[len % 16] ^= 0x40;
+		ad[len % sizeof(ad)] ^= 2;
+		memcpy(b, a, len);
+		if (pxfer_aead_open(&fo, nonce, ad, sizeof(ad), NULL, 0, b, len, ta) !=
+		    -EBADMSG && fails++ < 3)
+			T_EXPECT(0, "%s: %zu bytes: flipped additional data opened",
+				 name, len);
+		ad[len % sizeof(ad)] ^= 2;
+	}
+	T_EXPECT(!fails, "%s: %d lengths failed", name, fails);
+	es.fast = keep_s;
+	eo.fast = keep_o;
+out:
+	pxfer_aead_release(&fs);
+	pxfer_aead_release(&es);
+	pxfer_aead_release(&fo);
+	pxfer_aead_release(&eo);
+}
+
 /* ---- the sealed control channel ---------------------------------------- */
 
 static const uint8_t key_ab[32] = { 1 }, key_ba[32] = { 2 };
@@ -381,6 +466,8 @@ int main(void)
 	test_keys();
 	test_aead(PXFER_CIPHER_AES_GCM);
 	test_aead(PXFER_CIPHER_CHACHA);
+	test_short(PXFER_CIPHER_AES_GCM);
+	test_short(PXFER_CIPHER_CHACHA);
 	test_ctrl();
 	test_tagger(0, "gmac");
 	test_tagger(PXFER_HELLO_CHACHA, "poly1305");
