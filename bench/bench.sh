@@ -84,7 +84,7 @@ TFMT='%e %U %S %M'
 RUN_TIMEOUT=600         # seconds; a run that takes longer has failed
 
 quick=0 out='' reps='' only='' keep=0 BASE=${PXFER_BASELINE:-}
-usage() { sed -n '7,20s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '/^#   bench\/bench.sh \[/,/^##$/{/^##$/d;s/^# \{0,1\}//;p;}' "$0"; }
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1;;
