@@ -50,6 +50,12 @@
 # 1, 2, 4, 8): A as 8 pieces of an eighth, B as 8 directories of an eighth
 # of the files, 8/N pieces to each sender; wall time until all are done.
 #
+# pxfer runs on each workload at -j 1, 2, 4 and 8 (W/pxfer-jN; the default
+# -j too if it is none of these), and once with no -j at all
+# (W/pxfer-default, "pxfer default (-jN)": the default as a user gets it,
+# with N as `pxfer send --help` gives it), which the targets on the
+# default use.
+#
 # Every run: the receiving side (server) is started under GNU time, then the
 # sending side (client) under GNU time; wall time runs from the client's start
 # until both sides have finished (for the rsync daemon, which keeps running,
@@ -136,12 +142,34 @@ if ! nc -h 2>&1 | grep -q OpenBSD; then
 	exit 2
 fi
 
-# the default worker count, from the binary itself
-PX_DEFAULT_J=$("$PXFER" send --help 2>/dev/null |
-	sed -n 's/.*--jobs N.*(default \([0-9][0-9]*\).*/\1/p' | head -n 1)
-PX_DEFAULT_J=${PX_DEFAULT_J:-4}
-PX_JOBS=(1 2 4)
-case " ${PX_JOBS[*]} " in *" $PX_DEFAULT_J "*) ;; *) PX_JOBS+=("$PX_DEFAULT_J");; esac
+# the default worker count, from the binary itself: the first number after
+# "(default" in the text of --jobs, which may go on over the lines below it
+# ("(default 4, 1-64)", "(default 2 here: one per CPU, 1 to 8)")
+default_jobs() {
+	"$PXFER" send --help 2>/dev/null | awk '
+		/^[[:space:]]*(-j, )?--jobs N/ { t = $0; s = 1; next }
+		s && /^[[:space:]]+[^-[:space:]]/ { t = t " " $0; next }
+		s { exit }
+		END {
+			if (match(t, /\(default[[:space:]]+[0-9]+/)) {
+				t = substr(t, RSTART, RLENGTH)
+				sub(/^\(default[[:space:]]+/, "", t)
+				print t + 0
+			}
+		}'
+}
+PX_DEFAULT_J=$(default_jobs)
+if [ -z "$PX_DEFAULT_J" ] || [ "$PX_DEFAULT_J" -lt 1 ]; then
+	echo "bench: no default -j in '$PXFER send --help'; the default sections say -j?" >&2
+	PX_DEFAULT_J='?'
+fi
+# the sweep, and the default if it is not one of its -j
+PX_JOBS=(1 2 4 8)
+case " ${PX_JOBS[*]} " in
+*" $PX_DEFAULT_J "*) ;;
+*) [ "$PX_DEFAULT_J" = '?' ] ||
+	mapfile -t PX_JOBS < <(printf '%s\n' "${PX_JOBS[@]}" "$PX_DEFAULT_J" | sort -n);;
+esac
 
 # ---------------------------------------------------------------- work dir
 if [ -n "${PXFER_BENCH_DIR:-}" ]; then
@@ -346,10 +374,15 @@ peer_iperf3_A() {       # memory to memory: the ceiling of this link
 		"$RUN.cli.log" >"$RUN.iperf3_bps"
 }
 
-pxfer_pair() {          # $1 jobs, $2 path to send, $3 the binary (default $PXFER)
-	local px=${3:-$PXFER}
+# $1 jobs (default: no -j, the default as a user gets it), $2 path to
+# send, $3 the binary (default $PXFER); the workers the sender used go to
+# $RUN.workers (from its --json summary)
+pxfer_pair() {
+	local px=${3:-$PXFER} jobs="-j $1 "
+	[ "$1" != default ] || jobs=''
 	measure "exec '$px' recv --dir '$DST' --once --bind 127.0.0.1 --port $PORT --transport tcp -q" \
-		"exec '$px' send -j $1 --transport tcp -q '$2' 127.0.0.1:$PORT"
+		"exec '$px' send $jobs--transport tcp -q --json '$2' 127.0.0.1:$PORT" || return 1
+	sed -n 's/.*"workers":\([0-9]*\).*/\1/p' "$RUN.cli.log" >"$RUN.workers"
 }
 peer_pxfer_A() { pxfer_pair "$1" "$DATA/a.bin" && verify_file "$DATA/a.bin" "$DST/a.bin"; }
 
@@ -441,18 +474,22 @@ peer_rsync_B() { rsync_pair "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"
 
 # ---------------------------------------------------------------- sections
 # id;workload;label;function [args]
+# pxfer at every -j of the sweep, then without -j (W/pxfer-default: the
+# default as a user gets it; the -j of its label is what --help says)
+px_sections() {         # $1 workload
+	local j
+	for j in "${PX_JOBS[@]}"; do
+		SECTIONS+=("$1/pxfer-j$j;$1;pxfer -j$j;peer_pxfer_$1 $j")
+		[ -z "$BASE" ] || SECTIONS+=("$1/base-j$j;$1;baseline -j$j;peer_base_$1 $j")
+	done
+	SECTIONS+=("$1/pxfer-default;$1;pxfer default (-j$PX_DEFAULT_J);peer_pxfer_$1 default")
+}
 SECTIONS=("A/iperf3;A;iperf3 (mem-to-mem);peer_iperf3_A")
-for j in "${PX_JOBS[@]}"; do
-	SECTIONS+=("A/pxfer-j$j;A;pxfer -j$j;peer_pxfer_A $j")
-	[ -z "$BASE" ] || SECTIONS+=("A/base-j$j;A;baseline -j$j;peer_base_A $j")
-done
+px_sections A
 SECTIONS+=("A/nc;A;nc;peer_nc_A" "A/rsync;A;rsync daemon;peer_rsync_A")
 SECTIONS+=("A/floor;A;sendfile -> recv+pwrite, 2 conns (ref.);peer_floor_A")
 SECTIONS+=("A/cp;A;cp (local, ref.);peer_cp_A")
-for j in "${PX_JOBS[@]}"; do
-	SECTIONS+=("B/pxfer-j$j;B;pxfer -j$j;peer_pxfer_B $j")
-	[ -z "$BASE" ] || SECTIONS+=("B/base-j$j;B;baseline -j$j;peer_base_B $j")
-done
+px_sections B
 SECTIONS+=("B/nc;B;tar | nc;peer_nc_B" "B/rsync;B;rsync daemon;peer_rsync_B")
 SECTIONS+=("B/cp;B;cp -a (local, ref.);peer_cp_B")
 MANY_PIECES=8
@@ -732,6 +769,15 @@ best_pxfer() {          # $1 workload, [$2 pxfer or base]: the -j with the highe
 	done
 	echo "$best"
 }
+worst_pxfer() {         # $1 workload: the -j from 1 to 8 with the lowest; '' if one is missing
+	local worst='' ww='' j w
+	for j in "${PX_JOBS[@]}"; do
+		[ "$j" -le 8 ] || continue
+		w=$(mibps "$1/pxfer-j$j") || return 0
+		if [ -z "$ww" ] || [ "$(calc "$w < $ww" d)" = 1 ]; then worst=$j ww=$w; fi
+	done
+	echo "$worst"
+}
 
 RATIOS_TXT='' TARGETS_TXT='' met=0 missed=0 unknown=0
 selected() {            # $1 section id: is it part of this run?
@@ -757,10 +803,14 @@ target() {              # $1 text, $2 1 met / 0 missed / '' not measured, $3 det
 }
 ge() { local a b; a=$(mibps "$1") && b=$(mibps "$2") && calc "$a >= $3 * $b" d; }
 gt() { local a b; a=$(mibps "$1") && b=$(mibps "$2") && calc "$a > $b" d; }
+vs() {                  # $1 label a, $2 section a, $3 label b, $4 section b: "a X vs b Y MiB/s"
+	echo "$1 $(mibps "$2" 2>/dev/null) vs $3 $(mibps "$4" 2>/dev/null) MiB/s"
+}
 
 report() {
-	local bA bB d r t w v
-	bA=$(best_pxfer A) bB=$(best_pxfer B) d=$PX_DEFAULT_J
+	local bA bB d=$PX_DEFAULT_J r t w v b k dl
+	bA=$(best_pxfer A) bB=$(best_pxfer B)
+	dl="default (-j$d)"
 	table
 	ratio_line "A: pxfer -j$bA (best) / iperf3" "A/pxfer-j$bA" A/iperf3
 	w=$(field A/iperf3 9 2>/dev/null)
@@ -779,15 +829,26 @@ report() {
 	ratio_line "B: pxfer -j$bB (best) / rsync" "B/pxfer-j$bB" B/rsync
 	ratio_line "B: pxfer -j$bB (best) / cp -a (reference)" "B/pxfer-j$bB" B/cp
 	ratio_line "B: tar | nc / cp -a (reference)" B/nc B/cp
-	if [ "$bA" != "$d" ]; then
-		ratio_line "A: pxfer -j$d (default) / iperf3" "A/pxfer-j$d" A/iperf3
-		ratio_line "A: pxfer -j$d (default) / nc" "A/pxfer-j$d" A/nc
-		ratio_line "A: pxfer -j$d (default) / rsync" "A/pxfer-j$d" A/rsync
-	fi
-	if [ "$bB" != "$d" ]; then
-		ratio_line "B: pxfer -j$d (default) / tar | nc" "B/pxfer-j$d" B/nc
-		ratio_line "B: pxfer -j$d (default) / rsync" "B/pxfer-j$d" B/rsync
-	fi
+	# the sweep: the default, and the worst -j, against the best -j
+	for w in A B; do
+		[ $w = A ] && b=$bA || b=$bB
+		ratio_line "$w: pxfer $dl / -j$b (best)" "$w/pxfer-default" "$w/pxfer-j$b"
+		k=$(worst_pxfer $w)
+		[ -z "$k" ] || [ "$k" = "$b" ] ||
+			ratio_line "$w: pxfer -j$k (worst) / -j$b (best)" "$w/pxfer-j$k" "$w/pxfer-j$b"
+	done
+	# the default as a user gets it, against the other tools
+	ratio_line "A: pxfer $dl / iperf3" A/pxfer-default A/iperf3
+	ratio_line "A: pxfer $dl / nc" A/pxfer-default A/nc
+	ratio_line "A: pxfer $dl / rsync" A/pxfer-default A/rsync
+	ratio_line "A: pxfer $dl / sendfile -> recv+pwrite (ref.)" A/pxfer-default A/floor
+	ratio_line "B: pxfer $dl / tar | nc" B/pxfer-default B/nc
+	ratio_line "B: pxfer $dl / rsync" B/pxfer-default B/rsync
+	# what the default sections ran with, when --help said otherwise
+	v=$(cat "$LOGS"/?_pxfer-default.*.workers 2>/dev/null | sort -un | tr '\n' ' ')
+	v=${v% }
+	[ -z "$v" ] || [ "$v" = "$d" ] ||
+		RATIOS_TXT+="note: pxfer default ran with $v worker(s) (its --json), not the -j$d of its --help"$'\n'
 	# senders at once: the aggregate against the best single sender of
 	# the run (any -j, or the one sender of the many-1 section)
 	local n one oid best_one
@@ -826,35 +887,48 @@ report() {
 			[ $w = A ] && r=$bA || r=$bB
 			t=$(ge "$w/pxfer-j$r" "$w/base-j$bb" 0.95)
 			target "$w: no loss against the baseline (best -j of each, >= 0.95x)" "$t" \
-				"pxfer -j$r $(mibps "$w/pxfer-j$r" 2>/dev/null) vs baseline -j$bb $(mibps "$w/base-j$bb" 2>/dev/null) MiB/s"
+				"$(vs "pxfer -j$r" "$w/pxfer-j$r" "baseline -j$bb" "$w/base-j$bb")"
 		done
 	fi
 	int_report
 	res_report
-	t=$(ge "A/pxfer-j$bA" A/iperf3 0.9); target "A: pxfer >= 0.9x iperf3" "$t" \
-		"pxfer -j$bA $(mibps "A/pxfer-j$bA" 2>/dev/null) vs iperf3 $(mibps A/iperf3 2>/dev/null) MiB/s"
+	# the sweep: the default within 5% of the best -j, and no -j from 1 to
+	# 8 far behind it
 	for w in A B; do
-		local b; [ $w = A ] && b=$bA || b=$bB
-		t=$(gt "$w/pxfer-j$b" "$w/nc"); target "$w: pxfer faster than nc" "$t" \
-			"pxfer -j$b $(mibps "$w/pxfer-j$b" 2>/dev/null) vs $(mibps "$w/nc" 2>/dev/null) MiB/s"
-		t=$(gt "$w/pxfer-j$b" "$w/rsync"); target "$w: pxfer faster than rsync" "$t" \
-			"pxfer -j$b $(mibps "$w/pxfer-j$b" 2>/dev/null) vs $(mibps "$w/rsync" 2>/dev/null) MiB/s"
+		[ $w = A ] && b=$bA || b=$bB
+		t=$(ge "$w/pxfer-default" "$w/pxfer-j$b" 0.95)
+		target "$w: default within 5% of the best -j (>= 0.95x)" "$t" \
+			"$(vs "$dl" "$w/pxfer-default" "-j$b" "$w/pxfer-j$b")"
+		k=$(worst_pxfer $w) t=''
+		[ -z "$k" ] || t=$(ge "$w/pxfer-j$k" "$w/pxfer-j$b" 0.8)
+		target "$w: every -j from 1 to 8 >= 0.8x the best" "$t" \
+			"$(vs "worst -j$k" "$w/pxfer-j$k" "best -j$b" "$w/pxfer-j$b")"
 	done
-	# peak RSS at default settings: the largest seen in any run of either workload
+	t=$(ge "A/pxfer-j$bA" A/iperf3 0.9); target "A: pxfer >= 0.9x iperf3" "$t" \
+		"$(vs "pxfer -j$bA" "A/pxfer-j$bA" iperf3 A/iperf3)"
+	for w in A B; do
+		[ $w = A ] && b=$bA || b=$bB
+		t=$(gt "$w/pxfer-j$b" "$w/nc"); target "$w: pxfer faster than nc" "$t" \
+			"$(vs "pxfer -j$b" "$w/pxfer-j$b" nc "$w/nc")"
+		t=$(gt "$w/pxfer-j$b" "$w/rsync"); target "$w: pxfer faster than rsync" "$t" \
+			"$(vs "pxfer -j$b" "$w/pxfer-j$b" rsync "$w/rsync")"
+	done
+	# peak RSS as a user gets it: the largest seen in any run of the
+	# default sections, either workload
 	local side col worst wl_w
 	for side in sender receiver; do
 		[ $side = sender ] && col=10 || col=11
 		worst='' wl_w=''
 		for w in A B; do
-			v=$(field "$w/pxfer-j$d" $col 2>/dev/null) || continue
+			v=$(field "$w/pxfer-default" $col 2>/dev/null) || continue
 			if [ -z "$worst" ] || [ "$v" -gt "$worst" ]; then worst=$v wl_w=$w; fi
 		done
 		if [ -n "$worst" ]; then
-			target "peak RSS <= 64 MiB, pxfer $side at default -j$d" \
+			target "peak RSS <= 64 MiB, pxfer $side at $dl" \
 				"$(calc "$worst <= 64 * 1024" d)" \
 				"$(calc "$worst / 1024" .1f) MiB, largest of all runs, workload $wl_w"
 		else
-			target "peak RSS <= 64 MiB, pxfer $side at default -j$d" ""
+			target "peak RSS <= 64 MiB, pxfer $side at $dl" ""
 		fi
 	done
 }
@@ -862,8 +936,9 @@ report() {
 report
 RSS_TXT=
 for w in A B; do
-	if field "$w/pxfer-j$PX_DEFAULT_J" 1 >/dev/null; then
-		RSS_TXT+="$w: pxfer -j$PX_DEFAULT_J (default) peak RSS: sender $(calc "$(field "$w/pxfer-j$PX_DEFAULT_J" 5) / 1024" .1f) MiB, receiver $(calc "$(field "$w/pxfer-j$PX_DEFAULT_J" 6) / 1024" .1f) MiB (median); largest $(calc "$(field "$w/pxfer-j$PX_DEFAULT_J" 10) / 1024" .1f) / $(calc "$(field "$w/pxfer-j$PX_DEFAULT_J" 11) / 1024" .1f) MiB"$'\n'
+	id=$w/pxfer-default
+	if field "$id" 1 >/dev/null; then
+		RSS_TXT+="$w: pxfer default (-j$PX_DEFAULT_J) peak RSS: sender $(calc "$(field "$id" 5) / 1024" .1f) MiB, receiver $(calc "$(field "$id" 6) / 1024" .1f) MiB (median); largest $(calc "$(field "$id" 10) / 1024" .1f) / $(calc "$(field "$id" 11) / 1024" .1f) MiB"$'\n'
 	fi
 done
 
