@@ -10,7 +10,8 @@
 #   bench/bench.sh [--quick] [--out FILE] [--reps N] [--only LIST] [--keep]
 #                  [--baseline PXFER]
 #
-#   --quick      256 MiB file, 1,000 small files, 1 repetition (sanity run)
+#   --quick      256 MiB file, 1,000 small files, 10,000 empty files in 10
+#                directories, 1 repetition (sanity run)
 #   --out FILE   also write the results as Markdown to FILE
 #   --reps N     repetitions of every measurement (default 3; 1 with --quick)
 #   --only LIST  run only the sections whose id matches one of the
@@ -43,10 +44,13 @@
 #                     kept, but the medians leave disturbed runs out when the
 #                     section has undisturbed ones.
 #
-# Workloads (both read from the page cache, written to the page cache):
+# Workloads (read from the page cache, written to the page cache):
 #   A  one file of random data (2 GiB)
 #   B  a tree of small files (10,000 x 4 KiB in 10 subdirectories)
-# and the same split among N senders at once to one receiver (many-N, N =
+#   C  a tree of empty files (100,000 in 100 subdirectories): the cost of
+#      a file alone; C has no bytes, so its rate is files/s (its table
+#      rows show '-' for MiB/s and CPU per GiB)
+# and A and B split among N senders at once to one receiver (many-N, N =
 # 1, 2, 4, 8): A as 8 pieces of an eighth, B as 8 directories of an eighth
 # of the files, 8/N pieces to each sender; wall time until all are done.
 #
@@ -63,13 +67,15 @@
 # receiver has written everything). CPU is user+sys of both sides including
 # their children and threads; peak RSS is GNU time's %M per side (for a
 # shell pipeline such as 'tar c | nc', the largest process of the pipeline).
-# Each copy is checked (cmp / diff -r) and a run that fails or copies
-# wrongly is not counted. Each measurement is repeated and the median shown.
-# Every run writes into a new empty directory; before it, dirty data is
-# synced and the harness waits for the machine to be idle (see
-# PXFER_BENCH_QUIET). Copies of the tree are deleted only at the end (see the
-# note in the run loop); on ext4 without a journal, let six minutes pass
-# before the next run.
+# Each copy is checked (cmp; diff -r and the file count; for C, the sorted
+# names, types and sizes of both trees and the count of empty files) and a
+# run that fails or copies wrongly is not counted. Each measurement is
+# repeated and the median shown. Every run writes into a new empty
+# directory; before it, dirty data is synced and the harness waits for the
+# machine to be idle (see PXFER_BENCH_QUIET). Copies of the trees are
+# deleted only at the end, except C's on tmpfs (see the note in the run
+# loop); on ext4 without a journal, let six minutes pass before the next
+# run.
 #
 # Exit status: 0 when every run succeeded and every copy was correct, whether
 # or not the targets were met; 1 when a run failed or a copy was wrong;
@@ -110,9 +116,9 @@ while [ $# -gt 0 ]; do
 done
 
 if [ $quick -eq 1 ]; then
-	A_BYTES=$((256 << 20)) B_FILES=1000 reps=${reps:-1}
+	A_BYTES=$((256 << 20)) B_FILES=1000 C_FILES=10000 C_DIRS=10 reps=${reps:-1}
 else
-	A_BYTES=$((2 << 30)) B_FILES=10000 reps=${reps:-3}
+	A_BYTES=$((2 << 30)) B_FILES=10000 C_FILES=100000 C_DIRS=100 reps=${reps:-3}
 fi
 B_FILE_SIZE=4096
 B_DIRS=10
@@ -351,6 +357,26 @@ verify_tree() {         # $1 source tree, $2 copy
 	[ "$n" -eq "$B_FILES" ] ||
 		{ echo "copy has $n files, not $B_FILES" >>"$RUN.cli.log"; return 1; }
 }
+# C's tree of empty files: the same names and types on both sides, and
+# C_FILES files, all empty (diff -r reads every pair: slow at 100,000)
+empty_list() {          # $1 tree: one sorted line per entry below it
+	find "$1" -mindepth 1 \( -type f -printf 'f %s %P\n' \) -o -printf '%y - %P\n' |
+		LC_ALL=C sort
+}
+verify_empty() {        # $1 source tree, $2 copy
+	local n
+	{ empty_list "$1" >"$RUN.src.list" && empty_list "$2" >"$RUN.dst.list"; } 2>>"$RUN.cli.log" ||
+		{ echo "cannot list $1 or $2" >>"$RUN.cli.log"; return 1; }
+	if ! cmp -s "$RUN.src.list" "$RUN.dst.list"; then
+		diff "$RUN.src.list" "$RUN.dst.list" | head -n 20 >>"$RUN.cli.log"
+		echo "copy differs: $2" >>"$RUN.cli.log"
+		return 1
+	fi
+	n=$(grep -c '^f 0 ' "$RUN.dst.list")
+	[ "$n" -eq "$C_FILES" ] ||
+		{ echo "copy has $n empty files, not $C_FILES" >>"$RUN.cli.log"; return 1; }
+	rm -f "$RUN.src.list" "$RUN.dst.list"
+}
 
 # ---------------------------------------------------------------- peers
 # one secret for both pxfer sides (the receiver would otherwise make one up)
@@ -408,9 +434,11 @@ verify_pieces() {       # $1 directory of the pieces, each copied to $DST
 		{ echo "copy differs: $DST" >>"$RUN.cli.log"; return 1; }
 }
 peer_pxfer_B() { pxfer_pair "$1" "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"; }
+peer_pxfer_C() { pxfer_pair "$1" "$DATA/tree-c" && verify_empty "$DATA/tree-c" "$DST/tree-c"; }
 # the baseline (--baseline): the same runs with the earlier build
 peer_base_A() { pxfer_pair "$1" "$DATA/a.bin" "$BASE" && verify_file "$DATA/a.bin" "$DST/a.bin"; }
 peer_base_B() { pxfer_pair "$1" "$DATA/tree" "$BASE" && verify_tree "$DATA/tree" "$DST/tree"; }
+peer_base_C() { pxfer_pair "$1" "$DATA/tree-c" "$BASE" && verify_empty "$DATA/tree-c" "$DST/tree-c"; }
 
 peer_nc_A() {
 	measure "exec nc -l 127.0.0.1 $PORT >'$DST/a.bin'" \
@@ -421,6 +449,11 @@ peer_nc_B() {
 	measure "nc -l 127.0.0.1 $PORT | tar -x -C '$DST'" \
 		"tar -c -C '$DATA' tree | nc -N 127.0.0.1 $PORT" &&
 		verify_tree "$DATA/tree" "$DST/tree"
+}
+peer_nc_C() {
+	measure "nc -l 127.0.0.1 $PORT | tar -x -C '$DST'" \
+		"tar -c -C '$DATA' tree-c | nc -N 127.0.0.1 $PORT" &&
+		verify_empty "$DATA/tree-c" "$DST/tree-c"
 }
 
 # A reference, not a competitor: the same copy on one machine, with no
@@ -464,6 +497,7 @@ rsync_pair() {          # $1 path to push into the daemon's module
 }
 peer_rsync_A() { rsync_pair "$DATA/a.bin" && verify_file "$DATA/a.bin" "$DST/a.bin"; }
 peer_rsync_B() { rsync_pair "$DATA/tree" && verify_tree "$DATA/tree" "$DST/tree"; }
+peer_rsync_C() { rsync_pair "$DATA/tree-c" && verify_empty "$DATA/tree-c" "$DST/tree-c"; }
 
 # the integrity group: pxfer's chunk protections, scp and rsync -e ssh
 # shellcheck source=integrity.sh
@@ -492,6 +526,8 @@ SECTIONS+=("A/cp;A;cp (local, ref.);peer_cp_A")
 px_sections B
 SECTIONS+=("B/nc;B;tar | nc;peer_nc_B" "B/rsync;B;rsync daemon;peer_rsync_B")
 SECTIONS+=("B/cp;B;cp -a (local, ref.);peer_cp_B")
+px_sections C
+SECTIONS+=("C/nc;C;tar | nc;peer_nc_C" "C/rsync;C;rsync daemon;peer_rsync_C")
 MANY_PIECES=8
 MANY=(1 2 4 8)
 for w in A B; do
@@ -501,6 +537,15 @@ for w in A B; do
 done
 int_sections
 res_sections
+
+some_selected() {       # $1 pattern: does the run have such a section?
+	local s
+	for s in "${SECTIONS[@]}"; do
+		# shellcheck disable=SC2053
+		[[ ${s%%;*} == $1 ]] && return 0
+	done
+	return 1
+}
 
 if [ -n "$only" ]; then
 	sel=()
@@ -548,6 +593,40 @@ make_data() {
 	touch "$DATA/.complete"
 }
 
+# C: empty files, made by one process (a touch per file would take
+# minutes): python3 where it runs, else bash's own redirections
+make_data_c() {
+	some_selected 'C/*' || return 0
+	[ -f "$DATA/.complete-c" ] && return 0
+	rm -rf "$DATA/tree-c"
+	echo "data: writing $C_FILES empty files in $C_DIRS directories"
+	if python3 -c '' 2>/dev/null; then
+		python3 - "$DATA/tree-c" "$C_FILES" "$C_DIRS" <<-'EOF' || return 1
+		import os, sys
+		top, files, dirs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+		os.mkdir(top)
+		for d in range(dirs):
+		    sub = os.path.join(top, "d%d" % d)
+		    os.mkdir(sub)
+		    for i in range(files // dirs + (d < files % dirs)):
+		        os.close(os.open(os.path.join(sub, "f%05d" % i),
+		                         os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+		EOF
+	else
+		local d i n f
+		mkdir "$DATA/tree-c" || return 1
+		for ((d = 0; d < C_DIRS; d++)); do
+			n=$((C_FILES / C_DIRS + (d < C_FILES % C_DIRS ? 1 : 0)))
+			mkdir "$DATA/tree-c/d$d" || return 1
+			for ((i = 0; i < n; i++)); do
+				printf -v f '%s/tree-c/d%d/f%05d' "$DATA" "$d" "$i"
+				: >"$f" || return 1
+			done
+		done
+	fi
+	touch "$DATA/.complete-c"
+}
+
 machine_info() {
 	local cpu
 	cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
@@ -569,7 +648,8 @@ machine_info() {
 	*) echo "memory:  $PXFER_BENCH_WARM MiB faulted in before each run";;
 	esac
 	echo "sizes:   A = $(human_bytes $A_BYTES) file; B = $B_FILES files x $B_FILE_SIZE bytes" \
-	     "in $B_DIRS directories; $reps repetition(s), median shown"
+	     "in $B_DIRS directories; C = $C_FILES empty files in $C_DIRS directories;" \
+	     "$reps repetition(s), median shown"
 }
 
 # ---------------------------------------------------------------- run
@@ -579,11 +659,16 @@ avail=$(awk '/MemAvailable/ { print $2 * 1024 }' /proc/meminfo)
 if [ "$(calc "$avail < 2.5 * ($A_BYTES + $B_BYTES)" d)" = 1 ]; then
 	echo "warning: only $((avail >> 20)) MiB available; the data and its copy may not stay in the page cache"
 fi
-make_data || { echo "bench: cannot write the data into $DATA" >&2; exit 1; }
+if ! make_data || ! make_data_c; then
+	echo "bench: cannot write the data into $DATA" >&2
+	exit 1
+fi
 int_prepare || exit 1
 # read everything once so that every run reads from the page cache
 dd if="$DATA/a.bin" of=/dev/null bs=1M status=none
-tar -c -C "$DATA" tree many-a many-b | cat >/dev/null
+trees=(tree many-a many-b)
+[ ! -d "$DATA/tree-c" ] || trees+=(tree-c)
+tar -c -C "$DATA" "${trees[@]}" | cat >/dev/null
 if command -v fincore >/dev/null; then
 	echo "cache:   $(fincore -n -o RES,SIZE "$DATA/a.bin" | awk '{print $1 " of " $2}') of the file in the page cache"
 fi
@@ -599,7 +684,7 @@ run_one() {             # $1 id, $2 workload, $3 label, $4 function [args], $5 r
 	sync                # no dirty data from an earlier run is written back during this one
 	wait_quiet
 	next_port
-	if [ "$wl" = A ]; then BYTES=$A_BYTES; else BYTES=$B_BYTES; fi
+	case $wl in A) BYTES=$A_BYTES;; B) BYTES=$B_BYTES;; *) BYTES=0;; esac
 	if [ "$PXFER_BENCH_WARM" = auto ]; then
 		"$WARM" $(((BYTES >> 20) + 512)) >/dev/null || return 1
 	elif [ "$PXFER_BENCH_WARM" != 0 ]; then
@@ -630,9 +715,14 @@ run_one() {             # $1 id, $2 workload, $3 label, $4 function [args], $5 r
 	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$rep" \
 		"$M_WALL" "$cu" "$cs" "$cm" "$su" "$ss" "$sm" "$BYTES" \
 		"$(cat "$RUN.iperf3_bps" 2>/dev/null)" "$other" "$dist" >>"$RESULTS"
-	printf '%-3s %-20s rep %d/%d  %8.3f s  %9.1f MiB/s  CPU %5.2f s  other CPU %4.2f  ok%s\n' \
-		"$wl" "$label" "$rep" "$reps" "$M_WALL" \
-		"$(calc "$BYTES / 2^20 / $M_WALL" .1f)" "$ours" "$other" "$note"
+	local speed
+	if [ "$BYTES" -gt 0 ]; then
+		speed=$(printf '%9.1f MiB/s' "$(calc "$BYTES / 2^20 / $M_WALL" .1f)")
+	else
+		speed=$(printf '%7.0f files/s' "$(calc "$C_FILES / $M_WALL" .0f)")
+	fi
+	printf '%-3s %-20s rep %d/%d  %8.3f s  %s  CPU %5.2f s  other CPU %4.2f  ok%s\n' \
+		"$wl" "$label" "$rep" "$reps" "$M_WALL" "$speed" "$ours" "$other" "$note"
 }
 
 # With a baseline, the two builds take turns going first at each -j: a
@@ -653,6 +743,18 @@ round_order() {		# $1 repetition: the sections in the order to run
 	done
 }
 
+# the inodes the copies of C that stay until the end need (every attempt)
+COPIES_FS=$(stat -f -c %T "$COPIES" 2>/dev/null)
+if [ "$COPIES_FS" != tmpfs ]; then
+	nc_sec=0
+	for s in "${SECTIONS[@]}"; do [[ $s == C/* ]] && nc_sec=$((nc_sec + 1)); done
+	need=$((nc_sec * reps * (RETRIES + 1) * (C_FILES + C_DIRS + 1)))
+	free_inodes=$(df -P -i "$COPIES" 2>/dev/null | awk 'NR == 2 && $2 > 0 { print $4 }')
+	if [ "$need" -gt 0 ] && [ -n "$free_inodes" ] && [ "$free_inodes" -lt "$need" ]; then
+		echo "warning: the copies of C may need up to $need inodes, and $COPIES has $free_inodes free"
+	fi
+fi
+
 failed=0
 for ((rep = 1; rep <= reps; rep++)); do
 	round_order "$rep"
@@ -661,13 +763,16 @@ for ((rep = 1; rep <= reps; rep++)); do
 		for ((try = 1; ; try++)); do
 			run_one "$id" "$wl" "$label" "$fn" "$rep" "$try"
 			rc=$?
-			# Copies of the big file go at once; copies of the tree stay
+			# Copies of the big file go at once; copies of the trees stay
 			# until the end: on ext4 without a journal, creating files soon
 			# after deleting thousands of others makes the inode allocator
 			# skip every "recently deleted" inode one by one (for a minute,
 			# six while their inode table block is dirty), which would make
-			# the next tree run's receiver several times slower.
+			# the next tree run's receiver several times slower. On tmpfs,
+			# which has no such allocator, C's copies go at once too: kept,
+			# 100,000 inodes each would run it out of inodes.
 			[ "$wl" = A ] && rm -rf "$DST"
+			[ "$wl" = C ] && [ "$COPIES_FS" = tmpfs ] && rm -rf "$DST"
 			[ $rc -eq 2 ] || break
 		done
 		[ "$rc" -eq 0 ] || failed=$((failed + 1))
@@ -729,10 +834,19 @@ field() {               # $1 section id, $2 field number (1 = wall ... see above
 	cut -f "$2" <<<"$v"
 }
 mibps() { local w b; w=$(field "$1" 1) && b=$(field "$1" 8) && calc "$b / 2^20 / $w" .1f; }
+# what compares: MiB/s, or files/s for C, whose files are empty
+rate() {                # $1 section id
+	local w
+	case $1 in
+	C/*) w=$(field "$1" 1) && calc "$C_FILES / $w" .0f;;
+	*) mibps "$1";;
+	esac
+}
+rate_unit() { case $1 in C/*) echo files/s;; *) echo MiB/s;; esac; }
 
 TABLE_TXT='' TABLE_MD='' DISTURBED='' DISCARDED=''
 table() {
-	local s id wl label fn w b c cc sc rc rs n o d a gs
+	local s id wl label fn w b c cc sc rc rs n o d a gs mb cg
 	TABLE_TXT=$(printf '%-3s %-20s %9s %10s %9s %8s %13s %12s %12s %5s %6s' \
 		wl peer "wall s" "MiB/s" "CPU s" "CPU/GiB" "snd/rcv /GiB" "RSS snd MiB" "RSS rcv MiB" runs other)
 	TABLE_MD='| workload | peer | wall s | MiB/s | CPU s (snd+rcv) | CPU s/GiB | CPU s snd / rcv | CPU s/GiB snd / rcv | peak RSS snd MiB | peak RSS rcv MiB | runs used | other CPU |
@@ -753,18 +867,23 @@ table() {
 		elif [ "$a" -ne "$n" ]; then
 			DISCARDED+=" $id ($((a - n)))"
 		fi
-		gs=$(calc "$cc / ($b / 2^30)" .2f)/$(calc "$sc / ($b / 2^30)" .2f)
-		TABLE_TXT+=$'\n'$(printf '%-3s %-20s %9.3f %10.1f %9.2f %8.2f %13s %12.1f %12.1f %5s %6.2f' \
-			"$wl" "$label" "$w" "$(mibps "$id")" "$c" "$(calc "$c / ($b / 2^30)" .2f)" "$gs" \
+		if [ "$b" -gt 0 ]; then
+			mb=$(mibps "$id") cg=$(calc "$c / ($b / 2^30)" .2f)
+			gs=$(calc "$cc / ($b / 2^30)" .2f)/$(calc "$sc / ($b / 2^30)" .2f)
+		else    # C: no bytes, no rate per byte (its files/s are in the ratios)
+			mb=- cg=- gs=-
+		fi
+		TABLE_TXT+=$'\n'$(printf '%-3s %-20s %9.3f %10s %9.2f %8s %13s %12.1f %12.1f %5s %6.2f' \
+			"$wl" "$label" "$w" "$mb" "$c" "$cg" "$gs" \
 			"$(calc "$rc / 1024" .1f)" "$(calc "$rs / 1024" .1f)" "$n/$reps" "$o")
-		TABLE_MD+=$'\n'"| $wl | ${label//|/\\|} | $(calc "$w" .3f) | $(mibps "$id") | $(calc "$c" .2f) | $(calc "$c / ($b / 2^30)" .2f) | $(calc "$cc" .2f) / $(calc "$sc" .2f) | ${gs/\// / } | $(calc "$rc / 1024" .1f) | $(calc "$rs / 1024" .1f) | $n/$reps | $(calc "$o" .2f) |"
+		TABLE_MD+=$'\n'"| $wl | ${label//|/\\|} | $(calc "$w" .3f) | $mb | $(calc "$c" .2f) | $cg | $(calc "$cc" .2f) / $(calc "$sc" .2f) | ${gs/\// / } | $(calc "$rc / 1024" .1f) | $(calc "$rs / 1024" .1f) | $n/$reps | $(calc "$o" .2f) |"
 	done
 }
 
 best_pxfer() {          # $1 workload, [$2 pxfer or base]: the -j with the highest throughput
 	local best='' bw=0 j w
 	for j in "${PX_JOBS[@]}"; do
-		w=$(mibps "$1/${2:-pxfer}-j$j") || continue
+		w=$(rate "$1/${2:-pxfer}-j$j") || continue
 		if [ "$(calc "$w > $bw" d)" = 1 ]; then best=$j bw=$w; fi
 	done
 	echo "$best"
@@ -773,7 +892,7 @@ worst_pxfer() {         # $1 workload: the -j from 1 to 8 with the lowest; '' if
 	local worst='' ww='' j w
 	for j in "${PX_JOBS[@]}"; do
 		[ "$j" -le 8 ] || continue
-		w=$(mibps "$1/pxfer-j$j") || return 0
+		w=$(rate "$1/pxfer-j$j") || return 0
 		if [ -z "$ww" ] || [ "$(calc "$w < $ww" d)" = 1 ]; then worst=$j ww=$w; fi
 	done
 	echo "$worst"
@@ -788,8 +907,9 @@ selected() {            # $1 section id: is it part of this run?
 ratio_line() {          # $1 text, $2 section a, $3 section b: throughput a / b
 	local a b
 	selected "$2" && selected "$3" || return 0
-	if a=$(mibps "$2") && b=$(mibps "$3"); then
-		RATIOS_TXT+=$(printf '%-44s %6.2fx   (%s / %s MiB/s)' "$1" "$(calc "$a / $b" .4f)" "$a" "$b")$'\n'
+	if a=$(rate "$2") && b=$(rate "$3"); then
+		RATIOS_TXT+=$(printf '%-44s %6.2fx   (%s / %s %s)' "$1" "$(calc "$a / $b" .4f)" \
+			"$a" "$b" "$(rate_unit "$2")")$'\n'
 	else
 		RATIOS_TXT+=$(printf '%-44s %6s' "$1" "n/a")$'\n'
 	fi
@@ -801,15 +921,15 @@ target() {              # $1 text, $2 1 met / 0 missed / '' not measured, $3 det
 	*) TARGETS_TXT+="n/a     $1 (not measured)"$'\n'; unknown=$((unknown + 1));;
 	esac
 }
-ge() { local a b; a=$(mibps "$1") && b=$(mibps "$2") && calc "$a >= $3 * $b" d; }
-gt() { local a b; a=$(mibps "$1") && b=$(mibps "$2") && calc "$a > $b" d; }
-vs() {                  # $1 label a, $2 section a, $3 label b, $4 section b: "a X vs b Y MiB/s"
-	echo "$1 $(mibps "$2" 2>/dev/null) vs $3 $(mibps "$4" 2>/dev/null) MiB/s"
+ge() { local a b; a=$(rate "$1") && b=$(rate "$2") && calc "$a >= $3 * $b" d; }
+gt() { local a b; a=$(rate "$1") && b=$(rate "$2") && calc "$a > $b" d; }
+vs() {                  # $1 label a, $2 section a, $3 label b, $4 section b: "a X vs b Y unit"
+	echo "$1 $(rate "$2" 2>/dev/null) vs $3 $(rate "$4" 2>/dev/null) $(rate_unit "$2")"
 }
 
 report() {
-	local bA bB d=$PX_DEFAULT_J r t w v b k dl
-	bA=$(best_pxfer A) bB=$(best_pxfer B)
+	local bA bB bC d=$PX_DEFAULT_J r t w v b k dl
+	bA=$(best_pxfer A) bB=$(best_pxfer B) bC=$(best_pxfer C)
 	dl="default (-j$d)"
 	table
 	ratio_line "A: pxfer -j$bA (best) / iperf3" "A/pxfer-j$bA" A/iperf3
@@ -829,9 +949,12 @@ report() {
 	ratio_line "B: pxfer -j$bB (best) / rsync" "B/pxfer-j$bB" B/rsync
 	ratio_line "B: pxfer -j$bB (best) / cp -a (reference)" "B/pxfer-j$bB" B/cp
 	ratio_line "B: tar | nc / cp -a (reference)" B/nc B/cp
+	ratio_line "C: pxfer -j$bC (best) / tar | nc" "C/pxfer-j$bC" C/nc
+	ratio_line "C: pxfer -j$bC (best) / rsync" "C/pxfer-j$bC" C/rsync
+	ratio_line "C: tar | nc / rsync" C/nc C/rsync
 	# the sweep: the default, and the worst -j, against the best -j
-	for w in A B; do
-		[ $w = A ] && b=$bA || b=$bB
+	for w in A B C; do
+		case $w in A) b=$bA;; B) b=$bB;; *) b=$bC;; esac
 		ratio_line "$w: pxfer $dl / -j$b (best)" "$w/pxfer-default" "$w/pxfer-j$b"
 		k=$(worst_pxfer $w)
 		[ -z "$k" ] || [ "$k" = "$b" ] ||
@@ -842,8 +965,10 @@ report() {
 	ratio_line "A: pxfer $dl / nc" A/pxfer-default A/nc
 	ratio_line "A: pxfer $dl / rsync" A/pxfer-default A/rsync
 	ratio_line "A: pxfer $dl / sendfile -> recv+pwrite (ref.)" A/pxfer-default A/floor
-	ratio_line "B: pxfer $dl / tar | nc" B/pxfer-default B/nc
-	ratio_line "B: pxfer $dl / rsync" B/pxfer-default B/rsync
+	for w in B C; do
+		ratio_line "$w: pxfer $dl / tar | nc" "$w/pxfer-default" "$w/nc"
+		ratio_line "$w: pxfer $dl / rsync" "$w/pxfer-default" "$w/rsync"
+	done
 	# what the default sections ran with, when --help said otherwise
 	v=$(cat "$LOGS"/?_pxfer-default.*.workers 2>/dev/null | sort -un | tr '\n' ' ')
 	v=${v% }
@@ -879,12 +1004,12 @@ report() {
 
 	if [ -n "$BASE" ]; then
 		local bb
-		for w in A B; do
+		for w in A B C; do
 			for j in "${PX_JOBS[@]}"; do
 				ratio_line "$w: pxfer -j$j / baseline -j$j" "$w/pxfer-j$j" "$w/base-j$j"
 			done
 			bb=$(best_pxfer $w base)
-			[ $w = A ] && r=$bA || r=$bB
+			case $w in A) r=$bA;; B) r=$bB;; *) r=$bC;; esac
 			t=$(ge "$w/pxfer-j$r" "$w/base-j$bb" 0.95)
 			target "$w: no loss against the baseline (best -j of each, >= 0.95x)" "$t" \
 				"$(vs "pxfer -j$r" "$w/pxfer-j$r" "baseline -j$bb" "$w/base-j$bb")"
@@ -914,12 +1039,12 @@ report() {
 			"$(vs "pxfer -j$b" "$w/pxfer-j$b" rsync "$w/rsync")"
 	done
 	# peak RSS as a user gets it: the largest seen in any run of the
-	# default sections, either workload
+	# default sections, any workload
 	local side col worst wl_w
 	for side in sender receiver; do
 		[ $side = sender ] && col=10 || col=11
 		worst='' wl_w=''
-		for w in A B; do
+		for w in A B C; do
 			v=$(field "$w/pxfer-default" $col 2>/dev/null) || continue
 			if [ -z "$worst" ] || [ "$v" -gt "$worst" ]; then worst=$v wl_w=$w; fi
 		done
@@ -935,7 +1060,7 @@ report() {
 
 report
 RSS_TXT=
-for w in A B; do
+for w in A B C; do
 	id=$w/pxfer-default
 	if field "$id" 1 >/dev/null; then
 		RSS_TXT+="$w: pxfer default (-j$PX_DEFAULT_J) peak RSS: sender $(calc "$(field "$id" 5) / 1024" .1f) MiB, receiver $(calc "$(field "$id" 6) / 1024" .1f) MiB (median); largest $(calc "$(field "$id" 10) / 1024" .1f) / $(calc "$(field "$id" 11) / 1024" .1f) MiB"$'\n'
