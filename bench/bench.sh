@@ -843,6 +843,10 @@ rate() {                # $1 section id
 	esac
 }
 rate_unit() { case $1 in C/*) echo files/s;; *) echo MiB/s;; esac; }
+cpu_per_gib() {         # $1 section: CPU s/GiB of both sides
+	local c b
+	c=$(field "$1" 2) && b=$(field "$1" 8) && [ "$b" -gt 0 ] && calc "$c / ($b / 2^30)" .2f
+}
 
 TABLE_TXT='' TABLE_MD='' DISTURBED='' DISCARDED=''
 table() {
@@ -944,6 +948,10 @@ report() {
 	ratio_line "A: pxfer -j$bA (best) / cp (reference)" "A/pxfer-j$bA" A/cp
 	ratio_line "A: iperf3 / cp (reference)" A/iperf3 A/cp
 	ratio_line "A: pxfer -j$bA (best) / sendfile -> recv+pwrite (reference)" "A/pxfer-j$bA" A/floor
+	if r=$(cpu_per_gib "A/pxfer-j$bA" 2>/dev/null) && v=$(cpu_per_gib A/floor 2>/dev/null); then
+		RATIOS_TXT+=$(printf '%-44s %6.2fx   (%s / %s CPU s/GiB)' \
+			"A: CPU per GiB, pxfer -j$bA (best) / floor" "$(calc "$r / $v" .4f)" "$r" "$v")$'\n'
+	fi
 	ratio_line "A: sendfile -> recv+pwrite (reference) / iperf3" A/floor A/iperf3
 	ratio_line "B: pxfer -j$bB (best) / tar | nc" "B/pxfer-j$bB" B/nc
 	ratio_line "B: pxfer -j$bB (best) / rsync" "B/pxfer-j$bB" B/rsync
@@ -1029,12 +1037,25 @@ report() {
 		target "$w: every -j from 1 to 8 >= 0.8x the best" "$t" \
 			"$(vs "worst -j$k" "$w/pxfer-j$k" "best -j$b" "$w/pxfer-j$b")"
 	done
+	t=$(ge "A/pxfer-j$bA" A/floor 0.85)
+	target "A: best -j >= 0.85x the floor (sendfile -> recv+pwrite)" "$t" \
+		"$(vs "pxfer -j$bA" "A/pxfer-j$bA" floor A/floor)"
+	t=''
+	if r=$(cpu_per_gib "A/pxfer-j$bA" 2>/dev/null) && v=$(cpu_per_gib A/floor 2>/dev/null); then
+		t=$(calc "$r <= 1.3 * $v" d)
+	fi
+	target "A: best -j CPU s/GiB <= 1.3x the floor's" "$t" "pxfer -j$bA $r vs floor $v CPU s/GiB"
+	t=$(ge "B/pxfer-j$bB" B/nc 2)
+	target "B: best -j >= 2x tar | nc" "$t" "$(vs "pxfer -j$bB" "B/pxfer-j$bB" "tar | nc" B/nc)"
+	t=$(ge "C/pxfer-j$bC" C/nc 1.5)
+	target "C: best -j >= 1.5x tar | nc (files/s)" "$t" \
+		"$(vs "pxfer -j$bC" "C/pxfer-j$bC" "tar | nc" C/nc)"
 	t=$(ge "A/pxfer-j$bA" A/iperf3 0.9); target "A: pxfer >= 0.9x iperf3" "$t" \
 		"$(vs "pxfer -j$bA" "A/pxfer-j$bA" iperf3 A/iperf3)"
+	t=$(gt "A/pxfer-j$bA" A/nc); target "A: pxfer faster than nc" "$t" \
+		"$(vs "pxfer -j$bA" "A/pxfer-j$bA" nc A/nc)"
 	for w in A B; do
 		[ $w = A ] && b=$bA || b=$bB
-		t=$(gt "$w/pxfer-j$b" "$w/nc"); target "$w: pxfer faster than nc" "$t" \
-			"$(vs "pxfer -j$b" "$w/pxfer-j$b" nc "$w/nc")"
 		t=$(gt "$w/pxfer-j$b" "$w/rsync"); target "$w: pxfer faster than rsync" "$t" \
 			"$(vs "pxfer -j$b" "$w/pxfer-j$b" rsync "$w/rsync")"
 	done

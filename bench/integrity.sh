@@ -209,11 +209,6 @@ int_prepare() {         # before the runs: the tags' speeds, the ssh cipher
 	fi
 }
 
-cpu_per_gib() {         # $1 section: CPU s/GiB of both sides
-	local c b
-	c=$(field "$1" 2) && b=$(field "$1" 8) && calc "$c / ($b / 2^30)" .2f
-}
-
 int_report() {          # the group's ratios and targets, in report
 	local w t c m
 	for w in A B; do
