@@ -40,8 +40,6 @@ static int make_tmp_name(struct pxfer_rfiles *r, char *buf, size_t len,
 
 /* ---- open parent directories ------------------------------------------ */
 
-static int dir_fresh(const struct pxfer_rfiles *r, const char *path);
-
 /*
  * the open parent directory of @path, shared; *base is its last part,
  * *fresh whether this session made that directory
@@ -87,7 +85,7 @@ static int dcache_get(struct pxfer_rfiles *r, const char *path,
 	victim->fd = fd;
 	victim->refs = 1;
 	victim->used = ++r->dcache_tick;
-	victim->fresh = *fresh = dir_fresh(r, copy);
+	victim->fresh = *fresh = pxfer_rdirs_fresh(r, copy);
 	return fd;
 }
 
@@ -218,7 +216,7 @@ static int open_dest(int rootfd, const char *dest, size_t dest_len)
 }
 
 /* the receiver's own state directory, at the top: no sender writes there */
-static int reserved(const char *path, size_t len)
+int pxfer_rfile_reserved(const char *path, size_t len)
 {
 	size_t n = strlen(PXFER_STATE_DIR);
 
@@ -237,7 +235,7 @@ int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
 	r->fsync = fsync;
 	/* never set-id bits from a peer */
 	r->mode_mask = mode_mask & 01777;
-	if (reserved(dest, dest_len)) {
+	if (pxfer_rfile_reserved(dest, dest_len)) {
 		r->basefd = -1;
 		return -EPERM;
 	}
@@ -290,14 +288,7 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r)
 		pxfer_rfile_drop(r, i, PXFER_DROP_KEEP);
 	free(r->f);
 	r->f = NULL;
-	for (size_t i = 0; i < r->ndirs; i++)
-		free(r->dirs[i].path);
-	free(r->dirs);
-	r->dirs = NULL;
-	r->ndirs = r->dirs_cap = r->dirs_bytes = 0;
-	free(r->dir_index);
-	r->dir_index = NULL;
-	r->dir_index_cap = 0;
+	pxfer_rdirs_release(r);
 	dcache_release(r);
 	if (r->parts.dirfd >= 0) {
 		pxfer_partials_close(&r->parts);
@@ -313,7 +304,7 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r)
 	r->basefd = -1;
 }
 
-static void set_times(struct timespec *ts, const struct pxfer_file *m)
+void pxfer_rfile_times(struct timespec *ts, const struct pxfer_file *m)
 {
 	ts[0].tv_sec = 0;
 	ts[0].tv_nsec = UTIME_OMIT;
@@ -323,145 +314,6 @@ static void set_times(struct timespec *ts, const struct pxfer_file *m)
 
 /* ---- creating --------------------------------------------------------- */
 
-/* keyed, so that a sender cannot choose paths that collide */
-static uint32_t dir_hash(const struct pxfer_rfiles *r, const char *path)
-{
-	uint8_t h[crypto_shorthash_BYTES];
-	uint32_t v;
-
-	crypto_shorthash(h, (const uint8_t *)path, strlen(path), r->tmp_key);
-	memcpy(&v, h, sizeof(v));
-	return v;
-}
-
-/* the record of directory @path (hash @h), or NULL and where it goes */
-static struct pxfer_rdir *dir_find(const struct pxfer_rfiles *r,
-				   const char *path, uint32_t h, size_t *slot)
-{
-	size_t mask = r->dir_index_cap - 1;
-
-	for (size_t i = h & mask; r->dir_index_cap; i = (i + 1) & mask) {
-		uint64_t e = r->dir_index[i];
-
-		if (!e) {
-			*slot = i;
-			return NULL;
-		}
-		if ((uint32_t)(e >> 32) == h &&
-		    !strcmp(r->dirs[(uint32_t)e - 1].path, path))
-			return &r->dirs[(uint32_t)e - 1];
-	}
-	return NULL;
-}
-
-/* room in the index for one more directory: at most half full */
-static int dir_index_grow(struct pxfer_rfiles *r)
-{
-	size_t cap = r->dir_index_cap ? 2 * r->dir_index_cap : 256;
-	uint64_t *old = r->dir_index;
-	size_t old_cap = r->dir_index_cap, slot;
-
-	if (2 * (r->ndirs + 1) <= r->dir_index_cap)
-		return 0;
-	r->dir_index = calloc(cap, sizeof(*r->dir_index));
-	if (!r->dir_index) {
-		r->dir_index = old;
-		return -ENOMEM;
-	}
-	r->dir_index_cap = cap;
-	for (size_t i = 0; i < old_cap; i++) {
-		if (!old[i])
-			continue;
-		dir_find(r, r->dirs[(uint32_t)old[i] - 1].path, old[i] >> 32,
-			 &slot);
-		r->dir_index[slot] = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-/* did this session make directory @path (and no one replace it since)? */
-static int dir_fresh(const struct pxfer_rfiles *r, const char *path)
-{
-	const struct pxfer_rdir *d;
-	size_t slot;
-
-	if (!*path)
-		return 0;
-	d = dir_find(r, path, dir_hash(r, path), &slot);
-	return d && d->fresh;
-}
-
-/* a new record for directory @m (hash @h), known to fit */
-static int remember_dir(struct pxfer_rfiles *r, const struct pxfer_file *m,
-			uint32_t h)
-{
-	struct pxfer_rdir *d;
-	size_t slot;
-
-	if (dir_index_grow(r))
-		return -ENOMEM;
-	if (r->ndirs == r->dirs_cap) {
-		size_t cap = r->dirs_cap ? 2 * r->dirs_cap : 64;
-
-		d = realloc(r->dirs, cap * sizeof(*d));
-		if (!d)
-			return -ENOMEM;
-		r->dirs = d;
-		r->dirs_cap = cap;
-	}
-	d = &r->dirs[r->ndirs];
-	d->path = strdup(m->path);
-	if (!d->path)
-		return -ENOMEM;
-	d->mode = m->mode & r->mode_mask;
-	set_times(d->times, m);
-	dir_find(r, m->path, h, &slot);
-	r->dir_index[slot] = (uint64_t)h << 32 | (uint32_t)(r->ndirs + 1);
-	r->dirs_bytes += m->path_len + 1;
-	r->ndirs++;
-	return 0;
-}
-
-int pxfer_rfile_mkdir(struct pxfer_rfiles *r, const struct pxfer_file *m,
-		      const char **what)
-{
-	uint32_t h = dir_hash(r, m->path);
-	struct pxfer_rdir *d;
-	size_t slot;
-	int ret, made;
-
-	if (!*r->dest && reserved(m->path, m->path_len)) {
-		*what = "the name is the receiver's own (its partial files)";
-		return -EPERM;
-	}
-	/* a record that repeats one updates it: a sender cannot make the
-	 * list grow but by new directories, and those are limited */
-	d = dir_find(r, m->path, h, &slot);
-	if (!d && (r->ndirs >= r->dirs_max ||
-		   r->dirs_bytes + m->path_len + 1 > r->dirs_bytes_max)) {
-		*what = "more directories than one session keeps (131072, or 16 MiB of their paths); send the rest in another session";
-		return -ENOBUFS;
-	}
-	/* owner-writable until the end, when the real mode is applied */
-	made = pxfer_path_mkdir(r->basefd, m->path, 0700);
-	*what = "cannot create the directory";
-	if (made < 0)
-		return made;
-	if (!d) {
-		ret = remember_dir(r, m, h);
-		if (ret)
-			return ret;
-		d = &r->dirs[r->ndirs - 1];
-		/* made here and now: no name in it is older than this session */
-		d->fresh = made;
-		return 0;
-	}
-	d->mode = m->mode & r->mode_mask;
-	set_times(d->times, m);
-	return 0;
-}
-
 int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
 			const char **what)
 {
@@ -470,7 +322,7 @@ int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	const char *base;
 	int dfd, ret;
 
-	if (!*r->dest && reserved(m->path, m->path_len)) {
+	if (!*r->dest && pxfer_rfile_reserved(m->path, m->path_len)) {
 		*what = "the name is the receiver's own (its partial files)";
 		return -EPERM;
 	}
@@ -488,7 +340,7 @@ int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		unlinkat(dfd, tmp, 0);
 	}
 	if (!ret) {
-		set_times(ts, m);
+		pxfer_rfile_times(ts, m);
 		utimensat(dfd, base, ts, AT_SYMLINK_NOFOLLOW);
 	}
 	close(dfd);
@@ -553,7 +405,7 @@ static int create_empty(int dfd, const char *base, uint32_t mode,
 
 	if (mknodat(dfd, base, S_IFREG | mode, 0))
 		return -errno;
-	set_times(ts, m);
+	pxfer_rfile_times(ts, m);
 	if (utimensat(dfd, base, ts, AT_SYMLINK_NOFOLLOW)) {
 		int ret = -errno;
 
@@ -678,7 +530,7 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	memset(ok, 0, offsetof(struct pxfer_file_ok, run));
 	ok->id = m->id;
 	*what = "unsafe or unusable path";
-	if (!*r->dest && reserved(m->path, m->path_len)) {
+	if (!*r->dest && pxfer_rfile_reserved(m->path, m->path_len)) {
 		*what = "the name is the receiver's own (its partial files)";
 		return -EPERM;
 	}
@@ -789,7 +641,7 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	rf->size = m->size;
 	rf->mode = mode;
 	rf->mode_set = mode_set;
-	set_times(rf->times, m);
+	pxfer_rfile_times(rf->times, m);
 	return 0;
 }
 
@@ -858,22 +710,4 @@ void pxfer_rfile_finish(struct pxfer_rfiles *r, uint64_t id, uint64_t total)
 		rf->fd = -1;
 	}
 	rf->finished = 1;
-}
-
-void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r)
-{
-	/* deepest first: setting a mode may forbid entering what is below */
-	for (size_t i = r->ndirs; i-- > 0;) {
-		struct pxfer_rdir *d = &r->dirs[i];
-		int fd = pxfer_path_open_dir(r->basefd, d->path);
-		char q[PXFER_QUOTE_MAX];
-
-		if (fd < 0)
-			continue;
-		if (fchmod(fd, d->mode) || futimens(fd, d->times))
-			warning("cannot set the mode or time of %s: %s",
-				pxfer_quote_str(q, sizeof(q), d->path),
-				strerror(errno));
-		close(fd);
-	}
 }

@@ -191,4 +191,22 @@ void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, enum pxfer_drop how);
  * times, deepest first (at the end of a session) */
 void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r);
 
+/* ---- shared by rfile.c and rdir.c (the directories) ---- */
+
+/* is @path (@len bytes) the receiver's own state directory, or in it? */
+int pxfer_rfile_reserved(const char *path, size_t len);
+
+/* the times to give what @m describes: its mtime, the atime left alone */
+void pxfer_rfile_times(struct timespec *ts, const struct pxfer_file *m);
+
+/*
+ * pxfer_rdirs_fresh - did this session make directory @path (mkdirat
+ * succeeded)? Then nothing in it is older than the session. A hint: a
+ * name that appears there anyway is found when the file is named.
+ */
+int pxfer_rdirs_fresh(const struct pxfer_rfiles *r, const char *path);
+
+/* pxfer_rdirs_release - forget the directories (pxfer_rfiles_release) */
+void pxfer_rdirs_release(struct pxfer_rfiles *r);
+
 #endif
