@@ -96,6 +96,13 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 	default:
 		break;
 	}
+	/* an empty file has no chunk for a worker to send: it ends here (no
+	 * worker has seen it, so it needs no scheduler's lock) */
+	if (!e->f.size && e->f.fd < 0) {
+		e->f.ended = 1;
+		send_file_end(s, &e->f);
+		return 0;
+	}
 	pxfer_sched_add(&s->sched, &e->f);
 	*work = 1;
 	return 0;

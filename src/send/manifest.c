@@ -121,30 +121,35 @@ static void file_check(struct send_session *s, struct pxfer_sfile *f,
  * bytes each sent. A file is not touched after its FILE_END is queued:
  * the coordinator frees it when FILE_DONE comes back.
  */
+void send_file_end(struct send_session *s, struct pxfer_sfile *f)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_FILE_END };
+
+	if (f->fd >= 0) {
+		file_check(s, f, m.u.end.digest);
+		close(f->fd);
+		f->fd = -1;
+	} else if (!f->size && !f->err && s->o->verify) {
+		struct pxfer_digest d;
+
+		/* closed when it was seen empty: the digest of nothing */
+		if (!pxfer_digest_file(-1, 0, 0, &d))
+			pxfer_digest_wire(m.u.end.digest, &d);
+	}
+	m.u.end.id = f->id;
+	m.u.end.bytes = f->sent;
+	m.u.end.code = f->err;
+	if (pxfer_ctrl_queue(&s->b.ctrl, &m))
+		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+}
+
 void send_files_ended(struct send_session *s)
 {
 	struct pxfer_sfile *f = pxfer_sched_take_ended(&s->sched), *next;
-	struct pxfer_msg m = { .type = PXFER_MSG_FILE_END };
 
 	for (; f; f = next) {
 		next = f->next;
-		memset(m.u.end.digest, 0, sizeof(m.u.end.digest));
-		if (f->fd >= 0) {
-			file_check(s, f, m.u.end.digest);
-			close(f->fd);
-			f->fd = -1;
-		} else if (!f->size && !f->err && s->o->verify) {
-			struct pxfer_digest d;
-
-			/* closed when it was seen empty: the digest of nothing */
-			if (!pxfer_digest_file(-1, 0, 0, &d))
-				pxfer_digest_wire(m.u.end.digest, &d);
-		}
-		m.u.end.id = f->id;
-		m.u.end.bytes = f->sent;
-		m.u.end.code = f->err;
-		if (pxfer_ctrl_queue(&s->b.ctrl, &m))
-			pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+		send_file_end(s, f);
 	}
 }
 

@@ -111,6 +111,8 @@ struct sentry *send_manifest_get(struct send_session *s, uint64_t id);
 void send_manifest_done(struct send_session *s, uint64_t id);
 /* queue FILE_END for the files the scheduler says ended (any thread) */
 void send_files_ended(struct send_session *s);
+/* queue FILE_END for file @f, done with (closed, checked) */
+void send_file_end(struct send_session *s, struct pxfer_sfile *f);
 
 /* coord.c */
 int send_coordinate(struct send_session *s);
