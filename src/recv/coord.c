@@ -70,6 +70,9 @@ void recv_file_finish(struct recv_session *s, uint32_t id)
 	recv_progress(s);
 }
 
+/* files handed on to one worker before the next one's turn */
+#define FINISH_RUN	16
+
 /*
  * FILE_END completed file @id here, as it usually does with small files
  * (their data is written before the FILE_END arrives): the workers take
@@ -85,7 +88,9 @@ static void hand_on(struct recv_session *s, uint32_t id)
 		recv_file_done(s, id);
 		return;
 	}
-	w = &s->w[s->finish_next++ % s->b.workers.n];
+	/* runs of files to one worker: woken once, it finishes the run in
+	 * one turn (a worker a file woke a worker for nearly every file) */
+	w = &s->w[s->finish_next++ / FINISH_RUN % s->b.workers.n];
 	pthread_mutex_lock(&w->b.lock);
 	wake = pxfer_idq_push(&w->finq, id) > 0;	/* room for every id */
 	pthread_mutex_unlock(&w->b.lock);
