@@ -28,8 +28,9 @@
  *
  * --short: microseconds to seal one control-sized message (a header as
  * additional data, a body of 32 bytes to 4 KiB encrypted in place) with
- * pxfer_aead_seal, through libsodium and through libcrypto's EVP, for
- * both ciphers: where src/core/seal.c switches from one to the other.
+ * pxfer_aead_seal, through libsodium and through libcrypto's EVP: where
+ * src/core/seal.c switches from one to the other (AES-256-GCM only; the
+ * libsodium row of ChaCha20-Poly1305 is n/a, as pxfer has none).
  */
 #include <errno.h>
 #include <stdint.h>

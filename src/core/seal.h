@@ -3,7 +3,7 @@
  * Sealing: the AEADs that authenticate (and, with --encrypt, encrypt)
  * what crosses the wire after the handshake, from OpenSSL's libcrypto:
  * AES-256-GCM or ChaCha20-Poly1305, 256-bit keys, 96-bit nonces, 128-bit
- * tags (and libsodium's, the same AEADs, for short messages). A struct pxfer_aead is one direction with its key set: a sealer
+ * tags (and libsodium's AES-256-GCM for short messages). A struct pxfer_aead is one direction with its key set: a sealer
  * or an opener, made once per connection, so that sealing a chunk costs
  * no allocation.
  *
@@ -35,12 +35,12 @@ struct pxfer_aead {
 	int cipher;
 	int seal;		/* 1: seals, 0: opens */
 	/*
-	 * The same AEAD from libsodium, for short messages with one piece of
-	 * additional data (most control messages): libcrypto's EVP calls
-	 * cost twice the work on a message of tens of bytes. NULL where
-	 * libsodium cannot (AES-256-GCM needs AES-NI and PCLMUL there).
+	 * AES-256-GCM from libsodium, for short messages with one piece of
+	 * additional data (most control messages), where libcrypto's EVP
+	 * calls cost more than the work. NULL for ChaCha20-Poly1305, and
+	 * where libsodium lacks it (it needs AES-NI and PCLMUL).
 	 */
-	void *fast;		/* its expanded key, or its key */
+	void *fast;		/* its expanded key */
 };
 
 /* pxfer_cipher_name - "aes-256-gcm" or "chacha20-poly1305" */
