@@ -55,7 +55,6 @@ int pxfer_aead_init(struct pxfer_aead *a, int cipher, const uint8_t *key,
 	a->ctx = ctx;
 	a->cipher = cipher;
 	a->seal = seal;
-	a->fast = NULL;
 	if (sodium_init() < 0)
 		return 0;
 	if (cipher == PXFER_CIPHER_AES_GCM && crypto_aead_aes256gcm_is_available()) {
@@ -69,7 +68,7 @@ int pxfer_aead_init(struct pxfer_aead *a, int cipher, const uint8_t *key,
 
 void pxfer_aead_release(struct pxfer_aead *a)
 {
-	/* EVP_CIPHER_CTX_free wipes the key schedule; so is the other */
+	/* EVP_CIPHER_CTX_free wipes its key schedule; libsodium's is wiped here */
 	EVP_CIPHER_CTX_free(a->ctx);
 	a->ctx = NULL;
 	if (a->fast)

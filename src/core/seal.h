@@ -3,9 +3,9 @@
  * Sealing: the AEADs that authenticate (and, with --encrypt, encrypt)
  * what crosses the wire after the handshake, from OpenSSL's libcrypto:
  * AES-256-GCM or ChaCha20-Poly1305, 256-bit keys, 96-bit nonces, 128-bit
- * tags (and libsodium's AES-256-GCM for short messages). A struct pxfer_aead is one direction with its key set: a sealer
- * or an opener, made once per connection, so that sealing a chunk costs
- * no allocation.
+ * tags (and libsodium's AES-256-GCM for short messages). A struct
+ * pxfer_aead is one direction with its key set: a sealer or an opener,
+ * made once per connection, so that sealing a chunk costs no allocation.
  *
  * What gets sealed (docs/security.md, docs/protocol.md):
  *   control message: additional data = its frame header, plaintext = its
