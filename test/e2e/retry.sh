@@ -52,8 +52,11 @@ for i in $(seq 1 100); do
 	touch -d "@$((1500000000 + i * 7919)).$i" "$src/small/f$i"
 done
 TOTAL=$(find "$src" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
-# what may be sent twice: the chunks in flight when a session dies
-SLACK=$((JOBS * CHUNK + TOTAL / 20))
+# what may be sent twice: the chunks in flight when a session dies (at
+# most the receiver's 32 MiB of ring slots) and what it wrote but had not
+# yet recorded in the partial's journal (PXFER_PARTIAL_FLUSH, 16 MiB),
+# with 5% of the tree besides
+SLACK=$(((32 + 16) * MiB + TOTAL / 20))
 ok "made in $(timer_secs) s: $TOTAL bytes"
 
 # partial_bytes - bytes written so far into the receiver's partial files
