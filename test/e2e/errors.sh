@@ -315,6 +315,10 @@ for how in ring direct; do
 		no_part_files "$dst"
 		ok "($how) shrank inside a chunk: sender 5: $(grep -m 1 error "$log")"
 	else
+		[ "$send_rc" -eq 0 ] || {
+			echo "--- the sender's $log, and the receiver's $RECV_LOG:" >&2
+			cat "$log" "$RECV_LOG" >&2
+		}
 		expect_rc 0 "$send_rc" "sender of a file that shrank ($how)"
 		expect_grep "changed while being sent; it will be sent again" "$log" \
 			"sender of a file that shrank"
