@@ -35,6 +35,24 @@ struct pxfer_listener {
 	char addr[80];		/* printable bound address */
 };
 
+/*
+ * A rail: one local address that data can leave by, and what it sits on.
+ * A transfer over several rails pairs each local rail with an address of
+ * the receiver's in the same subnet, and spreads its data connections
+ * over the pairs.
+ */
+#define PXFER_RAILS_MAX 8
+#define PXFER_RAIL_DEV 32
+
+struct pxfer_rail_addr {
+	char addr[64];			/* numeric address */
+	uint8_t prefix;			/* its subnet's prefix length */
+	uint8_t port;			/* rdma: the port number; tcp: 0 */
+	char dev[PXFER_RAIL_DEV];	/* rdma: device (rxe0); tcp: interface */
+	int numa_node;			/* of the device; -1 when unknown */
+	int up;				/* port active / link up with the address */
+};
+
 struct pxfer_transport_ops {
 	const char *name;
 	uint16_t wire_id;	/* CHALLENGE.transport */
@@ -101,6 +119,20 @@ struct pxfer_transport_ops {
 	 * itself (rdma). 0 or -errno */
 	int (*recv_payload)(struct pxfer_conn *c, const struct pxfer_ring *r,
 			    const struct pxfer_chunk *ch);
+
+	/*
+	 * optional: the local rails this transport can move data over, at
+	 * most @max into @out; rdma: the addresses of the RoCE v2 GIDs of
+	 * every active port (one per port), tcp: every address of an
+	 * interface that is up, but loopback. How many, or -errno.
+	 */
+	int (*rails_local)(struct pxfer_rail_addr *out, unsigned int max);
+	/*
+	 * optional: fill in @ra (prefix, dev, port, numa_node, up) for the
+	 * local address ra->addr. 0, or -ENOENT when no device or interface
+	 * of this host holds it (any more).
+	 */
+	int (*rail_query)(struct pxfer_rail_addr *ra);
 
 	/* wake anything blocked on the connection; close is still owed */
 	void (*shutdown)(struct pxfer_conn *c);
