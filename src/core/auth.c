@@ -75,6 +75,15 @@ void pxfer_auth_welcome_mac(const struct pxfer_secret *s,
 	pxfer_put_be(p + 16, w->max_files, 4);
 	pxfer_put_be(p + 20, w->flags, 4);
 	crypto_auth_hmacsha256_update(&st, p, sizeof(p));
+	/* the addresses it offers for data: nobody else may add one */
+	p[0] = w->nrails;
+	crypto_auth_hmacsha256_update(&st, p, 1);
+	for (unsigned int i = 0; i < w->nrails && i < PXFER_WIRE_RAILS_MAX; i++) {
+		p[0] = w->rail[i].family;
+		p[1] = w->rail[i].prefix;
+		crypto_auth_hmacsha256_update(&st, p, 2);
+		crypto_auth_hmacsha256_update(&st, w->rail[i].addr, 16);
+	}
 	crypto_auth_hmacsha256_final(&st, mac);
 }
 

@@ -26,7 +26,10 @@
 #define CHALLENGE_LEN		(4 + 2 + 2 + PXFER_NONCE_LEN)
 #define HELLO_MAX		(4 + 2 + 2 + 4 + 4 + PXFER_NONCE_LEN + \
 				 PXFER_MAC_LEN + STR(PXFER_PATH_MAX))
-#define WELCOME_LEN		(PXFER_MAC_LEN + 8 + 4 + 2 + 2 + 4 + 4)
+#define RAIL_LEN		(1 + 1 + 16)
+#define WELCOME_MAX		(PXFER_MAC_LEN + 8 + 4 + 2 + 2 + 4 + 4 + 1 + \
+				 PXFER_WIRE_RAILS_MAX * RAIL_LEN)
+#define DATA_LOST_LEN		(2 + 4 + 8)
 #define DATA_HELLO_LEN		(8 + 2 + PXFER_MAC_LEN)
 #define DATA_WELCOME_MAX	(2 + PXFER_MAC_LEN + 2 + PXFER_BLOB_MAX)
 #define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
@@ -59,7 +62,7 @@ _Static_assert(PXFER_CHUNK_DESC_MAX == PXFER_CHUNK_DESC_FIXED + PXFER_SEG_MAX * 
 static const uint32_t body_max[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_CHALLENGE]		= CHALLENGE_LEN,
 	[PXFER_MSG_HELLO]		= HELLO_MAX,
-	[PXFER_MSG_WELCOME]		= WELCOME_LEN,
+	[PXFER_MSG_WELCOME]		= WELCOME_MAX,
 	[PXFER_MSG_DATA_HELLO]		= DATA_HELLO_LEN,
 	[PXFER_MSG_DATA_WELCOME]	= DATA_WELCOME_MAX,
 	[PXFER_MSG_REFUSE]		= ERROR_MAX,
@@ -72,6 +75,7 @@ static const uint32_t body_max[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_FIN]			= FIN_LEN,
 	[PXFER_MSG_ACK]			= FIN_LEN,
 	[PXFER_MSG_PING]		= 0,
+	[PXFER_MSG_DATA_LOST]		= DATA_LOST_LEN,
 	[PXFER_MSG_ABORT]		= ERROR_MAX,
 	[PXFER_MSG_CHUNK]		= CHUNK_FRAME_MAX,
 };
@@ -92,6 +96,7 @@ static const char *const msg_names[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_FIN]			= "FIN",
 	[PXFER_MSG_ACK]			= "ACK",
 	[PXFER_MSG_PING]		= "PING",
+	[PXFER_MSG_DATA_LOST]		= "DATA_LOST",
 	[PXFER_MSG_ABORT]		= "ABORT",
 	[PXFER_MSG_CHUNK]		= "CHUNK",
 };
@@ -143,8 +148,20 @@ static bool hello_ok(const struct pxfer_hello *h)
 	       str_ok(h->dest, h->dest_len, PXFER_PATH_MAX);
 }
 
+static bool rail_ok(const struct pxfer_wire_rail *r)
+{
+	if (r->family == 4)
+		return r->prefix <= 32 && zero(r->addr + 4, 12);
+	return r->family == 6 && r->prefix <= 128;
+}
+
 static bool welcome_ok(const struct pxfer_welcome *w)
 {
+	if (w->nrails > PXFER_WIRE_RAILS_MAX)
+		return false;
+	for (unsigned int i = 0; i < w->nrails; i++)
+		if (!rail_ok(&w->rail[i]))
+			return false;
 	return chunk_size_ok(w->chunk_size) &&
 	       workers_ok(w->workers) &&
 	       w->slots >= 1 && w->slots <= PXFER_SLOTS_MAX &&
@@ -257,6 +274,9 @@ static bool msg_ok(const struct pxfer_msg *m)
 	case PXFER_MSG_ACK:
 	case PXFER_MSG_PING:
 		return true;
+	case PXFER_MSG_DATA_LOST:
+		return m->u.lost.worker < PXFER_WORKERS_MAX &&
+		       m->u.lost.code > 0 && m->u.lost.code < 4096;
 	default:
 		/* unknown, or CHUNK, which has its own codec */
 		return false;
@@ -327,6 +347,12 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		put_u16(w, wl->slots);
 		put_u32(w, wl->max_files);
 		put_u32(w, wl->flags);
+		put_u8(w, wl->nrails);
+		for (i = 0; i < wl->nrails && i < PXFER_WIRE_RAILS_MAX; i++) {
+			put_u8(w, wl->rail[i].family);
+			put_u8(w, wl->rail[i].prefix);
+			put_bytes(w, wl->rail[i].addr, 16);
+		}
 		break;
 	case PXFER_MSG_DATA_HELLO:
 		put_u64(w, dh->session);
@@ -394,6 +420,11 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		break;
 	case PXFER_MSG_PING:
 		break;		/* no body */
+	case PXFER_MSG_DATA_LOST:
+		put_u16(w, m->u.lost.worker);
+		put_u32(w, m->u.lost.code);
+		put_u64(w, m->u.lost.seq);
+		break;
 	default:
 		break;
 	}
@@ -444,6 +475,17 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		wl->slots = get_u16(r);
 		wl->max_files = get_u32(r);
 		wl->flags = get_u32(r);
+		wl->nrails = get_u8(r);
+		if (wl->nrails > PXFER_WIRE_RAILS_MAX) {
+			r->err = 1;
+			break;
+		}
+		memset(wl->rail, 0, sizeof(wl->rail));
+		for (i = 0; i < wl->nrails; i++) {
+			wl->rail[i].family = get_u8(r);
+			wl->rail[i].prefix = get_u8(r);
+			get_bytes(r, wl->rail[i].addr, 16);
+		}
 		break;
 	case PXFER_MSG_DATA_HELLO:
 		dh->session = get_u64(r);
@@ -525,6 +567,11 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		break;
 	case PXFER_MSG_PING:
 		break;		/* no body; trailing bytes are refused */
+	case PXFER_MSG_DATA_LOST:
+		m->u.lost.worker = get_u16(r);
+		m->u.lost.code = get_u32(r);
+		m->u.lost.seq = get_u64(r);
+		break;
 	default:
 		r->err = 1;
 		break;

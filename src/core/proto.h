@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PXFER_PROTO_VERSION	3
+#define PXFER_PROTO_VERSION	4
 #define PXFER_MAGIC		0x50584652u	/* "PXFR" */
 
 #define PXFER_HDR_LEN		8
@@ -47,6 +47,7 @@
 #define PXFER_CHUNK_DESC_MAX	(PXFER_CHUNK_DESC_FIXED + PXFER_SEG_MAX * 20)
 #define PXFER_DIGEST_LEN	16	/* a content digest (core/digest.h) */
 #define PXFER_RUNS_MAX		256	/* held runs in one FILE_OK */
+#define PXFER_WIRE_RAILS_MAX	8	/* receiver addresses in a WELCOME */
 
 enum pxfer_msg_type {
 	PXFER_MSG_CHALLENGE = 1,	/* r -> s, first on every connection */
@@ -66,7 +67,9 @@ enum pxfer_msg_type {
 	PXFER_MSG_ABORT,		/* either way, session over */
 	PXFER_MSG_CHUNK,		/* s -> r, data connection */
 	PXFER_MSG_PING,			/* either way, control: still here */
-	PXFER_MSG_TYPE_MAX = PXFER_MSG_PING,
+	PXFER_MSG_DATA_LOST,		/* either way, control: a data
+					 * connection is gone */
+	PXFER_MSG_TYPE_MAX = PXFER_MSG_DATA_LOST,
 };
 
 enum pxfer_file_type {
@@ -148,8 +151,19 @@ struct pxfer_hello {
 };
 
 /*
+ * A receiver's address that data connections may go to (a rail): u8
+ * family (4 or 6), u8 prefix (its subnet's prefix length, <= 32 or 128),
+ * addr[16] (IPv4 in the first 4 bytes, the rest 0).
+ */
+struct pxfer_wire_rail {
+	uint8_t family;
+	uint8_t prefix;
+	uint8_t addr[16];
+};
+
+/*
  * WELCOME body: mac[32], u64 session, u32 chunk_size, u16 workers,
- * u16 slots, u32 max_files, u32 flags.
+ * u16 slots, u32 max_files, u32 flags, u8 nrails, nrails x rail.
  */
 struct pxfer_welcome {
 	uint8_t mac[PXFER_MAC_LEN];
@@ -159,6 +173,21 @@ struct pxfer_welcome {
 	uint16_t slots;		/* slots per worker ring, 1..PXFER_SLOTS_MAX */
 	uint32_t max_files;	/* files in flight, 1..65536 */
 	uint32_t flags;		/* the HELLO's PXFER_HELLO_PROT bits, agreed */
+	uint8_t nrails;		/* 0..PXFER_WIRE_RAILS_MAX: none offered */
+	struct pxfer_wire_rail rail[PXFER_WIRE_RAILS_MAX];
+};
+
+/*
+ * DATA_LOST body: u16 worker, u32 code (a positive errno value), u64 seq.
+ * From the sender: its data connection @worker broke (or stalled), and
+ * the receiver is to stop it (seq 0). From the receiver: it has stopped
+ * @worker's connection and took its chunks below @seq, no more; the
+ * sender sends the chunks from @seq on over the other connections.
+ */
+struct pxfer_data_lost {
+	uint16_t worker;	/* < PXFER_WORKERS_MAX */
+	uint32_t code;
+	uint64_t seq;
 };
 
 /* DATA_HELLO body: u64 session, u16 worker, mac[32]. */
@@ -323,6 +352,7 @@ struct pxfer_msg {
 		struct pxfer_file_end end;
 		struct pxfer_credit credit;
 		struct pxfer_fin fin;			/* FIN, ACK */
+		struct pxfer_data_lost lost;
 	} u;
 };
 

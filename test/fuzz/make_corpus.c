@@ -262,6 +262,19 @@ static void msgs_handshake(struct pxfer_msg *m, struct body *body)
 	msg_bad("welcome-workers-over", m, 44, PXFER_WORKERS_MAX + 1, 2);
 	msg_bad("welcome-slots-over", m, 46, PXFER_SLOTS_MAX + 1, 2);
 	msg_bad("welcome-max_files-over", m, 48, 65537, 4);
+	/* rails: an IPv4 and an IPv6 one; then bad ones (offset 56: nrails) */
+	m->u.welcome.nrails = 2;
+	m->u.welcome.rail[0] = (struct pxfer_wire_rail){
+		.family = 4, .prefix = 24, .addr = { 10, 77, 0, 1 },
+	};
+	m->u.welcome.rail[1] = (struct pxfer_wire_rail){
+		.family = 6, .prefix = 64, .addr = { 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1 },
+	};
+	msg_seed("welcome-rails", m, true, body);
+	msg_bad("welcome-rails-over", m, 56, PXFER_WIRE_RAILS_MAX + 1, 1);
+	msg_bad("welcome-rail-family", m, 57, 5, 1);
+	msg_bad("welcome-rail-prefix", m, 58, 33, 1);
+	msg_bad("welcome-rail-v4-tail", m, 59 + 15, 1, 1);
 
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_HELLO;
@@ -532,6 +545,13 @@ static void msgs_session(struct pxfer_msg *m, struct body *body)
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_PING;
 	msg_seed("ping", m, true, body);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_DATA_LOST;
+	m->u.lost = (struct pxfer_data_lost){ .worker = 3, .code = ECONNRESET, .seq = 17 };
+	msg_seed("data_lost", m, true, body);
+	msg_bad("data_lost-worker-over", m, 0, PXFER_WORKERS_MAX, 2);
+	msg_bad("data_lost-code-0", m, 2, 0, 4);
 }
 
 /* Types the control decoders must refuse whatever the body. */

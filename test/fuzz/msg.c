@@ -117,7 +117,10 @@ static bool same_msg(const struct pxfer_msg *a, const struct pxfer_msg *b)
 		       wa->session == wb->session &&
 		       wa->chunk_size == wb->chunk_size &&
 		       wa->workers == wb->workers && wa->slots == wb->slots &&
-		       wa->max_files == wb->max_files;
+		       wa->max_files == wb->max_files &&
+		       wa->flags == wb->flags && wa->nrails == wb->nrails &&
+		       !memcmp(wa->rail, wb->rail,
+			       wa->nrails * sizeof(wa->rail[0]));
 	case PXFER_MSG_DATA_HELLO:
 		return da->session == db->session && da->worker == db->worker &&
 		       !memcmp(da->mac, db->mac, PXFER_MAC_LEN);
@@ -152,6 +155,10 @@ static bool same_msg(const struct pxfer_msg *a, const struct pxfer_msg *b)
 		       na->code == nb->code;
 	case PXFER_MSG_PING:
 		return true;
+	case PXFER_MSG_DATA_LOST:
+		return a->u.lost.worker == b->u.lost.worker &&
+		       a->u.lost.code == b->u.lost.code &&
+		       a->u.lost.seq == b->u.lost.seq;
 	default:
 		return false;
 	}

@@ -101,6 +101,15 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		raw_be(r, w->slots, 2);
 		raw_be(r, w->max_files, 4);
 		raw_be(r, w->flags, 4);
+		raw_be(r, w->nrails, 1);
+		for (i = 0; i < w->nrails; i++) {
+			const struct pxfer_wire_rail *rl =
+				&w->rail[i < PXFER_WIRE_RAILS_MAX ? i : 0];
+
+			raw_be(r, rl->family, 1);
+			raw_be(r, rl->prefix, 1);
+			raw_bytes(r, rl->addr, 16, 16);
+		}
 		break;
 	case PXFER_MSG_DATA_HELLO:
 		raw_be(r, dh->session, 8);
@@ -168,6 +177,11 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		raw_be(r, fin->files, 8);
 		raw_be(r, fin->bytes, 8);
 		raw_be(r, fin->code, 4);
+		break;
+	case PXFER_MSG_DATA_LOST:
+		raw_be(r, m->u.lost.worker, 2);
+		raw_be(r, m->u.lost.code, 4);
+		raw_be(r, m->u.lost.seq, 8);
 		break;
 	default:
 		abort();
@@ -339,6 +353,28 @@ static void add_handshake_samples(void)
 	m->u.welcome.workers = 1;
 	m->u.welcome.slots = 1;
 	m->u.welcome.max_files = 1;
+	/* rails: one IPv4 with its prefix, then all of them, IPv6 too */
+	m = new_sample(PXFER_MSG_WELCOME);
+	m->u.welcome = samples[nsamples - 2].u.welcome;
+	m->u.welcome.nrails = 1;
+	m->u.welcome.rail[0] = (struct pxfer_wire_rail){
+		.family = 4, .prefix = 24, .addr = { 10, 77, 0, 1 },
+	};
+	m = new_sample(PXFER_MSG_WELCOME);
+	m->u.welcome = samples[nsamples - 2].u.welcome;
+	m->u.welcome.nrails = PXFER_WIRE_RAILS_MAX;
+	for (unsigned int k = 0; k < PXFER_WIRE_RAILS_MAX; k++) {
+		m->u.welcome.rail[k].family = k % 2 ? 6 : 4;
+		m->u.welcome.rail[k].prefix = k % 2 ? 128 : 32;
+		fill_bytes(m->u.welcome.rail[k].addr, k % 2 ? 16 : 4, 20 + k);
+	}
+
+	m = new_sample(PXFER_MSG_DATA_LOST);
+	m->u.lost = (struct pxfer_data_lost){ .worker = 0, .code = ECONNRESET };
+	m = new_sample(PXFER_MSG_DATA_LOST);
+	m->u.lost = (struct pxfer_data_lost){
+		.worker = PXFER_WORKERS_MAX - 1, .code = 4095, .seq = UINT64_MAX,
+	};
 
 	m = new_sample(PXFER_MSG_DATA_HELLO);
 	m->u.data_hello.session = 0x0123456789abcdefull;
@@ -955,6 +991,23 @@ static void test_bad_handshake(void)
 	    m.u.welcome.max_files = 0);
 	BAD("WELCOME max_files 65537", PXFER_MSG_WELCOME,
 	    m.u.welcome.max_files = 65537);
+	BAD("WELCOME 9 rails", PXFER_MSG_WELCOME,
+	    m.u.welcome.nrails = PXFER_WIRE_RAILS_MAX + 1);
+	BAD("WELCOME a rail of family 5", PXFER_MSG_WELCOME,
+	    (m.u.welcome.nrails = 1, m.u.welcome.rail[0].family = 5));
+	BAD("WELCOME an IPv4 rail with prefix 33", PXFER_MSG_WELCOME,
+	    (m.u.welcome.nrails = 1, m.u.welcome.rail[0].family = 4,
+	     m.u.welcome.rail[0].prefix = 33));
+	BAD("WELCOME an IPv6 rail with prefix 129", PXFER_MSG_WELCOME,
+	    (m.u.welcome.nrails = 1, m.u.welcome.rail[0].family = 6,
+	     m.u.welcome.rail[0].prefix = 129));
+	BAD("WELCOME an IPv4 rail with bytes past its address", PXFER_MSG_WELCOME,
+	    (m.u.welcome.nrails = 1, m.u.welcome.rail[0].family = 4,
+	     m.u.welcome.rail[0].addr[15] = 1));
+	BAD("DATA_LOST worker 64", PXFER_MSG_DATA_LOST,
+	    (m.u.lost.worker = PXFER_WORKERS_MAX, m.u.lost.code = EIO));
+	BAD("DATA_LOST code 0", PXFER_MSG_DATA_LOST, m.u.lost.code = 0);
+	BAD("DATA_LOST code 4096", PXFER_MSG_DATA_LOST, m.u.lost.code = 4096);
 
 	BAD("DATA_HELLO worker 64", PXFER_MSG_DATA_HELLO,
 	    m.u.data_hello.worker = PXFER_WORKERS_MAX);
@@ -1481,6 +1534,7 @@ static void test_names(void)
 		"CHALLENGE", "HELLO", "WELCOME", "DATA_HELLO", "DATA_WELCOME",
 		"REFUSE", "FILE", "FILE_OK", "FILE_ERR", "FILE_END",
 		"FILE_DONE", "CREDIT", "FIN", "ACK", "ABORT", "CHUNK", "PING",
+		"DATA_LOST",
 	};
 	int t;
 
