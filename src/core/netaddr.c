@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core/netaddr.h"
 
@@ -90,4 +91,37 @@ void pxfer_addr_source(const struct sockaddr *sa, char *buf, size_t len)
 		else
 			snprintf(buf, len, "%s", host);
 	}
+}
+
+int pxfer_addr_parse(const char *s, uint8_t *family, uint8_t addr[16])
+{
+	memset(addr, 0, 16);
+	if (inet_pton(AF_INET, s, addr) == 1) {
+		*family = 4;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, addr) == 1) {
+		*family = 6;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+void pxfer_addr_print(uint8_t family, const uint8_t addr[16], char *buf,
+		      size_t len)
+{
+	if (!inet_ntop(family == 4 ? AF_INET : AF_INET6, addr, buf, len))
+		snprintf(buf, len, "?");
+}
+
+int pxfer_addr_same_subnet(uint8_t family, const uint8_t a[16],
+			   const uint8_t b[16], unsigned int prefix)
+{
+	unsigned int bytes = prefix / 8, bits = prefix % 8;
+
+	if (!prefix || prefix > (family == 4 ? 32u : 128u))
+		return 0;
+	if (memcmp(a, b, bytes))
+		return 0;
+	return !bits || !((a[bytes] ^ b[bytes]) & (0xff << (8 - bits)));
 }

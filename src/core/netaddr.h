@@ -4,6 +4,7 @@
 #define PXFER_CORE_NETADDR_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <netdb.h>
 #include <sys/socket.h>
 
@@ -38,5 +39,25 @@ void pxfer_addr_format(const struct sockaddr *sa, char *buf, size_t len);
  * least PXFER_SOURCE_LEN.
  */
 void pxfer_addr_source(const struct sockaddr *sa, char *buf, size_t len);
+
+/*
+ * pxfer_addr_parse - a numeric IPv4 or IPv6 address @s into *@family (4
+ * or 6) and @addr (IPv4 in its first 4 bytes, the rest 0). 0, or
+ * -EINVAL for anything else (a name, a scope, a prefix).
+ */
+int pxfer_addr_parse(const char *s, uint8_t *family, uint8_t addr[16]);
+
+/* pxfer_addr_print - @family/@addr as pxfer_addr_parse takes it, into
+ * @buf (at least 46 bytes) */
+void pxfer_addr_print(uint8_t family, const uint8_t addr[16], char *buf,
+		      size_t len);
+
+/*
+ * pxfer_addr_same_subnet - whether @a and @b (of @family) agree in their
+ * first @prefix bits (0 < @prefix <= 32 or 128); 0 for a prefix of 0
+ * (unknown), or one too long for the family.
+ */
+int pxfer_addr_same_subnet(uint8_t family, const uint8_t a[16],
+			   const uint8_t b[16], unsigned int prefix);
 
 #endif

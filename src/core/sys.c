@@ -129,3 +129,37 @@ int pxfer_workers_auto(void)
 		n = q;
 	return n > PXFER_AUTO_WORKERS_MAX ? PXFER_AUTO_WORKERS_MAX : n;
 }
+
+int pxfer_numa_cpus(int node, cpu_set_t *set)
+{
+	char path[80], buf[1024], *p, *end;
+	cpu_set_t allowed;
+	FILE *f;
+	size_t n;
+
+	if (node < 0)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%d/cpulist", node);
+	f = fopen(path, "re");
+	if (!f)
+		return -ENOENT;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	CPU_ZERO(set);
+	/* "0-3,8-11" */
+	for (p = buf; *p && *p != '\n';) {
+		unsigned long a = strtoul(p, &end, 10), b = a;
+
+		if (end == p)
+			break;
+		if (*end == '-')
+			b = strtoul(end + 1, &end, 10);
+		for (; a <= b && a < CPU_SETSIZE; a++)
+			CPU_SET(a, set);
+		p = *end == ',' ? end + 1 : end;
+	}
+	if (!sched_getaffinity(0, sizeof(allowed), &allowed))
+		CPU_AND(set, set, &allowed);
+	return CPU_COUNT(set) ? 0 : -ENOENT;
+}

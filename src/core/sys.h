@@ -6,6 +6,8 @@
 #ifndef PXFER_CORE_SYS_H
 #define PXFER_CORE_SYS_H
 
+#include <sched.h>
+
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -51,5 +53,12 @@ mode_t pxfer_umask_get(void);
  * CPUs, and on two machines each has its own.
  */
 int pxfer_workers_auto(void);
+
+/*
+ * pxfer_numa_cpus - the CPUs of NUMA node @node that this process may
+ * run on, into @set (/sys/devices/system/node/nodeN/cpulist). 0, or
+ * -ENOENT when the node is unknown or none of its CPUs is allowed.
+ */
+int pxfer_numa_cpus(int node, cpu_set_t *set);
 
 #endif

@@ -37,6 +37,21 @@ int pxfer_transport_resolve(struct pxfer_transport_choice *c)
 {
 	if (!c->name)
 		c->name = "auto";
+	/* several devices: the first says where the control connection
+	 * goes, and each is a rail */
+	if (c->device && strchr(c->device, ',')) {
+		size_t n = strcspn(c->device, ",");
+
+		if (!n || n >= sizeof(c->first)) {
+			error("--device takes device names separated by commas, not '%s'",
+			      c->device);
+			return PXFER_EXIT_USAGE;
+		}
+		memcpy(c->first, c->device, n);
+		c->first[n] = 0;
+		c->devices = c->device;
+		c->device = c->first;
+	}
 	if (c->device || c->gid_index >= 0) {
 		if (!strcmp(c->name, "tcp")) {
 			error("--device and --gid-index apply to the rdma transport, not tcp");
@@ -111,4 +126,62 @@ int pxfer_transport_memlock(const struct pxfer_transport_ops *t,
 		 pxfer_human(n, sizeof(n), need), pxfer_human(l, sizeof(l), limit),
 		 (unsigned long long)(need + 1023) / 1024);
 	return -ENOMEM;
+}
+
+/* the next name of comma-separated @*p into @buf: 1, or 0 at the end */
+static int next_item(const char **p, char *buf, size_t len)
+{
+	size_t n = strcspn(*p, ",");
+
+	if (!**p)
+		return 0;
+	snprintf(buf, len, "%.*s", (int)(n < len ? n : len - 1), *p);
+	*p += n + ((*p)[n] == ',');
+	return 1;
+}
+
+int pxfer_transport_rails(const struct pxfer_transport_choice *c,
+			  const struct pxfer_transport_ops *t, const char *spec,
+			  struct pxfer_rail_addr *out)
+{
+	const char *p = c->devices ? c->devices : spec;
+	char item[64], why[200];
+	int n = 0, ret;
+
+	if (!p)
+		return 0;
+	if (!c->devices && !strcmp(spec, "auto")) {
+		ret = t->rails_local ? t->rails_local(out, PXFER_RAILS_MAX) : 0;
+		if (ret < 0) {
+			error("cannot list this host's addresses for --rails auto: %s",
+			      strerror(-ret));
+			return -PXFER_EXIT_LOCAL;
+		}
+		return ret;
+	}
+	while (n < PXFER_RAILS_MAX && next_item(&p, item, sizeof(item))) {
+		struct pxfer_rail_addr *ra = &out[n];
+
+		memset(ra, 0, sizeof(*ra));
+		ra->numa_node = -1;
+		ra->up = 1;
+		if (c->devices) {
+			if (pxfer_rdma_source(item, c->gid_index, ra->addr,
+					      sizeof(ra->addr), why, sizeof(why))) {
+				error("cannot use %s: %s", item, why);
+				return -PXFER_EXIT_USAGE;
+			}
+			snprintf(ra->dev, sizeof(ra->dev), "%.31s", item);
+		} else {
+			snprintf(ra->addr, sizeof(ra->addr), "%s", item);
+		}
+		ret = t->rail_query ? t->rail_query(ra) : 0;
+		if (ret == -ENOENT) {
+			error("--rails: no %s of this host has the address %s",
+			      t->pins_memory ? "RDMA device" : "interface", ra->addr);
+			return -PXFER_EXIT_USAGE;
+		}
+		n++;
+	}
+	return n;
 }

@@ -19,6 +19,8 @@ struct pxfer_transport_choice {
 	int gid_index;		/* --gid-index, or -1 */
 	const char *bind;	/* --bind; after resolve, what --device implies */
 	char bind_buf[64];
+	const char *devices;	/* --device with several: the list (rails) */
+	char first[64];		/* its first device, which device names */
 };
 
 /* pxfer_transport_choice_init - the command line's choice, into @c */
@@ -31,6 +33,7 @@ static inline void pxfer_transport_choice_init(struct pxfer_transport_choice *c,
 	c->device = device;
 	c->gid_index = gid_index;
 	c->bind = bind;
+	c->devices = NULL;
 }
 
 /*
@@ -60,6 +63,16 @@ pxfer_transport_for_host(const struct pxfer_transport_choice *c,
 unsigned int pxfer_transport_for_listen(const struct pxfer_transport_choice *c,
 					const struct pxfer_transport_ops **out,
 					int *optional);
+
+/*
+ * pxfer_transport_rails - the local rails for @spec (--rails: "auto",
+ * "A,B,...", or NULL) or the device list of --device, on transport @t,
+ * into @out (room for PXFER_RAILS_MAX). How many (0: none asked for or
+ * found), or a PXFER_EXIT_* status, negated, after printing why.
+ */
+int pxfer_transport_rails(const struct pxfer_transport_choice *c,
+			  const struct pxfer_transport_ops *t, const char *spec,
+			  struct pxfer_rail_addr *out);
 
 /*
  * pxfer_transport_memlock - for a transport that pins its rings: whether

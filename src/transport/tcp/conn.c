@@ -22,6 +22,7 @@
 static void tune_socket(int fd)
 {
 	int one = 1, idle = 10, intvl = 5, cnt = 3;
+	unsigned int user_ms = 10000;
 
 	/* control messages are small and latency bound */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -30,6 +31,9 @@ static void tune_socket(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	/* data unacknowledged for this long fails the connection: a rail
+	 * whose address went away stalls, it does not close */
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
 }
 
 static int conn_new(int fd, struct pxfer_conn **out)
@@ -270,6 +274,8 @@ const struct pxfer_transport_ops pxfer_tcp_ops = {
 	.reap_sent = tcp_reap_sent,
 	.recv_chunk = tcp_recv_chunk,
 	.recv_payload = tcp_recv_payload,
+	.rails_local = tcp_rails_local,
+	.rail_query = tcp_rail_query,
 	.shutdown = tcp_shutdown,
 	.close = tcp_close,
 };

@@ -51,4 +51,8 @@ int tcp_recv_chunk(struct pxfer_conn *c, const struct pxfer_ring *r,
 int tcp_recv_payload(struct pxfer_conn *c, const struct pxfer_ring *r,
 		     const struct pxfer_chunk *ch);
 
+/* rails.c: this host's addresses */
+int tcp_rails_local(struct pxfer_rail_addr *out, unsigned int max);
+int tcp_rail_query(struct pxfer_rail_addr *ra);
+
 #endif
