@@ -130,7 +130,8 @@ struct pxfer_send_opts {
 	const char *bind;	/* source address, or NULL (NULL) */
 	const char *dest;	/* subdirectory below the receiver's DIR, or NULL */
 	const char *transport;	/* "tcp", "rdma" or "auto" ("auto") */
-	const char *device;	/* rdma device to use, or NULL (NULL) */
+	const char *device;	/* rdma device to use, or a list of them
+				 * ("rxe0,rxe2": one rail each), or NULL (NULL) */
 	int gid_index;		/* its GID to use, or -1 (-1) */
 	const char *io;		/* "auto", "uring" or "sync" ("auto") */
 	int workers;		/* 1 to 64 (one per CPU the process may
@@ -177,6 +178,15 @@ struct pxfer_send_opts {
 	double retry_wait;	/* seconds before the first reconnection,
 				 * doubling each time up to 60
 				 * (PXFER_DEFAULT_RETRY_WAIT) */
+	/* rails: the local addresses to spread the data connections over,
+	 * each paired with an address the receiver offers on its subnet:
+	 * "auto" (every address of the transport's devices or interfaces
+	 * that is up), or "A,B,..."; with a device list in device ("rxe0,
+	 * rxe2"), those devices' addresses. NULL: the data connections go
+	 * where the control connection goes (NULL) */
+	const char *rails;
+	int workers_auto;	/* workers was not chosen: with several rails,
+				 * it is raised to a multiple of them (1) */
 };
 
 /* What one of a receiver's sessions did, when it ended. */
@@ -208,7 +218,8 @@ struct pxfer_recv_opts {
 	const char *bind;	/* address to listen on, or NULL: all (NULL) */
 	const char *port;	/* PXFER_DEFAULT_PORT */
 	const char *transport;	/* "tcp", "rdma" or "auto": both ("auto") */
-	const char *device;	/* rdma device to listen on, or NULL (NULL) */
+	const char *device;	/* rdma device to listen on, or a list of
+				 * them to offer as rails, or NULL (NULL) */
 	int gid_index;		/* its GID to use, or -1 (-1) */
 	const char *io;		/* "auto", "uring" or "sync" ("auto") */
 	int once;		/* return after one session (0) */
@@ -246,6 +257,11 @@ struct pxfer_recv_opts {
 				 * is kept beneath dir for a later session to
 				 * resume, then removed; 0: removed when its
 				 * session ends (PXFER_DEFAULT_PARTIAL_TTL) */
+	/* the addresses offered to senders for their data connections (at
+	 * most 8): "auto" (every address of the transport's devices or
+	 * interfaces that is up), or "A,B,..."; with a device list in
+	 * device, those devices' addresses. NULL: none (NULL) */
+	const char *rails;
 };
 
 /*

@@ -16,6 +16,7 @@ void pxfer_send_opts_init(struct pxfer_send_opts *o)
 	o->gid_index = -1;
 	o->io = "auto";
 	o->workers = pxfer_workers_auto();
+	o->workers_auto = 1;
 	/* an upper bound: the receiver picks the size (chunk_auto) */
 	o->chunk_size = PXFER_AUTO_CHUNK_MAX;
 	o->chunk_auto = 1;

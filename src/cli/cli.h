@@ -46,6 +46,7 @@ struct cli_common {
 	const char **secret_file;
 	const char **transport;
 	const char **device;
+	const char **rails;
 	int *gid_index;
 	const char **io;
 	int *fsync;

@@ -258,7 +258,8 @@ int cmd_recv(int argc, char **argv)
 	const struct cli_common common = {
 		.port = &o->port, .bind = &o->bind,
 		.secret_file = &a.secret_file, .transport = &o->transport,
-		.device = &o->device, .gid_index = &o->gid_index, .io = &o->io,
+		.device = &o->device, .rails = &o->rails,
+		.gid_index = &o->gid_index, .io = &o->io,
 		.fsync = &o->fsync, .quiet = &o->quiet, .verbose = &o->verbose,
 	};
 	int first, code;

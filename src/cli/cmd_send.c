@@ -31,6 +31,7 @@ static int set_jobs(void *ctx, const char *arg)
 	if (cli_parse_uint(arg, 1, 64, &v))
 		return error("-j takes a number of workers from 1 to 64, not '%s'", arg);
 	a->o.workers = v;
+	a->o.workers_auto = 0;
 	return 0;
 }
 
@@ -343,7 +344,8 @@ int cmd_send(int argc, char **argv)
 	const struct cli_common common = {
 		.port = &a.port, .bind = &o->bind,
 		.secret_file = &a.secret_file, .transport = &o->transport,
-		.device = &o->device, .gid_index = &o->gid_index, .io = &o->io,
+		.device = &o->device, .rails = &o->rails,
+		.gid_index = &o->gid_index, .io = &o->io,
 		.fsync = &o->fsync, .quiet = &a.quiet, .verbose = &o->verbose,
 	};
 	struct pxfer_stats st;

@@ -17,6 +17,9 @@
 #include "core/log.h"
 #include "core/netaddr.h"
 
+/* addresses --rails takes: as many as a WELCOME offers */
+#define PXFER_RAILS_CLI_MAX 8
+
 int cli_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
@@ -182,6 +185,40 @@ static int set_device(const struct cli_common *c, const char *arg)
 	return 0;
 }
 
+/* --rails: auto, or numeric addresses separated by commas */
+static int set_rails(const struct cli_common *c, const char *arg)
+{
+	const char *p = arg;
+	unsigned int n = 0;
+
+	if (!strcmp(arg, "auto")) {
+		*c->rails = arg;
+		return 0;
+	}
+	while (*p) {
+		char one[64];
+		size_t len = strcspn(p, ",");
+		uint8_t family, addr[16];
+
+		if (!len || len >= sizeof(one))
+			return error("--rails takes auto or addresses separated by commas, not '%s'",
+				     arg);
+		memcpy(one, p, len);
+		one[len] = 0;
+		if (pxfer_addr_parse(one, &family, addr))
+			return error("--rails: '%s' is not a numeric IPv4 or IPv6 address (give addresses, or auto)",
+				     one);
+		if (++n > PXFER_RAILS_CLI_MAX)
+			return error("--rails: at most %d addresses", PXFER_RAILS_CLI_MAX);
+		p += len + (p[len] == ',');
+		if (p[-1] == ',' && !*p)
+			return error("--rails takes auto or addresses separated by commas, not '%s'",
+				     arg);
+	}
+	*c->rails = arg;
+	return 0;
+}
+
 static int set_gid_index(const struct cli_common *c, const char *arg)
 {
 	return parse_gid(arg, c->gid_index);
@@ -244,7 +281,15 @@ static const struct common_opt common_opts[] = {
 	{ "transport", 0, "T", set_transport,
 	  BOTH("auto, rdma or tcp (default auto)") },
 	{ "device", 0, "NAME", set_device,
-	  BOTH("rdma: use this RDMA device (see 'rdma link')") },
+	  BOTH("rdma: use this RDMA device (see 'rdma link');\n"
+	       "several, separated by commas: one rail each") },
+	{ "rails", 0, "LIST", set_rails, {
+		[CLI_SEND] = "spread the data connections over these local\n"
+			     "addresses (A,B,...), or over every one that is up\n"
+			     "(auto), each paired with an address the receiver\n"
+			     "offers on its subnet",
+		[CLI_RECV] = "offer senders these addresses (A,B,...) for data,\n"
+			     "or every one that is up (auto), at most 8" } },
 	{ "gid-index", 0, "N", set_gid_index,
 	  BOTH("rdma: use this GID of the device (default: its\n"
 	       "first RoCE v2 IPv4 GID); both work by binding\n"

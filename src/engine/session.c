@@ -25,7 +25,6 @@ int pxfer_session_init(struct pxfer_session *s, const char *peer_role,
 		s->signals = 1;
 	}
 	atomic_store(&s->lost, 0);
-	s->lost_at = 0;
 	return 0;
 }
 
@@ -155,20 +154,17 @@ void pxfer_session_data_lost(struct pxfer_session *s, unsigned int idx,
 		pxfer_wake(s->ctrl.wake_fd);
 }
 
-int pxfer_session_data_lost_due(struct pxfer_session *s, unsigned int *idx,
-				int *err)
+int pxfer_session_send_lost(struct pxfer_session *s, unsigned int idx,
+			    int err, uint64_t seq)
 {
-	uint64_t lost = atomic_load(&s->lost);
+	struct pxfer_msg m = { .type = PXFER_MSG_DATA_LOST };
 
-	if (!lost || pxfer_failed(&s->fail))
-		return 0;
-	if (!s->lost_at)
-		s->lost_at = pxfer_now();
-	if (pxfer_now() - s->lost_at < 1.0)
-		return 0;
-	*idx = (lost >> 32) - 1;
-	*err = -(int)(uint32_t)lost;
-	return 1;
+	m.u.lost.worker = idx;
+	m.u.lost.code = err < 0 && err > -4096 ? -err : EIO;
+	m.u.lost.seq = seq;
+	if (pxfer_ctrl_queue(&s->ctrl, &m))
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL, "out of memory");
+	return 0;
 }
 
 int pxfer_session_flush(struct pxfer_session *s, int timeout_ms)

@@ -45,7 +45,6 @@ struct pxfer_session {
 	int signals;			/* installed the signal handlers */
 	/* the data connection lost first: (1 + its index) << 32 | -errno */
 	_Atomic uint64_t lost;
-	double lost_at;			/* when the coordinator noticed */
 	struct pxfer_msg msg;		/* the coordinator's scratch message */
 };
 
@@ -137,20 +136,21 @@ int pxfer_session_read_end(struct pxfer_session *s, int ret);
 
 /*
  * pxfer_session_data_lost - a worker's data connection @idx broke with
- * @err (a negative errno) or was closed by the peer. When the peer ended
- * the session, it says why on the control connection; the coordinator
- * gives that a moment before it blames the connection. Any thread.
+ * @err (a negative errno) or was closed by the peer: wake the
+ * coordinator, which moves its work to the other connections (or, when
+ * the peer ended the session, hears why on the control connection).
+ * Any thread.
  */
 void pxfer_session_data_lost(struct pxfer_session *s, unsigned int idx,
 			     int err);
 
 /*
- * pxfer_session_data_lost_due - coordinator: 1 when a data connection
- * broke over a second ago and nothing explained it (its index and error
- * in *idx and *err; the side says so in its own words), else 0.
+ * pxfer_session_send_lost - queue DATA_LOST for data connection @idx:
+ * @err (a negative errno) why, @seq the chunks taken (receiver; 0 from
+ * the sender). 0, or -1 after failing the session.
  */
-int pxfer_session_data_lost_due(struct pxfer_session *s, unsigned int *idx,
-				int *err);
+int pxfer_session_send_lost(struct pxfer_session *s, unsigned int idx,
+			    int err, uint64_t seq);
 
 /* pxfer_session_data_lost_any - whether a data connection broke */
 static inline int pxfer_session_data_lost_any(struct pxfer_session *s)

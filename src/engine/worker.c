@@ -8,6 +8,23 @@
 #include "core/sys.h"
 #include "engine/worker.h"
 
+/* a thread on the CPUs of NUMA node @node (where it has any), or anywhere */
+static int thread_start(pthread_t *t, int node, void *(*fn)(void *), void *arg)
+{
+	pthread_attr_t attr;
+	cpu_set_t set;
+	int ret;
+
+	if (pxfer_numa_cpus(node, &set))
+		return pthread_create(t, NULL, fn, arg);
+	if (pthread_attr_init(&attr))
+		return pthread_create(t, NULL, fn, arg);
+	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
+	ret = pthread_create(t, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	return ret;
+}
+
 static void *prep_main(void *arg)
 {
 	struct pxfer_worker *w = arg;
@@ -52,7 +69,7 @@ int pxfer_worker_prepare(struct pxfer_worker *w,
 	w->prep_pool = pool;
 	w->prep_mem = pxfer_pool_take(pool, pxfer_ring_bytes(slots, chunk,
 							     t->ring_hdr));
-	if (pthread_create(&w->prep_thread, NULL, prep_main, w)) {
+	if (thread_start(&w->prep_thread, w->numa_node, prep_main, w)) {
 		prep_main(w);		/* no thread: do it now */
 	} else {
 		w->prep_started = 1;
@@ -88,6 +105,31 @@ void pxfer_worker_kick(struct pxfer_worker *w,
 		t->shutdown(w->conn);
 	if (w->wake_fd >= 0)
 		pxfer_wake(w->wake_fd);
+}
+
+int pxfer_worker_lose(struct pxfer_worker *w, const struct pxfer_transport_ops *t,
+		      int err)
+{
+	int none = 0;
+
+	if (err >= 0)
+		err = -EIO;
+	if (!atomic_compare_exchange_strong(&w->lost, &none, err))
+		return 0;
+	if (w->conn)
+		t->shutdown(w->conn);
+	if (w->wake_fd >= 0)
+		pxfer_wake(w->wake_fd);
+	return 1;
+}
+
+unsigned int pxfer_workers_alive(struct pxfer_workers *ws)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < ws->n; i++)
+		n += pxfer_worker_alive(ws->w[i]);
+	return n;
 }
 
 void pxfer_worker_join(struct pxfer_worker *w)
@@ -145,6 +187,7 @@ int pxfer_workers_init(struct pxfer_workers *ws, unsigned int n)
 
 void pxfer_workers_add(struct pxfer_workers *ws, struct pxfer_worker *w)
 {
+	w->numa_node = -1;
 	w->idx = ws->n;
 	w->wake_fd = -1;
 	ws->w[ws->n++] = w;
@@ -155,7 +198,7 @@ int pxfer_workers_start(struct pxfer_workers *ws, void *(*fn)(void *),
 {
 	for (unsigned int i = 0; i < ws->n; i++) {
 		struct pxfer_worker *w = ws->w[i];
-		int ret = pthread_create(&w->thread, NULL, fn, w);
+		int ret = thread_start(&w->thread, w->numa_node, fn, w);
 
 		if (ret)
 			return -ret;

@@ -39,6 +39,24 @@ struct pxfer_worker {
 	int prep_pinned;	/* the transport pins the ring (rdma) */
 	void *prep_mem;		/* the ring's memory, from prep_pool */
 	struct pxfer_pool *prep_pool;
+	/*
+	 * Failover: a connection that broke (or that the peer gave up on)
+	 * carries nothing more, and its chunks the receiver did not take
+	 * go over the other connections. lost is why (a negative errno; 0
+	 * while it works), set once by pxfer_worker_lose from any thread;
+	 * parked is set by the worker's own thread once it is done with
+	 * the connection. The rest is the coordinator's.
+	 */
+	atomic_int lost;
+	atomic_int parked;
+	double lost_at;		/* when the coordinator saw it parked */
+	uint64_t lost_seq;	/* chunks the receiver took on it */
+	int lost_told;		/* DATA_LOST sent */
+	int lost_heard;		/* DATA_LOST received */
+	int retired;		/* its work went to the others */
+	unsigned int rail;	/* which of the session's rails it uses */
+	int numa_node;		/* its rail's device's node: its threads run
+				 * there, and fault its ring in there; -1 */
 };
 
 /*
@@ -115,6 +133,24 @@ int pxfer_worker_attach(struct pxfer_worker *w,
  */
 void pxfer_worker_kick(struct pxfer_worker *w,
 		       const struct pxfer_transport_ops *t, int failed);
+
+/*
+ * pxfer_worker_lose - @w's connection is gone (@err, a negative errno):
+ * no more chunks go on it. The first call records @err, shuts the
+ * connection down and wakes the worker; later ones do nothing. Returns 1
+ * for the first call. Any thread.
+ */
+int pxfer_worker_lose(struct pxfer_worker *w, const struct pxfer_transport_ops *t,
+		      int err);
+
+/* pxfer_worker_alive - whether @w's connection still carries chunks */
+static inline int pxfer_worker_alive(struct pxfer_worker *w)
+{
+	return !atomic_load(&w->lost);
+}
+
+/* pxfer_workers_alive - how many of @ws's connections still carry chunks */
+unsigned int pxfer_workers_alive(struct pxfer_workers *ws);
 
 /* pxfer_worker_join - wait for the worker's thread, if it was started */
 void pxfer_worker_join(struct pxfer_worker *w);

@@ -289,6 +289,21 @@ static int on_fin(struct recv_session *s, const struct pxfer_fin *fin)
 	return 0;
 }
 
+/* the sender gave up data connection @l->worker */
+static int on_data_lost(struct recv_session *s, const struct pxfer_data_lost *l)
+{
+	struct rworker *w;
+
+	if (l->worker >= s->b.workers.n || l->seq)
+		return -EPROTO;
+	w = &s->w[l->worker];
+	if (w->b.lost_heard)
+		return -EPROTO;
+	w->b.lost_heard = 1;
+	pxfer_worker_lose(&w->b, s->b.t, -(int)l->code);
+	return 0;
+}
+
 static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 {
 	if (m->type == PXFER_MSG_FILE || m->type == PXFER_MSG_FILE_END ||
@@ -303,6 +318,8 @@ static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 		return on_fin(s, &m->u.fin);
 	case PXFER_MSG_PING:
 		return 0;
+	case PXFER_MSG_DATA_LOST:
+		return on_data_lost(s, &m->u.lost);
 	case PXFER_MSG_ABORT:
 		return pxfer_session_peer_abort(&s->b, &m->u.error);
 	default:
@@ -353,6 +370,9 @@ static int grant_credits(struct recv_session *s)
 	for (unsigned int i = 0; i < s->b.workers.n; i++) {
 		struct rworker *w = &s->w[i];
 
+		/* nothing more goes on a lost connection */
+		if (!pxfer_worker_alive(&w->b))
+			continue;
 		c->worker = i;
 		pthread_mutex_lock(&w->b.lock);
 		c->count = pxfer_credits_collect(&w->b.cred, c->slots,
@@ -396,18 +416,47 @@ static int idle_check(struct recv_session *s)
 			  s->b.cconn->peer, text);
 }
 
-/* a data connection closed before FIN and no ABORT explained it in time */
-static int data_closed_early(struct recv_session *s)
+/*
+ * Failover: a data connection that broke (or that the sender gave up,
+ * DATA_LOST) carries nothing more; once its worker stopped taking chunks
+ * off it, the sender hears how many it took (DATA_LOST) and sends the
+ * rest over the others. One that broke on this side first waits a
+ * second before that, in which a sender that ended the session (ABORT)
+ * or went away (the control connection) says so. The session fails when
+ * no data connection is left.
+ */
+static int failover(struct recv_session *s)
 {
-	unsigned int idx;
-	int err;
+	unsigned int alive = pxfer_workers_alive(&s->b.workers);
+	double now = pxfer_now();
 
-	if (s->acked || !pxfer_session_data_lost_due(&s->b, &idx, &err))
+	if (s->acked)
 		return 0;
-	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
-			  "the sender %s closed data connection %u before the transfer completed",
-			  s->b.cconn->peer, idx);
+	for (unsigned int i = 0; i < s->b.workers.n; i++) {
+		struct rworker *w = &s->w[i];
+		int err = atomic_load(&w->b.lost);
+
+		if (!err || w->b.lost_told || !atomic_load(&w->b.parked))
+			continue;
+		if (!w->b.lost_at)
+			w->b.lost_at = now;
+		if (!w->b.lost_heard && now - w->b.lost_at < 1.0)
+			continue;
+		if (!alive)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+					  "the sender %s lost every data connection before the transfer completed (the last: %u, %s)",
+					  s->b.cconn->peer, i, strerror(-err));
+		if (pxfer_session_send_lost(&s->b, i, err, w->b.lost_seq))
+			return -1;
+		w->b.lost_told = 1;
+		if (!s->o->quiet)
+			warning("data connection %u from %s failed (%s) after %llu chunks; the sender goes on over the %u left",
+				i, w->b.conn->peer, strerror(-err),
+				(unsigned long long)w->b.lost_seq, alive);
+	}
+	return 0;
 }
+
 
 int recv_coordinate(struct recv_session *s)
 {
@@ -424,7 +473,7 @@ int recv_coordinate(struct recv_session *s)
 			break;
 		while (file_done_pop(s, &id))
 			finalize(s, id);
-		if (data_closed_early(s) || pxfer_session_keepalive(&s->b) ||
+		if (failover(s) || pxfer_session_keepalive(&s->b) ||
 		    idle_check(s) || grant_credits(s))
 			break;
 	}

@@ -253,6 +253,50 @@ int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch)
 	return ret;
 }
 
+/* take [lo, hi), which a range of @f holds, out of it */
+static int range_remove(struct pxfer_filetab *t, struct pxfer_fstate *f,
+			uint64_t lo, uint64_t hi)
+{
+	unsigned int i = range_find(f, lo);
+	struct pxfer_range *r = &f->rng[i];
+	uint64_t end;
+
+	if (i >= f->nrng || r->lo > lo || r->hi < hi)
+		return -EINVAL;
+	if (r->lo == lo && r->hi == hi) {
+		memmove(r, r + 1, (f->nrng - i - 1) * sizeof(*r));
+		f->nrng--;
+		t->nranges--;
+	} else if (r->lo == lo) {
+		r->lo = hi;
+	} else if (r->hi == hi) {
+		r->hi = lo;
+	} else {
+		/* a hole in the middle: the tail becomes a range of its own */
+		end = r->hi;
+		r->hi = lo;
+		return range_add(t, f, hi, end);
+	}
+	return 0;
+}
+
+int pxfer_filetab_unreserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (unsigned int i = 0; i < ch->nseg && !ret; i++) {
+		struct pxfer_fstate *f = &t->f[ch->seg[i].file];
+
+		ret = range_remove(t, f, ch->seg[i].offset,
+				   ch->seg[i].offset + ch->seg[i].len);
+		if (!ret)
+			f->submitted -= ch->seg[i].len;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return ret;
+}
+
 int pxfer_filetab_written(struct pxfer_filetab *t, uint64_t id, uint32_t len,
 			  int err)
 {

@@ -86,6 +86,14 @@ unsigned int pxfer_filetab_count(struct pxfer_filetab *t);
 int pxfer_filetab_reserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch);
 
 /*
+ * pxfer_filetab_unreserve - give back what pxfer_filetab_reserve took
+ * for @ch, whose payload never arrived whole (its connection broke): the
+ * sender sends those bytes again, over another connection. 0, -ENOMEM
+ * (a range split in two), or -EINVAL for bytes @ch did not reserve.
+ */
+int pxfer_filetab_unreserve(struct pxfer_filetab *t, const struct pxfer_chunk *ch);
+
+/*
  * pxfer_filetab_written - @len bytes of @id written (or failed with
  * @err, a positive errno). 1 when this made the file complete, else 0.
  */

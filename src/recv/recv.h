@@ -19,6 +19,7 @@
 #include "core/idq.h"
 #include "core/ring.h"
 #include "engine/handshake.h"
+#include "engine/rails.h"
 #include "engine/session.h"
 #include "engine/tagger.h"
 #include "engine/worker.h"
@@ -44,6 +45,9 @@ struct recv_server {
 	struct pxfer_transport_choice tc;	/* bind: --bind, or what --device implies */
 	struct pxfer_listener *ls[2];	/* tcp and/or rdma */
 	unsigned int nls;
+	/* what each listener's sessions offer for data (--rails) */
+	struct pxfer_rail_addr rails[2][PXFER_RAILS_MAX];
+	int nrails[2];
 	struct pxfer_pool pool;		/* ring memory faulted in ahead */
 	size_t pool_part;		/* of it per session slot (0: none) */
 	unsigned int pool_slots;	/* slots the pool covers */

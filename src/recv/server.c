@@ -90,6 +90,22 @@ static int listen_all(struct recv_server *srv)
 	for (unsigned int i = 0; i < n; i++)
 		if (listen_one(srv, t[i], i > 0 && optional))
 			return PXFER_EXIT_NET;
+	/* the addresses its sessions offer for data, per transport */
+	for (unsigned int i = 0; i < srv->nls; i++) {
+		int r = pxfer_transport_rails(&srv->tc, srv->ls[i]->ops,
+					      srv->o->rails, srv->rails[i]);
+
+		if (r < 0)
+			return -r;
+		srv->nrails[i] = r;
+		for (int k = 0; k < r; k++)
+			verbose("%s: offering %s%s%s for data", srv->ls[i]->ops->name,
+				srv->rails[i][k].addr, srv->rails[i][k].dev[0] ? " on " : "",
+				srv->rails[i][k].dev);
+		if ((srv->o->rails || srv->tc.devices) && !r)
+			warning("%s: no address of this host is up to offer for data; senders send over one rail",
+				srv->ls[i]->ops->name);
+	}
 	return 0;
 }
 

@@ -89,6 +89,11 @@ static void pick_params(struct recv_session *s, const struct pxfer_hello *h)
 	if (nofile < 2 * RECV_MAX_FILES + 256)
 		wel->max_files = nofile > 320 ? (nofile - 256) / 2 : 32;
 	/* wel->session: the server chose it, to route data connections */
+	/* the addresses this transport's sessions offer for data */
+	for (unsigned int k = 0; k < s->srv->nls; k++)
+		if (s->srv->ls[k]->ops == s->b.t)
+			pxfer_rails_to_wire(s->srv->rails[k],
+					    (unsigned int)s->srv->nrails[k], wel);
 }
 
 /* start making the worker's ring while the sender connects */

@@ -212,40 +212,64 @@ static int rw_out_of_sequence(struct rworker *w)
 	return pxfer_session_integrity(&w->s->b, what, detail);
 }
 
+/*
+ * The connection is gone (@err), or the sender gave it up: it carries
+ * nothing more. A chunk whose payload did not all arrive (@reserved:
+ * its bytes were reserved) is given back, to come again over another
+ * connection; the chunks before it are taken, and their writes go on.
+ * The coordinator tells the sender how many that is (w->seq). 1, or -1
+ * when the session failed.
+ */
+static int rw_lost(struct rworker *w, int err, int reserved)
+{
+	struct recv_session *s = w->s;
+
+	if (reserved && pxfer_filetab_unreserve(&s->tab, &w->desc))
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				  "data connection %u from %s failed (%s), and a chunk it was bringing could not be given back",
+				  w->b.idx, w->b.conn->peer, strerror(-err));
+	pxfer_worker_lose(&w->b, s->b.t, err);
+	w->b.lost_seq = w->seq;
+	atomic_store(&w->b.parked, 1);
+	pxfer_session_data_lost(&s->b, w->b.idx, err);
+	return 1;
+}
+
 /* 0: go on; 1: the connection ended (no more chunks); -1: failed */
 static int rw_receive(struct rworker *w)
 {
 	struct recv_session *s = w->s;
 	const struct pxfer_transport_ops *t = s->b.t;
-	int ret, n = 0;
+	int ret, n = 0, reserved;
 
 	/* bounded, so completions and the ring's slots keep moving */
 	while (n < 16) {
+		reserved = 0;
 		ret = t->recv_chunk(w->b.conn, &w->b.ring, &w->desc);
+		if (ret == 0 && !pxfer_worker_alive(&w->b))
+			return rw_lost(w, atomic_load(&w->b.lost), 0);
 		if (ret == 0)
 			break;
-		if (ret > 0)
+		if (ret > 0) {
 			ret = rw_check(w, &w->desc);
+			reserved = !ret;
+		}
 		if (!ret && t->recv_payload)
 			ret = t->recv_payload(w->b.conn, &w->b.ring, &w->desc);
 		if (ret == -EPIPE && atomic_load(&s->fin_seen))
 			return 1;
-		if (ret == -EPIPE || ret == -ECONNRESET) {
-			/* the coordinator decides, after a moment in which the
-			 * sender's ABORT, if any, can arrive and say why */
-			pxfer_session_data_lost(&s->b, w->b.idx, ret);
-			return 1;
-		}
 		if (ret == -EBADMSG)
 			return rw_out_of_sequence(w);
 		if (ret == -EPROTO)
 			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
 					  "protocol error on data connection %u from %s: a chunk that was not granted, does not fit its file or repeats bytes already sent",
 					  w->b.idx, w->b.conn->peer);
+		if (ret == -ENOMEM)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "out of memory");
+		/* anything else is the connection's: the others go on */
 		if (ret < 0)
-			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
-					  "data connection %u from %s failed: %s",
-					  w->b.idx, w->b.conn->peer, strerror(-ret));
+			return rw_lost(w, ret, reserved);
 		if (rw_chunk(w))
 			return -1;
 		n++;
@@ -297,7 +321,10 @@ void *recv_worker_main(void *arg)
 		poll(p, io->event_fd >= 0 ? 3 : 2,
 		     !io->inflight ? 1000 : io->event_fd >= 0 ? 100 : 0);
 		pxfer_drain(w->b.wake_fd);
-		if (!closed && (p[1].revents & (POLLIN | POLLHUP | POLLERR))) {
+		/* given up by the sender (DATA_LOST): the connection is shut
+		 * down, and what is left on it is read to its end */
+		if (!closed && (p[1].revents & (POLLIN | POLLHUP | POLLERR) ||
+				!pxfer_worker_alive(&w->b))) {
 			ret = rw_receive(w);
 			if (ret < 0)
 				break;

@@ -8,6 +8,7 @@
  * FIN and waits for the ACK.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -174,6 +175,23 @@ static int on_file_status(struct send_session *s, uint16_t type,
 	return 0;
 }
 
+/* the receiver stopped data connection @l->worker, and took its chunks
+ * below @l->seq */
+static int on_data_lost(struct send_session *s, const struct pxfer_data_lost *l)
+{
+	struct sworker *w;
+
+	if (l->worker >= s->b.workers.n)
+		return -EPROTO;
+	w = &s->w[l->worker];
+	if (w->b.lost_heard || l->seq > w->seq)
+		return -EPROTO;
+	w->b.lost_heard = 1;
+	w->b.lost_seq = l->seq;
+	pxfer_worker_lose(&w->b, s->b.t, -(int)l->code);
+	return 0;
+}
+
 static int on_credit(struct send_session *s, const struct pxfer_credit *c)
 {
 	struct sworker *w;
@@ -203,6 +221,8 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 		return on_credit(s, &m->u.credit);
 	case PXFER_MSG_PING:
 		return 0;
+	case PXFER_MSG_DATA_LOST:
+		return on_data_lost(s, &m->u.lost);
 	case PXFER_MSG_ACK:
 		if (!s->fin_sent)
 			return -EPROTO;
@@ -262,18 +282,72 @@ void send_draw_progress(struct send_session *s, int final)
 			    !s->man.walk_done, final);
 }
 
-/* a data connection broke and no ABORT explained it within a second */
-static int data_conn_failed(struct send_session *s)
+/* the rail worker @w runs on, for messages */
+static const char *rail_of(struct send_session *s, struct sworker *w)
 {
-	unsigned int idx;
-	int err;
-
-	if (!pxfer_session_data_lost_due(&s->b, &idx, &err))
-		return 0;
-	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
-			  "lost the connection to the receiver %s (data connection %u): %s",
-			  s->b.cconn->peer, idx, strerror(-err));
+	return s->rails.n ? s->rails.r[w->b.rail].name : s->b.cconn->peer;
 }
+
+/*
+ * The session fails only when no data connection is left: it names each
+ * with why it failed.
+ */
+static int all_lost(struct send_session *s)
+{
+	char why[600];
+	size_t n = 0;
+
+	why[0] = 0;
+	for (unsigned int i = 0; i < s->b.workers.n && n < sizeof(why); i++) {
+		struct sworker *w = &s->w[i];
+
+		n += snprintf(why + n, sizeof(why) - n, "%s%u (%s): %s",
+			      i ? "; " : "", i, rail_of(s, w),
+			      strerror(-atomic_load(&w->b.lost)));
+	}
+	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+			  "lost every data connection to the receiver %s: %s",
+			  s->b.cconn->peer, why);
+}
+
+/*
+ * Failover, each turn: a worker whose connection broke is told to the
+ * receiver (DATA_LOST); once its thread is done with it and the
+ * receiver said how many of its chunks it took, the rest go to the
+ * queue the other workers send from first.
+ */
+static int failover(struct send_session *s)
+{
+	unsigned int alive = pxfer_workers_alive(&s->b.workers), queued = 0;
+
+	for (unsigned int i = 0; i < s->b.workers.n; i++) {
+		struct sworker *w = &s->w[i];
+		int n;
+
+		if (pxfer_worker_alive(&w->b) || w->b.retired)
+			continue;
+		if (!alive)
+			return all_lost(s);
+		if (!w->b.lost_told && !w->b.lost_heard) {
+			if (pxfer_session_send_lost(&s->b, i, atomic_load(&w->b.lost), 0))
+				return -1;
+			w->b.lost_told = 1;
+		}
+		if (!atomic_load(&w->b.parked) || !w->b.lost_heard)
+			continue;
+		n = send_worker_requeue(s, w);
+		if (n < 0)
+			return -1;
+		w->b.retired = 1;
+		queued += n;
+		warning("data connection %u (%s) failed: %s; its %d chunk(s) in flight go again over the %u left",
+			i, rail_of(s, w), strerror(-atomic_load(&w->b.lost)), n, alive);
+	}
+	if (queued)
+		wake_workers(s);
+	return 0;
+}
+
 
 static int send_fin(struct send_session *s)
 {
@@ -300,7 +374,7 @@ int send_coordinate(struct send_session *s)
 				       s->prog.enabled || pxfer_session_data_lost_any(&s->b) ? 200 : 1000,
 				       "interrupted; the same command run again sends only what is missing"))
 			break;
-		if (read_control(s) || data_conn_failed(s) ||
+		if (read_control(s) || failover(s) ||
 		    pxfer_session_keepalive(&s->b))
 			break;
 		send_draw_progress(s, 0);

@@ -77,7 +77,7 @@ static int handshake(struct send_session *s)
 	struct pxfer_hello h = { 0 };
 	int r;
 
-	h.workers = o->workers;
+	h.workers = s->workers;
 	h.chunk_size = o->chunk_size;
 	h.flags = (o->fsync ? PXFER_HELLO_FSYNC : 0) |
 		  (o->chunk_auto ? PXFER_HELLO_CHUNK_AUTO : 0) |
@@ -121,12 +121,56 @@ static int worker_prepare(struct send_session *s, struct sworker *w)
 				    s->b.wel.chunk_size, 0, &s->pool);
 }
 
+/*
+ * The rails: the local ones paired with the addresses the receiver
+ * offered. Without a pair the data connections go where the control
+ * connection went, and the user hears why.
+ */
+static void rails_pair(struct send_session *s)
+{
+	unsigned int skipped, per;
+
+	if (!s->nlocal)
+		return;
+	if (!s->b.wel.nrails) {
+		warning("the receiver %s offers no addresses for data (start it with --rails or a --device list): the data goes over one rail",
+			s->b.cconn->peer);
+		return;
+	}
+	pxfer_rails_pair(s->local, (unsigned int)s->nlocal, &s->b.wel, &s->rails,
+			 &skipped);
+	if (!s->rails.n) {
+		warning("none of the %d local rails is on a subnet of an address the receiver %s offers: the data goes over one rail",
+			s->nlocal, s->b.cconn->peer);
+		return;
+	}
+	if (skipped)
+		warning("%u of the %d local rails are on no subnet the receiver %s offers; they carry nothing",
+			skipped, s->nlocal, s->b.cconn->peer);
+	if (s->b.wel.workers < s->rails.n)
+		warning("%u data connections for %u rails: only %u of them carry data (-j counts them all)",
+			s->b.wel.workers, s->rails.n, s->b.wel.workers);
+	per = s->b.wel.workers / s->rails.n;
+	for (unsigned int i = 0; i < s->rails.n; i++)
+		verbose("rail %u: %s, %u data connection(s)%s", i,
+			s->rails.r[i].name,
+			per + (i < s->b.wel.workers % s->rails.n),
+			s->rails.r[i].local.numa_node >= 0 ? ", NUMA node set" : "");
+}
+
 static int worker_connect(struct send_session *s, struct sworker *w)
 {
+	struct pxfer_hs_target to = s->to;
 	struct pxfer_challenge ch;
 	int ret;
 
-	if (pxfer_hs_connect(&s->b, &s->to, s->b.wel.slots, &w->b.conn, &ch) ||
+	if (s->rails.n) {
+		const struct pxfer_rail *r = &s->rails.r[w->b.rail];
+
+		to.host = r->remote;
+		to.bind = r->local.addr;
+	}
+	if (pxfer_hs_connect(&s->b, &to, s->b.wel.slots, &w->b.conn, &ch) ||
 	    pxfer_hs_data_hello(&s->b, &w->b, &ch, s->o->timeout_ms))
 		return -1;
 	ret = pxfer_worker_attach(&w->b, s->b.t, NULL, NULL);
@@ -147,10 +191,20 @@ static int workers_start(struct send_session *s)
 				    s->b.wel.chunk_size, msg, sizeof(msg)))
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "%s", msg);
 	s->w = calloc(n, sizeof(*s->w));
-	if (!s->w || pxfer_workers_init(&s->b.workers, n))
+	/* every slot of every worker could wait to go again */
+	s->resend_cap = n * s->b.wel.slots;
+	s->resend = calloc(s->resend_cap, sizeof(*s->resend));
+	if (!s->w || !s->resend || pxfer_workers_init(&s->b.workers, n))
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
-	for (unsigned int i = 0; i < n; i++)
+	pthread_mutex_init(&s->resend_lock, NULL);
+	s->resend_init = 1;
+	rails_pair(s);
+	for (unsigned int i = 0; i < n; i++) {
 		pxfer_workers_add(&s->b.workers, &s->w[i].b);
+		s->w[i].b.rail = s->rails.n ? i % s->rails.n : 0;
+		s->w[i].b.numa_node = s->rails.n ?
+			s->rails.r[s->w[i].b.rail].local.numa_node : -1;
+	}
 	for (unsigned int i = 0; i < n; i++) {
 		ret = worker_prepare(s, &s->w[i]);
 		if (ret)
@@ -164,10 +218,22 @@ static int workers_start(struct send_session *s)
 	return pxfer_session_start_workers(&s->b, send_worker_main, "send");
 }
 
+/* after the workers: they take from the queue of chunks to send again */
+static void resend_release(struct send_session *s)
+{
+	if (s->resend_init)
+		pthread_mutex_destroy(&s->resend_lock);
+	s->resend_init = 0;
+	free(s->resend);
+	s->resend = NULL;
+}
+
 static void workers_stop(struct send_session *s)
 {
-	if (!s->w)
+	if (!s->w) {
+		resend_release(s);
 		return;
+	}
 	pxfer_workers_stop(&s->b.workers, s->b.t, pxfer_failed(&s->b.fail));
 	for (unsigned int i = 0; i < s->b.workers.n; i++) {
 		pxfer_worker_release(&s->w[i].b, s->b.t);
@@ -177,6 +243,7 @@ static void workers_stop(struct send_session *s)
 	pxfer_workers_release(&s->b.workers);
 	free(s->w);
 	s->w = NULL;
+	resend_release(s);
 }
 
 static void session_release(struct send_session *s)
@@ -202,6 +269,20 @@ static int session_start(struct send_session *s)
 	if (pick_transport(s))
 		return -1;
 	s->st->transport = s->b.t->name;
+	s->nlocal = pxfer_transport_rails(&s->tc, s->b.t, o->rails, s->local);
+	if (s->nlocal < 0)
+		return pxfer_fail_quiet(&s->b.fail, -s->nlocal);
+	if ((o->rails || s->tc.devices) && !s->nlocal)
+		warning("--rails %s: no address of this host is up for %s; the data goes over one rail",
+			o->rails ? o->rails : s->tc.devices, s->b.t->name);
+	/* -j counts every data connection; unless it was given, each rail
+	 * gets as many */
+	s->workers = (unsigned int)o->workers;
+	if (o->workers_auto && s->nlocal > 1) {
+		s->workers = (s->workers + s->nlocal - 1) / s->nlocal * s->nlocal;
+		if (s->workers > PXFER_WORKERS_MAX)
+			s->workers = PXFER_WORKERS_MAX / s->nlocal * s->nlocal;
+	}
 	s->to.host = o->host;
 	s->to.port = o->port;
 	s->to.bind = s->tc.bind;

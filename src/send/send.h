@@ -17,6 +17,7 @@
 #include "core/ring.h"
 #include "engine/handshake.h"
 #include "engine/progress.h"
+#include "engine/rails.h"
 #include "engine/session.h"
 #include "engine/tagger.h"
 #include "engine/worker.h"
@@ -24,13 +25,31 @@
 #include "send/walk.h"
 #include "transport/choose.h"
 
-/* a slot's chunk while its reads are in flight */
+/* what a slot holds: its chunk stays there until the receiver took it */
+enum sslot_state {
+	SS_IDLE,	/* nothing that matters */
+	SS_READING,	/* a chunk planned, its reads in flight */
+	SS_FILLED,	/* read, not sent (its connection broke first) */
+	SS_SENT,	/* sent as number seq; taken, or lost with the connection */
+};
+
+/* a slot's chunk while its reads are in flight, and once it is sent */
 struct sslot {
 	struct pxfer_plan plan;
 	uint32_t boff[PXFER_SEG_MAX];	/* where each segment sits in the slot */
 	uint32_t done[PXFER_SEG_MAX];	/* bytes read so far */
 	int err[PXFER_SEG_MAX];		/* positive errno */
 	unsigned int pending;		/* reads in flight */
+	uint8_t state;			/* enum sslot_state */
+	uint8_t counted;		/* the scheduler counted its segments sent */
+	uint8_t direct;			/* its payload went from the file (sendfile) */
+	uint64_t seq;
+};
+
+/* a chunk of a lost connection's worker, to go again over another */
+struct resend {
+	struct sworker *from;
+	unsigned int slot;
 };
 
 struct send_session;
@@ -38,7 +57,6 @@ struct send_session;
 struct sworker {
 	struct pxfer_worker b;
 	struct send_session *s;
-	int dead;			/* its connection broke */
 	int no_read_now;		/* RWF_NOWAIT reads are not supported */
 	struct sslot *slots;
 	struct pxfer_chunk desc;
@@ -86,6 +104,16 @@ struct send_session {
 	int walk_init;
 	struct manifest man;
 	struct sworker *w;
+	/* chunks of lost connections, for the others to send again */
+	pthread_mutex_t resend_lock;
+	int resend_init;
+	struct resend *resend;
+	unsigned int nresend, resend_cap;
+	atomic_uint resend_n;
+	struct pxfer_rails rails;	/* where the data connections go */
+	struct pxfer_rail_addr local[PXFER_RAILS_MAX];	/* --rails, --device A,B */
+	int nlocal;
+	unsigned int workers;		/* asked for in the HELLO */
 	int fin_sent, acked;
 	atomic_int direct;		/* large chunks bypass the ring (send_chunk_fd) */
 	unsigned int pass;		/* 0, or 1: changed files sent again */
@@ -120,5 +148,11 @@ void send_draw_progress(struct send_session *s, int final);
 
 /* worker.c */
 void *send_worker_main(void *arg);
+/*
+ * The coordinator, once worker @w is parked and the receiver said how
+ * many of its chunks it took: queue the rest for the other workers.
+ * How many were queued, or -1 after failing the session.
+ */
+int send_worker_requeue(struct send_session *s, struct sworker *w);
 
 #endif

@@ -34,12 +34,27 @@ static void sw_wait(struct sworker *w)
 	pxfer_drain(w->b.wake_fd);
 }
 
-/* the worker's data connection broke: the coordinator reports it */
+/*
+ * The worker's data connection broke: nothing more goes on it. The
+ * coordinator tells the receiver and, once the receiver said which of
+ * its chunks it took, has the other workers send the rest.
+ */
 static int sw_conn_failed(struct sworker *w, int err)
 {
+	pxfer_worker_lose(&w->b, w->s->b.t, err);
 	pxfer_session_data_lost(&w->s->b, w->b.idx, err);
-	w->dead = 1;
 	return -1;
+}
+
+/* the scheduler counts the segments of @ss sent (once) */
+static void sw_count(struct send_session *s, struct sslot *ss)
+{
+	if (ss->counted)
+		return;
+	for (unsigned int i = 0; i < ss->plan.nseg; i++)
+		pxfer_sched_done(&s->sched, ss->plan.seg[i].f,
+				 ss->plan.seg[i].len, 0);
+	ss->counted = 1;
 }
 
 static int sw_reap_sent(struct sworker *w)
@@ -52,11 +67,9 @@ static int sw_reap_sent(struct sworker *w)
 		if (n < 0)
 			return sw_conn_failed(w, n);
 		for (int k = 0; k < n; k++) {
-			struct sslot *ss = &w->slots[done[k]];
-
-			for (unsigned int i = 0; i < ss->plan.nseg; i++)
-				pxfer_sched_done(&s->sched, ss->plan.seg[i].f,
-						 ss->plan.seg[i].len, 0);
+			/* a chunk sent again was counted the first time: its
+			 * files may be done with and gone by now */
+			sw_count(s, &w->slots[done[k]]);
 			pthread_mutex_lock(&w->b.lock);
 			pxfer_credits_put(&w->b.cred, done[k]);
 			pthread_mutex_unlock(&w->b.lock);
@@ -102,6 +115,19 @@ static void sw_drop_failed(struct sworker *w, struct sslot *ss, uint8_t *buf)
 	}
 	ss->plan.nseg = k;
 	ss->plan.len = off;
+	memset(ss->err, 0, sizeof(ss->err));
+}
+
+/* drop what failed to read in @ss: 1 when something is left to send */
+static int sw_settle(struct sworker *w, struct sslot *ss, uint8_t *buf)
+{
+	for (unsigned int i = 0; i < ss->plan.nseg; i++) {
+		if (ss->err[i]) {
+			sw_drop_failed(w, ss, buf);
+			break;
+		}
+	}
+	return ss->plan.nseg > 0;
 }
 
 static void sw_unuse(struct sworker *w, unsigned int slot)
@@ -125,13 +151,8 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 	struct pxfer_chunk *d = &w->desc;
 	int ret;
 
-	for (unsigned int i = 0; i < ss->plan.nseg; i++) {
-		if (ss->err[i]) {
-			sw_drop_failed(w, ss, buf);
-			break;
-		}
-	}
-	if (!ss->plan.nseg) {
+	if (!sw_settle(w, ss, buf)) {
+		ss->state = SS_IDLE;
 		sw_unuse(w, slot);
 		return 0;
 	}
@@ -149,8 +170,12 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 				  "cannot seal a chunk: %s", strerror(-ret));
 	ret = s->b.t->send_chunk(w->b.conn, d, buf);
-	if (ret)
+	if (ret) {
+		ss->state = SS_FILLED;
 		return sw_conn_failed(w, ret);
+	}
+	ss->state = SS_SENT;
+	ss->seq = d->seq;
 	sw_sent(w, d->len);
 	return sw_reap_sent(w);
 }
@@ -216,6 +241,11 @@ static int sw_read_done(struct sworker *w, uint64_t tag, int res)
 	}
 	if (ss->pending)
 		return 0;
+	/* its connection is gone: it goes over another one */
+	if (!pxfer_worker_alive(&w->b)) {
+		ss->state = SS_FILLED;
+		return 0;
+	}
 	return sw_send_slot(w, slot);
 }
 
@@ -252,6 +282,10 @@ static int sw_send_direct(struct sworker *w, unsigned int slot)
 		return 0;
 	}
 	w->seq++;
+	ss->direct = 1;
+	ss->counted = 0;
+	ss->state = SS_SENT;
+	ss->seq = d->seq;
 	ret = s->b.t->send_chunk_fd(w->b.conn, d, seg->f->fd,
 				    pxfer_ring_slot(&w->b.ring, slot));
 	if (ret == -ENODATA)
@@ -262,6 +296,74 @@ static int sw_send_direct(struct sworker *w, unsigned int slot)
 		return sw_conn_failed(w, ret);
 	sw_sent(w, d->len);
 	return sw_reap_sent(w) ? -1 : 1;
+}
+
+/*
+ * A chunk a lost connection's worker holds, into granted slot @slot of
+ * this one: its bytes are in that worker's ring, which stays until the
+ * session ends, and its files cannot have completed without it. 1 when
+ * sent, 0 when there was none after all, -1 when the session failed.
+ */
+static int sw_resend(struct sworker *w, unsigned int slot)
+{
+	struct send_session *s = w->s;
+	struct sslot *ss = &w->slots[slot];
+	struct resend r;
+	int got = 0;
+
+	pthread_mutex_lock(&s->resend_lock);
+	if (s->nresend) {
+		r = s->resend[--s->nresend];
+		atomic_store(&s->resend_n, s->nresend);
+		got = 1;
+	}
+	pthread_mutex_unlock(&s->resend_lock);
+	if (!got) {
+		ss->state = SS_IDLE;
+		sw_unuse(w, slot);
+		return 0;
+	}
+	ss->plan = r.from->slots[r.slot].plan;
+	memcpy(pxfer_ring_slot(&w->b.ring, slot),
+	       pxfer_ring_slot(&r.from->b.ring, r.slot), ss->plan.len);
+	memset(ss->err, 0, sizeof(ss->err));
+	ss->pending = 0;
+	ss->counted = 1;
+	return sw_send_slot(w, slot) ? -1 : 1;
+}
+
+int send_worker_requeue(struct send_session *s, struct sworker *w)
+{
+	int n = 0;
+
+	for (unsigned int i = 0; i < s->b.wel.slots; i++) {
+		struct sslot *ss = &w->slots[i];
+
+		if (ss->state == SS_SENT && ss->seq < w->b.lost_seq) {
+			/* the receiver took it, if its completion never came */
+			sw_count(s, ss);
+			continue;
+		}
+		if (ss->state != SS_SENT && ss->state != SS_FILLED)
+			continue;
+		if (ss->direct)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+					  "data connection %u to %s failed with a chunk sent from the file itself (PXFER_SENDFILE) in flight",
+					  w->b.idx, s->b.cconn->peer);
+		if (ss->state == SS_FILLED &&
+		    !sw_settle(w, ss, pxfer_ring_slot(&w->b.ring, i)))
+			continue;
+		sw_count(s, ss);
+		ss->state = SS_IDLE;
+		pthread_mutex_lock(&s->resend_lock);
+		s->resend[s->nresend++] = (struct resend){ .from = w, .slot = i };
+		atomic_store(&s->resend_n, s->nresend);
+		pthread_mutex_unlock(&s->resend_lock);
+		n++;
+	}
+	/* the files whose last bytes these were can end now */
+	send_files_ended(s);
+	return n;
 }
 
 /* take a credit, plan a chunk into its slot and start the reads */
@@ -278,7 +380,13 @@ static int sw_fill_one(struct sworker *w)
 	if (slot < 0)
 		return 0;
 	ss = &w->slots[slot];
+	ss->state = SS_READING;
+	ss->counted = 0;
+	ss->direct = 0;
+	if (atomic_load(&s->resend_n))
+		return sw_resend(w, slot);
 	if (!pxfer_sched_next(&s->sched, &ss->plan)) {
+		ss->state = SS_IDLE;
 		sw_unuse(w, slot);
 		return 0;
 	}
@@ -312,7 +420,7 @@ static int sw_running(struct sworker *w)
 	struct send_session *s = w->s;
 
 	return !pxfer_workers_stopping(&s->b.workers) &&
-	       !pxfer_failed(&s->b.fail) && !w->dead;
+	       !pxfer_failed(&s->b.fail) && pxfer_worker_alive(&w->b);
 }
 
 void *send_worker_main(void *arg)
@@ -325,9 +433,10 @@ void *send_worker_main(void *arg)
 	while (sw_running(w)) {
 		busy = 0;
 		n = w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 0);
+		/* every read taken off the ring is seen to: one whose send
+		 * failed leaves its chunk for another connection */
 		for (int i = 0; i < n; i++)
-			if (sw_read_done(w, cqe[i].tag, cqe[i].res))
-				break;
+			sw_read_done(w, cqe[i].tag, cqe[i].res);
 		busy |= n > 0;
 		if (sw_reap_sent(w))
 			break;
@@ -345,11 +454,24 @@ void *send_worker_main(void *arg)
 			sw_wait(w);
 	}
 	send_files_ended(s);
-	/* the ring stays mapped until every read into it has finished */
+	/*
+	 * The ring stays mapped until every read into it has finished. A
+	 * worker whose connection is gone keeps what it reads, for the
+	 * others to send.
+	 */
 	while (w->b.io->inflight) {
-		if (w->b.io->ops->submit(w->b.io) ||
-		    w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 1) < 0)
+		if (w->b.io->ops->submit(w->b.io))
 			break;
+		n = w->b.io->ops->reap(w->b.io, cqe, REAP_BATCH, 1);
+		if (n < 0)
+			break;
+		for (int i = 0; i < n && !pxfer_failed(&s->b.fail) &&
+				!pxfer_worker_alive(&w->b); i++)
+			sw_read_done(w, cqe[i].tag, cqe[i].res);
+	}
+	if (!pxfer_worker_alive(&w->b)) {
+		atomic_store(&w->b.parked, 1);
+		pxfer_wake(s->b.ctrl.wake_fd);
 	}
 	return NULL;
 }
