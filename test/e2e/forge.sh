@@ -17,8 +17,11 @@
 #   - rewrite with --integrity checksum is accepted: both sides exit 0 and
 #     the relay's bytes are in the files. This is what docs/security.md
 #     says the plain checksum gives up, and the test holds it to that
-#   - drop (a CREDIT) and cut (a data or the control connection closed
-#     mid-transfer): both sides exit non-zero within 60 s; a dropped
+#   - cut a data connection mid-transfer: the other connections take
+#     its chunks (failover): both sides exit 0, the sender says which
+#     connection failed, and every file arrives
+#   - drop (a CREDIT) and cut the control connection mid-transfer: both
+#     sides exit non-zero within 60 s; a dropped
 #     FILE_END, after which both sides wait, is found by the next PING
 #     (5 s): both exit 7
 #   - downgrade (the HELLO asks for the plain checksum instead of
@@ -196,13 +199,19 @@ nothing_wrong "replay CHUNK"
 tamper drop 7 -t CHUNK -n 3 -- -j 1 --encrypt
 nothing_wrong "drop CHUNK, --encrypt"
 
-note "drop a CREDIT, cut a connection: both sides fail in bounded time"
+note "cut a data connection: the others take its chunks"
+tamper cut 0 -n 3
+nothing_wrong "cut"
+check_grep "data connection [0-9] \(.*\) failed: .*go again over the 2 left" \
+	"$SEND_ERR" "cut: the sender"
+[ "$(find "$dst" -type f | wc -l)" -eq "$(find "$tree" -type f | wc -l)" ] ||
+	fail_later "cut: $(find "$dst" -type f | wc -l) of $(find "$tree" -type f | wc -l) files arrived"
+
+note "drop a CREDIT, cut the control connection: both sides fail in bounded time"
 tamper drop fail
 nothing_wrong "drop"
 tamper drop fail -n 2 -- --encrypt
 nothing_wrong "drop, --encrypt"
-tamper cut fail -n 3
-nothing_wrong "cut"
 tamper cut-ctl fail -n 3
 nothing_wrong "cut-ctl"
 # both sides wait: the sender for FILE_DONE, the receiver for FILE_END

@@ -653,8 +653,50 @@ static void test_hold(void)
 	pxfer_filetab_release(&t);
 }
 
+/*
+ * A chunk whose payload did not all arrive (its connection broke) is
+ * given back: its bytes may come again over another connection, in one
+ * piece or a range split around them, and the file completes with them.
+ */
+static void test_unreserve(void)
+{
+	struct pxfer_filetab t;
+	struct pxfer_chunk c;
+
+	T_EXPECT(pxfer_filetab_init(&t, 4) == 0, "init");
+	open_file(&t, 1, 1000);
+	open_file(&t, 2, 100);
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 0, 300)) == 0, "[0, 300)");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 300, 300)) == 0, "[300, 600)");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 600, 300)) == 0, "[600, 900)");
+	/* the middle one is lost: a hole in one merged range */
+	T_EXPECT(pxfer_filetab_unreserve(&t, one(1, 300, 300)) == 0,
+		 "give back [300, 600)");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 250, 100)) == -EPROTO,
+		 "what stays reserved still refuses a repeat");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 550, 100)) == -EPROTO,
+		 "... on either side of the hole");
+	T_EXPECT(pxfer_filetab_unreserve(&t, one(1, 300, 300)) == -EINVAL,
+		 "bytes not reserved cannot be given back");
+	T_EXPECT(pxfer_filetab_end(&t, 1, 1000, 0) == 0, "FILE_END of all of it");
+	T_EXPECT(pxfer_filetab_written(&t, 1, 300, 0) == 0, "[0, 300) written");
+	T_EXPECT(pxfer_filetab_written(&t, 1, 300, 0) == 0, "[600, 900) written");
+	/* a chunk of two files: both given back */
+	c = *two(1, 900, 100, 2, 0, 100);
+	T_EXPECT(pxfer_filetab_reserve(&t, &c) == 0, "[900, 1000) and file 2");
+	T_EXPECT(pxfer_filetab_unreserve(&t, &c) == 0, "both given back");
+	T_EXPECT(pxfer_filetab_reserve(&t, &c) == 0, "and taken again");
+	T_EXPECT(pxfer_filetab_written(&t, 1, 100, 0) == 0, "[900, 1000) written");
+	T_EXPECT(pxfer_filetab_reserve(&t, one(1, 300, 300)) == 0,
+		 "the lost bytes come again");
+	T_EXPECT(pxfer_filetab_written(&t, 1, 300, 0) == 1,
+		 "complete with them, and only then");
+	pxfer_filetab_release(&t);
+}
+
 int main(void)
 {
+	test_unreserve();
 	test_reserve();
 	test_overlap();
 	test_done();
