@@ -192,6 +192,7 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c,
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 				  "cannot set up worker %u: %s", w->b.idx,
 				  pxfer_worker_setup_error(ret));
+	verbose("data connection %u from %s", idx, c->peer);
 	ret = pxfer_hs_data_welcome(&s->b, c, nonce, w->b.idx, blob, blob_len);
 	/* the worker owns the connection now (its ring is registered with
 	 * it): losing it fails the session, like losing it later would */
@@ -405,6 +406,12 @@ static void session_release(struct recv_session *s)
 	if (s->w) {
 		pxfer_workers_stop(&s->b.workers, s->b.t, pxfer_failed(&s->b.fail));
 		for (unsigned int i = 0; i < s->b.workers.n; i++) {
+			/* how the data spread over the connections (rails) */
+			if (s->w[i].b.conn)
+				verbose("data connection %u from %s: %llu chunks%s",
+					i, s->w[i].b.conn->peer,
+					(unsigned long long)s->w[i].seq,
+					pxfer_worker_alive(&s->w[i].b) ? "" : ", then lost");
 			pxfer_worker_release(&s->w[i].b, s->b.t);
 			if (s->w[i].tag_init)
 				pxfer_tagger_release(&s->w[i].tag);
