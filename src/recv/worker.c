@@ -314,8 +314,10 @@ void *recv_worker_main(void *arg)
 	while (!pxfer_workers_stopping(&s->b.workers) && !pxfer_failed(&s->b.fail)) {
 		p[0].fd = w->b.wake_fd;
 		p[0].events = POLLIN;
-		p[1].fd = s->b.t->conn_fd(w->b.conn);
-		p[1].events = closed ? 0 : POLLIN;
+		/* a connection that ended is not polled: its hangup would
+		 * wake the worker at once, every turn */
+		p[1].fd = closed ? -1 : s->b.t->conn_fd(w->b.conn);
+		p[1].events = POLLIN;
 		p[2].fd = io->event_fd;
 		p[2].events = POLLIN;
 		poll(p, io->event_fd >= 0 ? 3 : 2,

@@ -184,8 +184,8 @@ static int on_data_lost(struct send_session *s, const struct pxfer_data_lost *l)
 	if (l->worker >= s->b.workers.n)
 		return -EPROTO;
 	w = &s->w[l->worker];
-	if (w->b.lost_heard || l->seq > w->seq)
-		return -EPROTO;
+	if (w->b.lost_heard)
+		return -EPROTO;	/* its seq is checked once the worker parked */
 	w->b.lost_heard = 1;
 	w->b.lost_seq = l->seq;
 	pxfer_worker_lose(&w->b, s->b.t, -(int)l->code);
@@ -335,6 +335,13 @@ static int failover(struct send_session *s)
 		}
 		if (!atomic_load(&w->b.parked) || !w->b.lost_heard)
 			continue;
+		/* the receiver cannot have taken more than was sent */
+		if (w->b.lost_seq > w->seq)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+					  "protocol error from the receiver %s: it took %llu chunks on data connection %u, of %llu sent",
+					  s->b.cconn->peer,
+					  (unsigned long long)w->b.lost_seq, i,
+					  (unsigned long long)w->seq);
 		n = send_worker_requeue(s, w);
 		if (n < 0)
 			return -1;
