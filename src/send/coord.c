@@ -320,14 +320,21 @@ static int failover(struct send_session *s)
 {
 	unsigned int alive = pxfer_workers_alive(&s->b.workers), queued = 0;
 
+	/* after FIN every file is in: nothing is left to go anywhere */
+	if (s->fin_sent)
+		return 0;
 	for (unsigned int i = 0; i < s->b.workers.n; i++) {
 		struct sworker *w = &s->w[i];
 		int n;
 
 		if (pxfer_worker_alive(&w->b) || w->b.retired)
 			continue;
+		/* none left: a receiver that ended the session says why in
+		 * its ABORT, which gets a second to come */
+		if (!alive && !s->all_lost_at)
+			s->all_lost_at = pxfer_now();
 		if (!alive)
-			return all_lost(s);
+			return pxfer_now() - s->all_lost_at < 1.0 ? 0 : all_lost(s);
 		if (!w->b.lost_told && !w->b.lost_heard) {
 			if (pxfer_session_send_lost(&s->b, i, atomic_load(&w->b.lost), 0))
 				return -1;

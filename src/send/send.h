@@ -114,6 +114,7 @@ struct send_session {
 	struct pxfer_rail_addr local[PXFER_RAILS_MAX];	/* --rails, --device A,B */
 	int nlocal;
 	unsigned int workers;		/* asked for in the HELLO */
+	double all_lost_at;		/* when no data connection was left */
 	int fin_sent, acked;
 	atomic_int direct;		/* large chunks bypass the ring (send_chunk_fd) */
 	unsigned int pass;		/* 0, or 1: changed files sent again */
