@@ -143,7 +143,9 @@ static int lie(struct pxfer_listener *l, struct pxfer_session *s,
 
 	if (pxfer_hs_hello_check(secret, nonce_r, hello, &h))
 		return fail("the sender's HELLO", EACCES);
-	pxfer_auth_nonce((uint8_t *)&s->wel.session);
+	/* a nonce is 32 bytes: only 8 of them are the session's number */
+	pxfer_auth_nonce(nonce);
+	memcpy(&s->wel.session, nonce, sizeof(s->wel.session));
 	s->wel.chunk_size = h.chunk_size;
 	s->wel.workers = 1;
 	s->wel.slots = 2;
