@@ -23,6 +23,10 @@
 #                  fixed cost of a transfer, a perf profile of the guest
 #   --smp N        guest CPUs (default: the test bed's, host CPUs up to 4)
 #   --timeout SEC  kill the VM after SEC seconds (default 1500)
+#   --rails        instead: one rail against two (--device rxe1,rxe3 to
+#                  rxe0,rxe2) against two ib_write_bw at once, one per
+#                  rail (bench/rdma-rails-guest.sh; --reps, --size, and
+#                  --jobs with one even value go to it)
 #
 # Environment: PXFER_BUILD (directory of the pxfer binary, default
 # build/release); PXFER_* variables (PXFER_RDMA_SPIN, say) reach the VM.
@@ -49,11 +53,12 @@ PXFER=$PXFER_BUILD/pxfer
 GUEST=$top/bench/rdma-guest.sh
 LOGDIR=$top/build/bench-rdma
 
-usage() { sed -n '7,25s/^# \{0,1\}//p' "$0"; }
+usage() { sed -n '7,29s/^# \{0,1\}//p' "$0"; }
 args=() timeout=1500 max_size=256 smp=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) args+=("$1") ;;
+	--rails) GUEST=$top/bench/rdma-rails-guest.sh ;;
 	--diag)
 		args+=("$1")
 		if [ $# -ge 2 ] && [[ $2 != -* ]]; then args+=("$2"); shift; fi ;;
