@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * An rdma connection through its life, for connect.c and listen.c alike:
- * the object and its eventfd, its QP on the shared CQ (receives posted
- * before the peer may send), the rdma_cm parameters both sides use,
- * waiting for the progress thread to record an rdma_cm event, the state
- * the engine polls, and the end: disconnecting, and freeing the QP with
- * the connection's shares of the context's queues.
+ * the object and its eventfd, its QP on its device's shared CQ (receives
+ * posted before the peer may send), the rdma_cm parameters both sides
+ * use, waiting for the progress thread to record an rdma_cm event, the
+ * state the engine polls, and the end: disconnecting, and freeing the QP
+ * with the connection's shares of its device's queues.
  */
 #include <errno.h>
 #include <poll.h>
@@ -78,13 +78,14 @@ int rt_conn_established(struct rdma_conn *c)
 	return atomic_load(&c->established);
 }
 
-/* create the QP on the shared CQ and post receives before any peer send */
+/* create the QP on its device's CQ and post receives before any peer send */
 int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr)
 {
 	struct rdma_ctx *ctx = c->ctx;
+	struct rdma_dev *d = c->dev;
 	struct ibv_qp_init_attr qa = {
-		.send_cq = ctx->cq,
-		.recv_cq = ctx->cq,
+		.send_cq = d->cq,
+		.recv_cq = d->cq,
 		.qp_type = IBV_QPT_RC,
 		.cap = {
 			.max_send_wr = send_wr,
@@ -92,7 +93,7 @@ int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr)
 			.max_recv_sge = 1,
 			.max_recv_wr = c->kind == KIND_CTRL ? RDMA_CTRL_BUFS : 0,
 		},
-		.srq = c->kind == KIND_DATA ? ctx->srq : NULL,
+		.srq = c->kind == KIND_DATA ? d->srq : NULL,
 	};
 	int ret;
 
@@ -101,11 +102,11 @@ int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr)
 		return ret;
 	/* the receives and sends this QP can have pending (handshake sends
 	 * on a data QP; a sender's ring adds its writes when registered) */
-	ret = rt_cq_reserve(ctx, c->nsend + qa.cap.max_recv_wr);
+	ret = rt_cq_reserve(d, c->nsend + qa.cap.max_recv_wr);
 	if (ret)
 		return ret;
 	c->cq_share = c->nsend + qa.cap.max_recv_wr;
-	if (rdma_create_qp(c->id, ctx->pd, &qa))
+	if (rdma_create_qp(c->id, d->pd, &qa))
 		return -errno;
 	c->sq_depth = qa.cap.max_send_wr;
 	if (c->kind == KIND_CTRL)
@@ -170,6 +171,7 @@ static void conn_unlink(struct rdma_conn *c)
 void rt_conn_free(struct rdma_conn *c)
 {
 	struct rdma_ctx *ctx = c->ctx;
+	struct rdma_dev *d = c->dev;
 
 	conn_unlink(c);
 	/* the window first: it holds on to the QP and the ring's region */
@@ -183,11 +185,11 @@ void rt_conn_free(struct rdma_conn *c)
 	/* messages never read: their buffers go back to the shared queue */
 	for (; c->rx_count; c->rx_count--, c->rx_head = (c->rx_head + 1) % RDMA_RX_Q)
 		if (WR_KIND(c->rx[c->rx_head].wr_id) == WR_SRQ_RECV)
-			rt_srq_refill(ctx, WR_INDEX(c->rx[c->rx_head].wr_id));
+			rt_srq_refill(d, WR_INDEX(c->rx[c->rx_head].wr_id));
 	if (c->srq_share)
-		rt_srq_want_add(ctx, -(int)c->srq_share);
+		rt_srq_want_add(d, -(int)c->srq_share);
 	if (c->cq_share)
-		rt_cq_reserve(ctx, -c->cq_share);
+		rt_cq_reserve(d, -c->cq_share);
 	if (c->ring_mr)
 		ibv_dereg_mr(c->ring_mr);
 	if (c->buf_mr)
@@ -198,6 +200,9 @@ void rt_conn_free(struct rdma_conn *c)
 	close(c->efd);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+	/* its memory regions are gone: the device's PD may go */
+	if (d)
+		rt_dev_put(d);
 	rt_ctx_put(ctx);
 }
 

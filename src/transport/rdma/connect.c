@@ -97,9 +97,9 @@ static int rt_connect_to(const char *host, const char *port,
 		ret = -errno;
 		goto out_free;
 	}
-	/* the address names the device: set it up (the first time) while
-	 * the route resolves */
-	ret = rt_ctx_device(ctx, c->id->verbs, 0);
+	/* the address names the device: get its context (made the first
+	 * time) while the route resolves */
+	ret = rt_dev_get(ctx, c->id->verbs, 0, &c->dev);
 	{
 		int r = rt_conn_wait(c, route_resolved, timeout_ms);
 

@@ -3,8 +3,9 @@
  * The rdma transport's passive side: listening, and accepting a control
  * or data connection. The progress thread queues each connect request
  * that carries pxfer's private data on the listener and wakes its eventfd
- * (progress.c); accept takes the oldest, gives it a QP with its receives
- * posted, and accepts it.
+ * (progress.c); accept takes the oldest, gets the context of the device
+ * it arrived on (a listener on the wildcard address takes requests from
+ * every device), gives it a QP with its receives posted, and accepts it.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -54,8 +55,8 @@ int rt_listen(const char *bind_addr, const char *port,
 	 * the emulated test bed). A failure here is not final: the first
 	 * accepted connection tries again and reports it.
 	 */
-	if (l->id->verbs)
-		rt_ctx_device(l->ctx, l->id->verbs, 1);
+	if (l->id->verbs && !rt_dev_get(l->ctx, l->id->verbs, 1, &l->devs[0]))
+		l->ndevs = 1;
 	pthread_mutex_lock(&l->ctx->lock);
 	l->ctx->listener = l;
 	pthread_mutex_unlock(&l->ctx->lock);
@@ -73,6 +74,22 @@ out_free:
 	free(l);
 	freeaddrinfo(ai);
 	return ret;
+}
+
+/*
+ * Keep the context of a device the listener accepted on until it closes,
+ * as one bound to that device's address does from the start: the next
+ * session on it does not wait for its queues to be made again.
+ */
+static void listener_keep(struct rdma_listener *l, struct rdma_dev *d)
+{
+	for (unsigned int i = 0; i < l->ndevs; i++)
+		if (l->devs[i] == d)
+			return;
+	if (l->ndevs == RDMA_DEVS_MAX)
+		return;
+	rt_dev_hold(d);
+	l->devs[l->ndevs++] = d;
 }
 
 int rt_listener_fd(struct pxfer_listener *pl)
@@ -114,7 +131,10 @@ int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 	}
 	c->kind = kind;
 	c->id = id;
-	ret = rt_ctx_device(ctx, id->verbs, 0);
+	/* the device the request arrived on */
+	ret = rt_dev_get(ctx, id->verbs, 0, &c->dev);
+	if (!ret)
+		listener_keep(l, c->dev);
 	if (!ret)
 		ret = rt_conn_qp(c, kind == KIND_CTRL ? RDMA_CTRL_BUFS + 2 : 16);
 	if (ret) {
@@ -166,6 +186,8 @@ void rt_listener_close(struct pxfer_listener *pl)
 		rdma_destroy_id(l->pending[i]);
 	}
 	rdma_destroy_id(l->id);
+	for (unsigned int i = 0; i < l->ndevs; i++)
+		rt_dev_put(l->devs[i]);
 	close(l->efd);
 	free(l);
 	rt_ctx_put(ctx);

@@ -19,7 +19,6 @@
 
 int rt_conn_buffers(struct rdma_conn *c)
 {
-	struct rdma_ctx *ctx = c->ctx;
 
 	if (c->kind == KIND_CTRL) {
 		c->nsend = RDMA_CTRL_BUFS;
@@ -40,7 +39,7 @@ int rt_conn_buffers(struct rdma_conn *c)
 		c->bufs = NULL;
 		return -ENOMEM;
 	}
-	c->buf_mr = ibv_reg_mr(ctx->pd, c->bufs, c->buf_bytes,
+	c->buf_mr = ibv_reg_mr(c->dev->pd, c->bufs, c->buf_bytes,
 			       IBV_ACCESS_LOCAL_WRITE);
 	return c->buf_mr ? 0 : rt_reg_failed(c->buf_bytes, "message buffers");
 }
@@ -74,7 +73,7 @@ void rt_on_recv(struct rdma_conn *c, const struct ibv_wc *wc, uint8_t *buf)
 		atomic_store(&c->wc_error, IBV_WC_LOC_LEN_ERR);
 		/* the shared queue outlives the connection: keep its count */
 		if (WR_KIND(wc->wr_id) == WR_SRQ_RECV)
-			rt_srq_refill(c->ctx, WR_INDEX(wc->wr_id));
+			rt_srq_refill(c->dev, WR_INDEX(wc->wr_id));
 		return;
 	}
 	credits = ((uint16_t)buf[0] << 8) | buf[1];
@@ -106,9 +105,9 @@ static int post_msg(struct rdma_conn *c, unsigned int i, uint32_t len)
 	c->send_free &= ~(1ull << i);
 	c->peer_credits--;
 	note_posted(c, 1);
-	atomic_fetch_add(&c->ctx->inflight, 1);
+	atomic_fetch_add(&c->dev->inflight, 1);
 	if (ibv_post_send(c->id->qp, &wr, &bad)) {
-		atomic_fetch_sub(&c->ctx->inflight, 1);
+		atomic_fetch_sub(&c->dev->inflight, 1);
 		atomic_fetch_sub(&c->wr_out, 1);
 		c->send_free |= 1ull << i;
 		c->peer_credits++;
@@ -169,7 +168,6 @@ static void return_credits(struct rdma_conn *c)
 ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
 {
 	struct rdma_conn *c = to_rconn(pc);
-	struct rdma_ctx *ctx = c->ctx;
 	size_t got = 0;
 	int ret = 0;
 
@@ -194,7 +192,7 @@ ssize_t rt_recv(struct pxfer_conn *pc, void *buf, size_t cap)
 			if (!ret)
 				c->to_return++;
 		} else {
-			ret = rt_srq_refill(ctx, WR_INDEX(e->wr_id));
+			ret = rt_srq_refill(c->dev, WR_INDEX(e->wr_id));
 		}
 		if (ret) {
 			/* the connection cannot keep its receives posted: it

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private to the rdma transport: its objects (the process's context, a
- * connection, the listener), the constants that size them, the encoding
- * of work request ids, and the functions its files share. rdma.h is what
- * the rest of pxfer sees.
+ * device's context, a connection, the listener), the constants that size
+ * them, the encoding of work request ids, and the functions its files
+ * share. rdma.h is what the rest of pxfer sees.
  */
 #ifndef PXFER_TRANSPORT_RDMA_PRIV_H
 #define PXFER_TRANSPORT_RDMA_PRIV_H
@@ -30,6 +30,7 @@
 #define RDMA_PRIV_MAGIC		0x70786672u	/* "pxfr" in connect data */
 #define RDMA_ACK_TIMEOUT	16	/* 4.096 us * 2^16 = 268 ms, x7 retries */
 #define RDMA_PENDING_MAX	64	/* connect requests waiting for accept */
+#define RDMA_DEVS_MAX		16	/* device contexts a process holds at once */
 
 /* what a work request id says: kind in the top byte, index below */
 #define WR_CTRL_RECV	1ull
@@ -46,13 +47,40 @@ enum conn_kind { KIND_CTRL = 0, KIND_DATA = 1 };
 struct rdma_conn;
 struct rdma_listener;
 
-/* one per process: what the connections of a side share (ctx.c) */
+/*
+ * One per process (ctx.c): the rdma_cm event channel and the progress
+ * thread that serves it and every device context's channels.
+ */
 struct rdma_ctx {
 	struct rdma_event_channel *ech;
-	struct ibv_context *verbs;
+	pthread_mutex_t lock;		/* conns, devs, listener and its pending */
+	struct rdma_conn *conns;	/* connections with a QP, on any device */
+	struct rdma_dev *devs;		/* the device contexts */
+	unsigned int ndevs;
+	unsigned int devs_gen;		/* changes whenever devs does */
+	struct rdma_listener *listener;	/* takes connect requests, or NULL */
+	pthread_mutex_t dev_lock;	/* making and freeing device contexts */
+	pthread_t thread;
+	int stop_fd;			/* eventfd: wakes the progress thread */
+	atomic_int stop;
+	int spin;
+	int cq_first;			/* entries a CQ is created with */
+	int refs;			/* under ctx_lock */
+};
+
+/*
+ * One per device in use (dev.c): what the connections on that device
+ * share. Made for the first connection on the device and freed with its
+ * last user, each of which holds a reference.
+ */
+struct rdma_dev {
+	struct rdma_ctx *ctx;		/* of which it holds a reference */
+	struct rdma_dev *next;		/* ctx->devs, under ctx->lock */
+	struct ibv_context *verbs;	/* rdma_cm's, open for the process */
 	struct ibv_pd *pd;
 	struct ibv_comp_channel *cch;
 	struct ibv_cq *cq;
+	pthread_mutex_t cq_lock;	/* cq_need and resizing the CQ */
 	int cq_max;			/* the device's limit */
 	int cq_need;			/* completions that can be pending */
 	struct ibv_srq *srq;
@@ -65,18 +93,9 @@ struct rdma_ctx {
 	uint32_t srq_want;		/* receives the SRQ should hold */
 	uint32_t srq_posted;
 	uint64_t srq_used, srq_back;	/* receives consumed, put back */
-	atomic_int ready;		/* device resources exist */
-	pthread_mutex_t lock;		/* conns, listener and its pending */
-	struct rdma_conn *conns;	/* list of connections with a QP */
-	struct rdma_listener *listener;	/* takes connect requests, or NULL */
-	pthread_t thread;
-	int stop_fd;			/* eventfd: wakes the progress thread */
-	atomic_int stop;
 	atomic_int inflight;		/* signaled sends not yet completed */
-	int spin;
-	int cq_first;			/* entries the CQ is created with */
 	int mw2;			/* the device binds type 2 windows */
-	int refs;			/* under ctx_lock */
+	int refs;			/* under ctx->dev_lock */
 };
 
 /* a received message, read by the engine from @off on */
@@ -90,6 +109,7 @@ struct rx_entry {
 struct rdma_conn {
 	struct pxfer_conn conn;
 	struct rdma_ctx *ctx;
+	struct rdma_dev *dev;		/* its device's context, once known */
 	struct rdma_cm_id *id;
 	struct rdma_conn *next;		/* ctx->conns */
 	enum conn_kind kind;
@@ -138,6 +158,10 @@ struct rdma_listener {
 	struct rdma_ctx *ctx;
 	struct rdma_cm_id *id;
 	int efd;			/* listener_fd: a connect request waits */
+	/* the device contexts it accepted on, kept warm for the next
+	 * session (the accepting thread's alone) */
+	struct rdma_dev *devs[RDMA_DEVS_MAX];
+	unsigned int ndevs;
 	struct rdma_cm_id *pending[RDMA_PENDING_MAX];
 	uint8_t pending_kind[RDMA_PENDING_MAX];
 	unsigned int npending;
@@ -164,31 +188,41 @@ static inline void note_posted(struct rdma_conn *c, unsigned int n)
 		;
 }
 
-/* ctx.c: the process's context and the device resources it holds */
+/* ctx.c: the process's context */
 
 /* rt_ctx_get - the context (event channel, progress thread), referenced */
 int rt_ctx_get(struct rdma_ctx **out);
 /* rt_ctx_hold - another reference to @ctx, of which the caller holds one */
 void rt_ctx_hold(struct rdma_ctx *ctx);
-/* rt_ctx_put - the last reference stops the thread and frees it all */
+/* rt_ctx_put - the last reference stops the thread and frees it */
 void rt_ctx_put(struct rdma_ctx *ctx);
+
+/* dev.c: a device's context, and the queues its connections share */
+
 /*
- * rt_ctx_device - PD, CQ and SRQ on @verbs, made once; -EXDEV if the
- * context uses another device. @quiet: the caller retries and reports.
+ * rt_dev_get - the context of device @verbs (PD, CQ, SRQ), referenced:
+ * made for its first user. @quiet: the caller retries and reports.
  */
-int rt_ctx_device(struct rdma_ctx *ctx, struct ibv_context *verbs,
-		  int quiet);
+int rt_dev_get(struct rdma_ctx *ctx, struct ibv_context *verbs, int quiet,
+	       struct rdma_dev **out);
+/* rt_dev_hold - another reference to @d, of which the caller holds one */
+void rt_dev_hold(struct rdma_dev *d);
+/* rt_dev_put - the last reference frees the device's resources */
+void rt_dev_put(struct rdma_dev *d);
+/* rt_dev_name - the device's name, for messages */
+const char *rt_dev_name(const struct rdma_dev *d);
 /* rt_cq_reserve - @n more CQ entries (negative: given back), grown first */
-int rt_cq_reserve(struct rdma_ctx *ctx, int n);
+int rt_cq_reserve(struct rdma_dev *d, int n);
 /* rt_srq_refill - SRQ buffer @returned_idx (-1: none) is free; top up */
-int rt_srq_refill(struct rdma_ctx *ctx, int64_t returned_idx);
+int rt_srq_refill(struct rdma_dev *d, int64_t returned_idx);
 /* rt_srq_want_add - @delta more receives for the SRQ to hold (posting
  * them is rt_srq_refill's), or -ENOSPC and nothing changed */
-int rt_srq_want_add(struct rdma_ctx *ctx, int delta);
+int rt_srq_want_add(struct rdma_dev *d, int delta);
 /* rt_reg_failed - -errno for a failed ibv_reg_mr, naming memlock if due */
 int rt_reg_failed(size_t bytes, const char *what);
 
-/* progress.c: the thread that owns the context's channels */
+/* progress.c: the thread that serves the context's channels and those
+ * of its devices */
 
 void *rt_progress_main(void *ctx);
 

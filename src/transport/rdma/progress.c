@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
- * The rdma transport's progress thread, one per process context. It owns
- * both of the context's channels: it turns rdma_cm events into connection
- * state (and hands connect requests to the listener) and dispatches
- * completions to the connection they belong to (by QP number), waking
- * whoever waits on that connection's eventfd. It busy-polls while sends
- * are in flight (PXFER_RDMA_SPIN polls) and sleeps on the completion
- * channel when idle.
+ * The rdma transport's progress thread, one per process context. It
+ * serves the context's rdma_cm event channel and each device context's
+ * completion channel: it turns rdma_cm events into connection state (and
+ * hands connect requests to the listener), dispatches completions to the
+ * connection they belong to (by device and QP number), and wakes whoever
+ * waits on each connection's eventfd. It busy-polls the completion
+ * queues while sends are in flight (PXFER_RDMA_SPIN polls) and sleeps on
+ * the channels when idle.
+ *
+ * It uses a device context only under ctx->lock and only while the
+ * context is on ctx->devs, which is how rt_dev_put knows it may free one.
  */
 #include <arpa/inet.h>
 #include <poll.h>
@@ -15,10 +19,13 @@
 #include "core/sys.h"
 #include "transport/rdma/priv.h"
 
-static struct rdma_conn *conn_by_qpn(struct rdma_ctx *ctx, uint32_t qpn)
+/* QP numbers are per device: two devices may both have QP 17 */
+static struct rdma_conn *conn_by_qpn(struct rdma_ctx *ctx,
+				     const struct rdma_dev *d, uint32_t qpn)
 {
 	for (struct rdma_conn *c = ctx->conns; c; c = c->next)
-		if (c->id && c->id->qp && c->id->qp->qp_num == qpn)
+		if (c->dev == d && c->id && c->id->qp &&
+		    c->id->qp->qp_num == qpn)
 			return c;
 	return NULL;
 }
@@ -58,21 +65,22 @@ static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
 	}
 }
 
-static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
+static void handle_wc(struct rdma_ctx *ctx, struct rdma_dev *d,
+		      const struct ibv_wc *wc)
 {
 	uint64_t kind = WR_KIND(wc->wr_id), idx = WR_INDEX(wc->wr_id);
 	struct rdma_conn *c;
 	int is_srq = kind == WR_SRQ_RECV;
 
 	if (kind == WR_SEND || kind == WR_DATA)
-		atomic_fetch_sub(&ctx->inflight, 1);
+		atomic_fetch_sub(&d->inflight, 1);
 	if (is_srq)
-		ctx->srq_used++;	/* the progress thread's alone */
-	c = conn_by_qpn(ctx, wc->qp_num);
+		d->srq_used++;	/* the progress thread's alone */
+	c = conn_by_qpn(ctx, d, wc->qp_num);
 	if (is_srq && (!c || wc->status != IBV_WC_SUCCESS ||
 		       wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)) {
 		/* the receive is used up: put it back at once */
-		rt_srq_refill(ctx, idx);
+		rt_srq_refill(d, idx);
 	}
 	if (!c)
 		return;
@@ -100,10 +108,32 @@ static void handle_wc(struct rdma_ctx *ctx, const struct ibv_wc *wc)
 	} else if (kind == WR_CTRL_RECV) {
 		rt_on_recv(c, wc, c->bufs + idx * RDMA_CTRL_BUF);
 	} else if (is_srq) {
-		rt_on_recv(c, wc, ctx->small + idx * RDMA_SMALL_BUF);
+		rt_on_recv(c, wc, d->small + idx * RDMA_SMALL_BUF);
 	}
 	pthread_mutex_unlock(&c->lock);
 	pxfer_wake(c->efd);
+}
+
+/* every device's CQ, under ctx->lock; completions taken, and whether any
+ * device has signaled sends in flight */
+static int poll_cqs(struct rdma_ctx *ctx, int *inflight)
+{
+	struct ibv_wc wc[32];
+	int n, total = 0;
+
+	*inflight = 0;
+	pthread_mutex_lock(&ctx->lock);
+	for (struct rdma_dev *d = ctx->devs; d; d = d->next) {
+		while ((n = ibv_poll_cq(d->cq, 32, wc)) > 0) {
+			for (int i = 0; i < n; i++)
+				handle_wc(ctx, d, &wc[i]);
+			total += n;
+		}
+		if (atomic_load(&d->inflight))
+			*inflight = 1;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return total;
 }
 
 /* returns an id to destroy once its event is acknowledged, or NULL */
@@ -154,24 +184,10 @@ static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
 	return NULL;
 }
 
-static int poll_cq(struct rdma_ctx *ctx)
-{
-	struct ibv_wc wc[32];
-	int n, total = 0;
-
-	while ((n = ibv_poll_cq(ctx->cq, 32, wc)) > 0) {
-		pthread_mutex_lock(&ctx->lock);
-		for (int i = 0; i < n; i++)
-			handle_wc(ctx, &wc[i]);
-		pthread_mutex_unlock(&ctx->lock);
-		total += n;
-	}
-	return total;
-}
-
 static void drain_cm(struct rdma_ctx *ctx)
 {
 	struct rdma_cm_event *ev;
+	int inflight;
 
 	while (!rdma_get_cm_event(ctx->ech, &ev)) {
 		struct rdma_cm_id *doomed;
@@ -181,8 +197,7 @@ static void drain_cm(struct rdma_ctx *ctx)
 		 * its disconnect arrived: take it in first, or a last message
 		 * (the ACK) would be found after the connection is closed.
 		 */
-		if (atomic_load(&ctx->ready))
-			poll_cq(ctx);
+		poll_cqs(ctx, &inflight);
 		pthread_mutex_lock(&ctx->lock);
 		doomed = handle_cm_event(ctx, ev);
 		pthread_mutex_unlock(&ctx->lock);
@@ -193,44 +208,75 @@ static void drain_cm(struct rdma_ctx *ctx)
 	}
 }
 
+/* the descriptors to sleep on: the event channel, the stop eventfd and
+ * each device's completion channel */
+#define POLL_MAX	(2 + RDMA_DEVS_MAX)
+
+struct sleep_set {
+	struct pollfd p[POLL_MAX];
+	struct rdma_dev *dev[RDMA_DEVS_MAX];
+	unsigned int ndev;
+	unsigned int gen;		/* ctx->devs_gen they were taken at */
+};
+
+/* arm every CQ, and list what to sleep on */
+static void sleep_prepare(struct rdma_ctx *ctx, struct sleep_set *s)
+{
+	s->p[0] = (struct pollfd){ .fd = ctx->ech->fd, .events = POLLIN };
+	s->p[1] = (struct pollfd){ .fd = ctx->stop_fd, .events = POLLIN };
+	s->ndev = 0;
+	pthread_mutex_lock(&ctx->lock);
+	s->gen = ctx->devs_gen;
+	for (struct rdma_dev *d = ctx->devs; d; d = d->next) {
+		ibv_req_notify_cq(d->cq, 0);
+		s->p[2 + s->ndev] = (struct pollfd){ .fd = d->cch->fd,
+						     .events = POLLIN };
+		s->dev[s->ndev++] = d;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+/* after the sleep: each device's CQ event acknowledged; nothing if the
+ * devices changed meanwhile (their descriptors stay readable for the
+ * next round) */
+static void sleep_done(struct rdma_ctx *ctx, struct sleep_set *s)
+{
+	pthread_mutex_lock(&ctx->lock);
+	for (unsigned int i = 0; i < s->ndev && s->gen == ctx->devs_gen; i++) {
+		struct ibv_cq *cq;
+		void *cq_ctx;
+
+		if ((s->p[2 + i].revents & POLLIN) &&
+		    !ibv_get_cq_event(s->dev[i]->cch, &cq, &cq_ctx))
+			ibv_ack_cq_events(cq, 1);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
 void *rt_progress_main(void *arg)
 {
 	struct rdma_ctx *ctx = arg;
-	int idle = 0;
+	struct sleep_set s;
+	int idle = 0, inflight;
 
 	while (!atomic_load(&ctx->stop)) {
-		int ready = atomic_load(&ctx->ready);
-		struct pollfd p[3] = {
-			{ .fd = ctx->ech->fd, .events = POLLIN },
-			{ .fd = ctx->stop_fd, .events = POLLIN },
-			{ .fd = ready ? ctx->cch->fd : -1, .events = POLLIN },
-		};
-
-		if (ready && poll_cq(ctx) > 0) {
+		if (poll_cqs(ctx, &inflight) > 0) {
 			idle = 0;
 			continue;
 		}
 		/* busy-poll while sends are in flight, briefly otherwise */
-		if (ready && ++idle < (atomic_load(&ctx->inflight) ? ctx->spin : 64))
+		if (++idle < (inflight ? ctx->spin : 64))
 			continue;
 		idle = 0;
-		if (ready) {
-			ibv_req_notify_cq(ctx->cq, 0);
-			if (poll_cq(ctx) > 0)
-				continue;	/* arrived before the arm */
-		}
-		poll(p, 3, 200);
-		if (p[0].revents)
+		sleep_prepare(ctx, &s);
+		if (poll_cqs(ctx, &inflight) > 0)
+			continue;	/* arrived before the arm */
+		poll(s.p, 2 + s.ndev, 200);
+		if (s.p[0].revents)
 			drain_cm(ctx);
-		if (p[1].revents)
+		if (s.p[1].revents)
 			pxfer_drain(ctx->stop_fd);
-		if (ready && (p[2].revents & POLLIN)) {
-			struct ibv_cq *cq;
-			void *cq_ctx;
-
-			if (!ibv_get_cq_event(ctx->cch, &cq, &cq_ctx))
-				ibv_ack_cq_events(cq, 1);
-		}
+		sleep_done(ctx, &s);
 	}
 	return NULL;
 }

@@ -2,21 +2,24 @@
 /*
  * The rdma transport: verbs and rdma_cm under the transport ops table.
  *
- * One context per process holds what the connections of a side share: the
- * rdma_cm event channel, the protection domain, one completion queue (with
+ * One context per process holds the rdma_cm event channel and the
+ * connections; one context per device in use holds what the connections
+ * on that device share: the protection domain, one completion queue (with
  * its channel) and one shared receive queue for the data queue pairs. A
- * progress thread owns both channels: it turns rdma_cm events and
- * completions into the state of the connections.
+ * progress thread serves the event channel and each device's completion
+ * channel: it turns rdma_cm events and completions into the state of the
+ * connections.
  *
  * Control connection: RC QP with its own receive queue; SEND/RECV carry
  * the engine's byte stream, with receive credits.
  *
- * Data connection: RC QP on the shared receive queue. A chunk is an RDMA
- * WRITE of the payload into the granted slot followed by a WRITE_WITH_IMM
- * of its descriptor into the slot's header room.
+ * Data connection: RC QP on its device's shared receive queue. A chunk is
+ * an RDMA WRITE of the payload into the granted slot followed by a
+ * WRITE_WITH_IMM of its descriptor into the slot's header room.
  *
  * The files, by concern:
- *   ctx.c       the process context; PD, CQ (and its sizing), SRQ
+ *   ctx.c       the process context: event channel, thread, connections
+ *   dev.c       a device's context; PD, CQ (and its sizing), SRQ
  *   progress.c  the progress thread: completions and rdma_cm events
  *   cm.c        a connection's life: object, QP, state, disconnect, free
  *   connect.c   the active side: resolve and connect

@@ -2,25 +2,28 @@
 /*
  * The rdma transport's data path: chunks written into the receiver's ring.
  *
- * Data connection: RC QP on the shared receive queue. A chunk is an RDMA
- * WRITE of the payload into the granted slot's payload area followed by a
- * WRITE_WITH_IMM of the chunk descriptor into the slot's header room; the
- * immediate value is the slot number. RC ordering means the receiver's
- * completion for the second write implies the payload is in place. The
- * engine's credits bound the chunks in flight by the ring size, and every
- * chunk consumes one shared receive, which the progress thread reposts at
- * once: the SRQ always holds RDMA_SRQ_BASE + the slots of every registered
- * ring, more than can ever be outstanding.
+ * Data connection: RC QP on its device's shared receive queue. A chunk is
+ * an RDMA WRITE of the payload into the granted slot's payload area
+ * followed by a WRITE_WITH_IMM of the chunk descriptor into the slot's
+ * header room; the immediate value is the slot number. RC ordering means
+ * the receiver's completion for the second write implies the payload is
+ * in place. The engine's credits bound the chunks in flight by the ring
+ * size, and every chunk consumes one shared receive, which the progress
+ * thread reposts at once: the SRQ always holds RDMA_SRQ_BASE + the slots
+ * of every ring registered on the device, more than can ever be
+ * outstanding.
  *
- * No memory region is remotely accessible through its own key: every queue
- * pair of a side shares one protection domain, those of peers that have
- * proven nothing yet included. The receiver registers a ring for local
- * access and for binding windows, and, once the data connection has proven
- * the session key (the engine calls ring_register only then), binds a type
- * 2 memory window over it to that connection's QP: a write through the
- * window's key from any other QP fails with a remote access error and
- * lands nothing. The window goes before its QP does (rt_conn_free). A
- * device without type 2 windows gets the old registration, with a warning.
+ * No memory region is remotely accessible through its own key: every
+ * queue pair of a side on one device shares that device's protection
+ * domain, those of peers that have proven nothing yet included. The
+ * receiver registers a ring (with the PD of its connection's device) for
+ * local access and for binding windows, and, once the data connection has
+ * proven the session key (the engine calls ring_register only then),
+ * binds a type 2 memory window over it to that connection's QP: a write
+ * through the window's key from any other QP fails with a remote access
+ * error and lands nothing. The window goes before its QP does
+ * (rt_conn_free). A device without type 2 windows gets the old
+ * registration, with a warning.
  *
  * The receiver describes its ring to the sender in DATA_WELCOME's blob
  * (ring_desc.c), whose MAC the sender checks. The progress thread queues
@@ -53,11 +56,11 @@ static int ring_window(struct rdma_conn *c, const struct pxfer_ring *r,
 	struct ibv_send_wr wr = { 0 }, *bad;
 	int ret;
 
-	c->ring_mw = ibv_alloc_mw(c->ctx->pd, IBV_MW_TYPE_2);
+	c->ring_mw = ibv_alloc_mw(c->dev->pd, IBV_MW_TYPE_2);
 	if (!c->ring_mw)
 		return errno ? -errno : -ENOMEM;
 	/* its completion, like any signaled work request's, needs room */
-	ret = rt_cq_reserve(c->ctx, 1);
+	ret = rt_cq_reserve(c->dev, 1);
 	if (ret)
 		return ret;
 	c->cq_share++;
@@ -90,12 +93,12 @@ int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 		     uint8_t *blob, uint16_t *blob_len)
 {
 	struct rdma_conn *c = to_rconn(pc);
-	struct rdma_ctx *ctx = c->ctx;
+	struct rdma_dev *d = c->dev;
 	struct pxfer_ring_desc desc;
 	int access = IBV_ACCESS_LOCAL_WRITE, ret;
 	static atomic_int warned;
 
-	if (blob && ctx->mw2)
+	if (blob && d->mw2)
 		access |= IBV_ACCESS_MW_BIND;
 	else if (blob)
 		access |= IBV_ACCESS_REMOTE_WRITE;
@@ -104,28 +107,29 @@ int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 		return -ENOMEM;
 	c->sq_cap = r->nslots;
 	c->ring = r;
-	c->ring_mr = ibv_reg_mr(ctx->pd, r->base, r->bytes, access);
+	/* with the PD of the connection's own device */
+	c->ring_mr = ibv_reg_mr(d->pd, r->base, r->bytes, access);
 	if (!c->ring_mr)
 		return rt_reg_failed(r->bytes, "ring memory");
 	if (!blob) {
 		/* the sender: a chunk is two work requests, both of which
 		 * complete if the QP is flushed */
-		ret = rt_cq_reserve(ctx, 2 * (int)r->nslots);
+		ret = rt_cq_reserve(d, 2 * (int)r->nslots);
 		if (!ret)
 			c->cq_share += 2 * (int)r->nslots;
 		return ret;
 	}
 	/* every slot that can be granted has a receive waiting for it; the
 	 * share goes back with the connection, even if posting fails */
-	ret = rt_srq_want_add(ctx, r->nslots);
+	ret = rt_srq_want_add(d, r->nslots);
 	if (ret)
 		return ret;
 	c->srq_share = r->nslots;
-	ret = rt_srq_refill(ctx, -1);
+	ret = rt_srq_refill(d, -1);
 	if (ret)
 		return ret;
 	desc.rkey = c->ring_mr->rkey;
-	if (ctx->mw2) {
+	if (d->mw2) {
 		ret = ring_window(c, r, &desc.rkey);
 		if (ret) {
 			error("rdma: cannot bind a memory window over the ring of the data connection from %s: %s",
@@ -134,7 +138,7 @@ int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 		}
 	} else if (!atomic_exchange(&warned, 1)) {
 		warning("rdma: %s has no type 2 memory windows: a ring is writable by every queue pair on the device's protection domain, also before it authenticates (docs/security.md)",
-			ibv_get_device_name(ctx->verbs->device));
+			rt_dev_name(d));
 	}
 	desc.addr = (uintptr_t)r->base;
 	desc.stride = r->stride;
@@ -142,7 +146,7 @@ int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 	desc.slots = r->nslots;
 	verbose("rdma: data connection from %s: ring at 0x%llx, %zu bytes, key 0x%x (%s)",
 		c->conn.peer, (unsigned long long)desc.addr, r->bytes, desc.rkey,
-		ctx->mw2 ? "a window bound to its queue pair" : "the memory region's");
+		d->mw2 ? "a window bound to its queue pair" : "the memory region's");
 	pxfer_ring_desc_encode(&desc, blob);
 	*blob_len = PXFER_RING_DESC_LEN;
 	return 0;
@@ -209,11 +213,11 @@ int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
 	wr[1].imm_data = htonl(ch->slot);
 	wr[1].wr.rdma.remote_addr = rslot;
 	wr[1].wr.rdma.rkey = c->rkey;
-	atomic_fetch_add(&c->ctx->inflight, 1);
+	atomic_fetch_add(&c->dev->inflight, 1);
 	note_posted(c, 2);
 	if (ibv_post_send(c->id->qp, wr, &bad)) {
 		ret = -errno;
-		atomic_fetch_sub(&c->ctx->inflight, 1);
+		atomic_fetch_sub(&c->dev->inflight, 1);
 		atomic_fetch_sub(&c->wr_out, 2);
 		return ret;
 	}
