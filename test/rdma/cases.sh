@@ -508,8 +508,9 @@ case_link_down()
 	echo "sender exit $WAIT_RC, $WAIT_SECS s after the link went down" >>"$log"
 	[ "$WAIT_RC" -ne 0 ] && [ "$WAIT_RC" -ne 124 ] || rc=1
 	msg=$(error_line "$SEND_LOG")
-	# an error that says why: the interface, the peer gone, a timeout
-	grep_log "error: .*(interface is down|gone|unreachable|closed the connection|timed out|no word)" \
+	# an error that says why: the network or interface down (the port
+	# event), the peer gone, a timeout
+	grep_log "error: .*(network is down|interface is down|gone|unreachable|closed the connection|timed out|no word)" \
 		"$SEND_LOG" "$log" || rc=1
 	check $rc "link-down: link down: the sender exits $WAIT_RC after $WAIT_SECS s (bound $D_SEND_BOUND s): \"$msg\"" \
 		"$log" "$SEND_LOG"

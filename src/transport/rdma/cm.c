@@ -50,6 +50,8 @@ int rt_conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
 		int64_t left = end - pxfer_now_ms();
 		int ev = atomic_load(&c->cm_event);
 
+		if (atomic_load(&c->port_down))
+			return -ENETDOWN;
 		switch (ev) {
 		case RDMA_CM_EVENT_ADDR_ERROR:
 		case RDMA_CM_EVENT_ROUTE_ERROR:
@@ -212,7 +214,8 @@ static int sends_done(struct rdma_conn *c)
 
 	pthread_mutex_lock(&c->lock);
 	done = c->send_free == (1ull << c->nsend) - 1 ||
-	       atomic_load(&c->wc_error) || atomic_load(&c->peer_closed);
+	       atomic_load(&c->wc_error) || atomic_load(&c->peer_closed) ||
+	       atomic_load(&c->port_down);
 	pthread_mutex_unlock(&c->lock);
 	return done;
 }
@@ -255,10 +258,13 @@ short rt_poll_events(struct pxfer_conn *c, int want_send)
 	return POLLIN;
 }
 
+/* a port lost says more than the local error it caused */
 int rt_conn_error(struct rdma_conn *c)
 {
 	int st = atomic_load(&c->wc_error);
 
+	if (atomic_load(&c->port_down))
+		return -ENETDOWN;
 	switch (st) {
 	case 0:
 		return 0;

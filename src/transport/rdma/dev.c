@@ -7,7 +7,8 @@
  *
  * A device context holds the protection domain, one completion queue
  * (with its channel) and one shared receive queue for the data queue
- * pairs on the device. It is made for the first connection on the device, once rdma_cm knows
+ * pairs on the device, and what the port events last said of each port.
+ * It is made for the first connection on the device, once rdma_cm knows
  * the device (after address resolution on the active side, with the
  * connect request on the passive side), and freed when its last user
  * goes: every connection on it holds a reference, and so does the
@@ -172,10 +173,38 @@ static void dev_free(struct rdma_dev *d)
 		ibv_destroy_comp_channel(d->cch);
 	if (d->pd)
 		ibv_dealloc_pd(d->pd);
+	free(d->port_state);
 	pthread_mutex_destroy(&d->srq_lock);
 	pthread_mutex_destroy(&d->cq_lock);
 	rt_ctx_put(d->ctx);
 	free(d);
+}
+
+/*
+ * Asynchronous events queue up on the device while no context of ours
+ * reads them (an old flap's PORT_ERR, say): drop them, acknowledged, and
+ * take each port's state as it is now.
+ */
+static int dev_ports(struct rdma_dev *d, unsigned int nports)
+{
+	struct ibv_async_event ev;
+	int ret = pxfer_set_nonblock(d->verbs->async_fd);
+
+	if (ret)
+		return ret;
+	while (!ibv_get_async_event(d->verbs, &ev))
+		ibv_ack_async_event(&ev);
+	d->nports = nports;
+	d->port_state = calloc(nports + 1, sizeof(*d->port_state));
+	if (!d->port_state)
+		return -ENOMEM;
+	for (unsigned int p = 1; p <= nports; p++) {
+		struct ibv_port_attr pa;
+
+		atomic_store(&d->port_state[p], ibv_query_port(d->verbs, p, &pa) ?
+			     IBV_PORT_NOP : pa.state);
+	}
+	return 0;
 }
 
 /* the PD, CQ (with its channel) and SRQ (with its buffers) of a device */
@@ -197,6 +226,9 @@ static int dev_create(struct rdma_ctx *ctx, struct ibv_context *verbs,
 	d->verbs = verbs;
 	pthread_mutex_init(&d->cq_lock, NULL);
 	pthread_mutex_init(&d->srq_lock, NULL);
+	ret = dev_ports(d, attr.phys_port_cnt);
+	if (ret)
+		goto out_free;
 	d->srq_max = attr.max_srq_wr < RDMA_SRQ_MAX ? attr.max_srq_wr : RDMA_SRQ_MAX;
 	d->mw2 = !!(attr.device_cap_flags & (IBV_DEVICE_MEM_WINDOW_TYPE_2A |
 					     IBV_DEVICE_MEM_WINDOW_TYPE_2B));

@@ -95,6 +95,8 @@ struct rdma_dev {
 	uint64_t srq_used, srq_back;	/* receives consumed, put back */
 	atomic_int inflight;		/* signaled sends not yet completed */
 	int mw2;			/* the device binds type 2 windows */
+	unsigned int nports;
+	atomic_int *port_state;		/* [1..nports]: as the port events left it */
 	int refs;			/* under ctx->dev_lock */
 };
 
@@ -121,6 +123,7 @@ struct rdma_conn {
 	atomic_int peer_closed;
 	atomic_int closing;
 	atomic_int wc_error;		/* an ibv_wc_status, 0 if none */
+	atomic_int port_down;		/* its port went down under it */
 	atomic_uint wr_out;		/* send WRs posted, not yet retired */
 	atomic_uint wr_max;		/* the most ever outstanding */
 	unsigned int sq_depth;		/* max_send_wr of the QP */

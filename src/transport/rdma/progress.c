@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * The rdma transport's progress thread, one per process context. It
- * serves the context's rdma_cm event channel and each device context's
- * completion channel: it turns rdma_cm events into connection state (and
- * hands connect requests to the listener), dispatches completions to the
- * connection they belong to (by device and QP number), and wakes whoever
- * waits on each connection's eventfd. It busy-polls the completion
- * queues while sends are in flight (PXFER_RDMA_SPIN polls) and sleeps on
- * the channels when idle.
+ * serves the context's rdma_cm event channel and, for each device
+ * context, its completion channel and the device's asynchronous events:
+ * it turns rdma_cm events into connection state (and hands connect
+ * requests to the listener), dispatches completions to the connection
+ * they belong to (by device and QP number), fails the connections on a
+ * port that went down, and wakes whoever waits on each connection's
+ * eventfd. It busy-polls the completion queues while sends are in flight
+ * (PXFER_RDMA_SPIN polls) and sleeps on the channels when idle.
  *
  * It uses a device context only under ctx->lock and only while the
  * context is on ctx->devs, which is how rt_dev_put knows it may free one.
@@ -47,10 +48,11 @@ static const char *wc_hint(enum ibv_wc_status st)
 
 static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
 {
-	/* flushes follow a disconnect or an earlier error: not news */
+	/* flushes follow a disconnect, a port lost or an earlier error:
+	 * not news */
 	if (wc->status == IBV_WC_WR_FLUSH_ERR &&
 	    (atomic_load(&c->closing) || atomic_load(&c->peer_closed) ||
-	     atomic_load(&c->wc_error)))
+	     atomic_load(&c->wc_error) || atomic_load(&c->port_down)))
 		return;
 	if (wc->status == IBV_WC_WR_FLUSH_ERR) {
 		atomic_store(&c->peer_closed, 1);
@@ -136,6 +138,69 @@ static int poll_cqs(struct rdma_ctx *ctx, int *inflight)
 	return total;
 }
 
+/*
+ * A port went down: every connection on it fails now, as if its QP had
+ * gone to error, rather than when its peer's silence times it out (or
+ * never: a QP with nothing to send does not notice). The flushes that
+ * follow stay silent.
+ */
+static int on_port(const struct rdma_conn *c, const struct rdma_dev *d,
+		   unsigned int port)
+{
+	return c->dev == d && c->id && c->id->port_num == port;
+}
+
+static void port_lost(struct rdma_ctx *ctx, struct rdma_dev *d,
+		      unsigned int port)
+{
+	unsigned int n = 0;
+
+	for (struct rdma_conn *c = ctx->conns; c; c = c->next)
+		n += on_port(c, d, port);
+	/* said before the failures it explains are */
+	verbose("rdma: %s port %u went down (its network interface is down or has no carrier): %u connection%s on it fail",
+		rt_dev_name(d), port, n, n == 1 ? "" : "s");
+	for (struct rdma_conn *c = ctx->conns; c; c = c->next) {
+		if (!on_port(c, d, port))
+			continue;
+		atomic_store(&c->port_down, 1);
+		pxfer_wake(c->efd);
+	}
+}
+
+/* a device's asynchronous events, each acknowledged: QPs and CQs cannot
+ * be destroyed while one of theirs that was read is not */
+static void drain_async(struct rdma_ctx *ctx, struct rdma_dev *d)
+{
+	struct ibv_async_event ev;
+
+	while (!ibv_get_async_event(d->verbs, &ev)) {
+		unsigned int port = ev.element.port_num;
+
+		switch (ev.event_type) {
+		case IBV_EVENT_PORT_ERR:
+			if (port >= 1 && port <= d->nports)
+				atomic_store(&d->port_state[port], IBV_PORT_DOWN);
+			port_lost(ctx, d, port);
+			break;
+		case IBV_EVENT_PORT_ACTIVE:
+			if (port >= 1 && port <= d->nports)
+				atomic_store(&d->port_state[port], IBV_PORT_ACTIVE);
+			verbose("rdma: %s port %u is active", rt_dev_name(d), port);
+			break;
+		case IBV_EVENT_DEVICE_FATAL:
+			error("rdma: device %s failed (a fatal device error): its connections end",
+			      rt_dev_name(d));
+			for (port = 1; port <= d->nports; port++)
+				port_lost(ctx, d, port);
+			break;
+		default:
+			break;
+		}
+		ibv_ack_async_event(&ev);
+	}
+}
+
 /* returns an id to destroy once its event is acknowledged, or NULL */
 static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
 					  struct rdma_cm_event *ev)
@@ -208,9 +273,9 @@ static void drain_cm(struct rdma_ctx *ctx)
 	}
 }
 
-/* the descriptors to sleep on: the event channel, the stop eventfd and
- * each device's completion channel */
-#define POLL_MAX	(2 + RDMA_DEVS_MAX)
+/* the descriptors to sleep on: the event channel, the stop eventfd and,
+ * for each device, its completion channel and its asynchronous events */
+#define POLL_MAX	(2 + 2 * RDMA_DEVS_MAX)
 
 struct sleep_set {
 	struct pollfd p[POLL_MAX];
@@ -228,27 +293,36 @@ static void sleep_prepare(struct rdma_ctx *ctx, struct sleep_set *s)
 	pthread_mutex_lock(&ctx->lock);
 	s->gen = ctx->devs_gen;
 	for (struct rdma_dev *d = ctx->devs; d; d = d->next) {
+		struct pollfd *p = &s->p[2 + 2 * s->ndev];
+
 		ibv_req_notify_cq(d->cq, 0);
-		s->p[2 + s->ndev] = (struct pollfd){ .fd = d->cch->fd,
-						     .events = POLLIN };
+		p[0] = (struct pollfd){ .fd = d->cch->fd, .events = POLLIN };
+		p[1] = (struct pollfd){ .fd = d->verbs->async_fd,
+					.events = POLLIN };
 		s->dev[s->ndev++] = d;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-/* after the sleep: each device's CQ event acknowledged; nothing if the
- * devices changed meanwhile (their descriptors stay readable for the
- * next round) */
+/* after the sleep: each device's CQ event acknowledged, its async events
+ * taken; nothing if the devices changed meanwhile (their descriptors
+ * stay readable for the next round) */
 static void sleep_done(struct rdma_ctx *ctx, struct sleep_set *s)
 {
 	pthread_mutex_lock(&ctx->lock);
 	for (unsigned int i = 0; i < s->ndev && s->gen == ctx->devs_gen; i++) {
-		struct ibv_cq *cq;
-		void *cq_ctx;
+		struct rdma_dev *d = s->dev[i];
+		const struct pollfd *p = &s->p[2 + 2 * i];
 
-		if ((s->p[2 + i].revents & POLLIN) &&
-		    !ibv_get_cq_event(s->dev[i]->cch, &cq, &cq_ctx))
-			ibv_ack_cq_events(cq, 1);
+		if (p[0].revents & POLLIN) {
+			struct ibv_cq *cq;
+			void *cq_ctx;
+
+			if (!ibv_get_cq_event(d->cch, &cq, &cq_ctx))
+				ibv_ack_cq_events(cq, 1);
+		}
+		if (p[1].revents & POLLIN)
+			drain_async(ctx, d);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 }
@@ -271,7 +345,7 @@ void *rt_progress_main(void *arg)
 		sleep_prepare(ctx, &s);
 		if (poll_cqs(ctx, &inflight) > 0)
 			continue;	/* arrived before the arm */
-		poll(s.p, 2 + s.ndev, 200);
+		poll(s.p, 2 + 2 * s.ndev, 200);
 		if (s.p[0].revents)
 			drain_cm(ctx);
 		if (s.p[1].revents)

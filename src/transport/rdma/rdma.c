@@ -6,9 +6,9 @@
  * connections; one context per device in use holds what the connections
  * on that device share: the protection domain, one completion queue (with
  * its channel) and one shared receive queue for the data queue pairs. A
- * progress thread serves the event channel and each device's completion
- * channel: it turns rdma_cm events and completions into the state of the
- * connections.
+ * progress thread serves the event channel and each device's channels:
+ * it turns rdma_cm events, completions and port events into the state of
+ * the connections.
  *
  * Control connection: RC QP with its own receive queue; SEND/RECV carry
  * the engine's byte stream, with receive credits.
@@ -20,7 +20,7 @@
  * The files, by concern:
  *   ctx.c       the process context: event channel, thread, connections
  *   dev.c       a device's context; PD, CQ (and its sizing), SRQ
- *   progress.c  the progress thread: completions and rdma_cm events
+ *   progress.c  the progress thread: completions, rdma_cm and port events
  *   cm.c        a connection's life: object, QP, state, disconnect, free
  *   connect.c   the active side: resolve and connect
  *   listen.c    the passive side: listen and accept

@@ -43,7 +43,8 @@
 
 static int bind_done(struct rdma_conn *c)
 {
-	return atomic_load(&c->mw_bound) || atomic_load(&c->wc_error);
+	return atomic_load(&c->mw_bound) || atomic_load(&c->wc_error) ||
+	       atomic_load(&c->port_down);
 }
 
 /*
