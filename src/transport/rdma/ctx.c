@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -114,4 +115,21 @@ void rt_ctx_put(struct rdma_ctx *ctx)
 	pthread_mutex_destroy(&ctx->dev_lock);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
+}
+
+int rt_port_state(const char *dev, unsigned int port)
+{
+	int state = -ENOENT;
+
+	pthread_mutex_lock(&ctx_lock);
+	if (the_ctx) {
+		pthread_mutex_lock(&the_ctx->lock);
+		for (struct rdma_dev *d = the_ctx->devs; d; d = d->next)
+			if (!strcmp(rt_dev_name(d), dev) && port >= 1 &&
+			    port <= d->nports)
+				state = atomic_load(&d->port_state[port]);
+		pthread_mutex_unlock(&the_ctx->lock);
+	}
+	pthread_mutex_unlock(&ctx_lock);
+	return state;
 }

@@ -199,6 +199,12 @@ int rt_ctx_get(struct rdma_ctx **out);
 void rt_ctx_hold(struct rdma_ctx *ctx);
 /* rt_ctx_put - the last reference stops the thread and frees it */
 void rt_ctx_put(struct rdma_ctx *ctx);
+/*
+ * rt_port_state - the state (enum ibv_port_state) the port events left
+ * port @port of the device named @dev in, in this process; -ENOENT if the
+ * process has no context on that device
+ */
+int rt_port_state(const char *dev, unsigned int port);
 
 /* dev.c: a device's context, and the queues its connections share */
 
@@ -294,5 +300,17 @@ int rt_recv_chunk(struct pxfer_conn *pc, const struct pxfer_ring *r,
 
 /* rt_describe_route - with -v, say which device, port and GID @id uses */
 void rt_describe_route(struct rdma_cm_id *id, const char *peer);
+/* rt_gid_ipv4 - an IPv4-mapped GID as "a.b.c.d", or -EAFNOSUPPORT */
+int rt_gid_ipv4(const union ibv_gid *g, char *buf, size_t len);
+/*
+ * rt_gid_table - every valid GID entry of every port of @verbs, in an
+ * array the caller frees; how many, or -errno
+ */
+ssize_t rt_gid_table(struct ibv_context *verbs, struct ibv_gid_entry **out);
+
+/* rails.c: the local rails, one per active port */
+
+int rt_rails_local(struct pxfer_rail_addr *out, unsigned int max);
+int rt_rail_query(struct pxfer_rail_addr *ra);
 
 #endif

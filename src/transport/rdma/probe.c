@@ -4,12 +4,14 @@
  * one at all, whether an active one routes to a peer (--transport auto),
  * which source address makes rdma_cm use a device and GID (--device,
  * --gid-index), and, with -v, which device, port and GID a connection
- * ended up on. Every look into a port's GID table is here.
+ * ended up on. Every look into a port's GID table is here (rails.c asks
+ * for a whole table with rt_gid_table).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/log.h"
@@ -104,7 +106,7 @@ out:
 }
 
 /* an IPv4-mapped GID (::ffff:a.b.c.d) into "a.b.c.d" */
-static int gid_ipv4(const union ibv_gid *g, char *buf, size_t len)
+int rt_gid_ipv4(const union ibv_gid *g, char *buf, size_t len)
 {
 	static const uint8_t prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 
@@ -145,7 +147,7 @@ int pxfer_rdma_source(const char *device, int gid_index, char *buf,
 		/* by default the first RoCE v2 IPv4-mapped GID */
 		if (gid_index < 0 && e.gid_type != IBV_GID_TYPE_ROCE_V2)
 			continue;
-		if (!gid_ipv4(&e.gid, buf, len)) {
+		if (!rt_gid_ipv4(&e.gid, buf, len)) {
 			snprintf(why, wlen, "device %s GID index %d is %s (%s)",
 				 ibv_get_device_name(ctx->device), i, buf,
 				 gid_type_name(e.gid_type));
@@ -165,6 +167,38 @@ out:
 	if (list)
 		ibv_free_device_list(list);
 	return ret;
+}
+
+/*
+ * The valid entries of every port's GID table, in one call: far fewer
+ * than the tables' length (1024 a port on rxe), most of them empty.
+ */
+ssize_t rt_gid_table(struct ibv_context *verbs, struct ibv_gid_entry **out)
+{
+	struct ibv_device_attr attr;
+	struct ibv_gid_entry *e;
+	size_t len = 0;
+	ssize_t n;
+
+	if (ibv_query_device(verbs, &attr))
+		return errno ? -errno : -EIO;
+	for (unsigned int p = 1; p <= attr.phys_port_cnt; p++) {
+		struct ibv_port_attr pa;
+
+		if (ibv_query_port(verbs, p, &pa))
+			return errno ? -errno : -EIO;
+		len += pa.gid_tbl_len;
+	}
+	e = calloc(len ? len : 1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	n = ibv_query_gid_table(verbs, e, len, 0);
+	if (n < 0) {
+		free(e);
+		return n;
+	}
+	*out = e;
+	return n;
 }
 
 static int find_gid(struct rdma_cm_id *id, const union ibv_gid *gid,

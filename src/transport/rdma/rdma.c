@@ -28,6 +28,7 @@
  *   ring.c      the data path: rings and chunks
  *   ring_desc.c the ring's description on the wire (a codec, no verbs)
  *   probe.c     device probing, GIDs, and the route a connection took
+ *   rails.c     the rails: each active port's address, and the state of one
  *   priv.h      the objects, and what the files share
  * This file holds the ops table: with the probing functions (rdma.h),
  * all that the rest of pxfer sees of the transport.
@@ -56,6 +57,8 @@ const struct pxfer_transport_ops pxfer_rdma_ops = {
 	.send_chunk = rt_send_chunk,
 	.reap_sent = rt_reap_sent,
 	.recv_chunk = rt_recv_chunk,
+	.rails_local = rt_rails_local,
+	.rail_query = rt_rail_query,
 	.shutdown = rt_shutdown,
 	.close = rt_close,
 };

@@ -30,4 +30,19 @@ int pxfer_rdma_probe(const char *host, const char *bind, char *why, size_t len);
 int pxfer_rdma_source(const char *device, int gid_index, char *buf,
 		      size_t len, char *why, size_t wlen);
 
+/*
+ * pxfer_rdma_sources - one rail for each entry of @devices, a comma-
+ * separated list of "DEVICE" or "DEVICE:PORT" ("rxe0,rxe2:1"): the
+ * address rdma_cm must bind to use that device and port (its first RoCE
+ * v2 GID holding an IPv4 address, else a global IPv6 one; without a port,
+ * the device's first active port that has one), with its prefix, NUMA
+ * node and whether the port is up, at most @max (and PXFER_RAILS_MAX)
+ * into @out, in the order listed. How many, or -errno with the reason in @why: -EINVAL (an entry
+ * that does not parse, or is listed twice), -ENODEV (no such device or
+ * port), -ENOENT (no such GID), -E2BIG (more than @max). On success @why
+ * names each device's address.
+ */
+int pxfer_rdma_sources(const char *devices, struct pxfer_rail_addr *out,
+		       unsigned int max, char *why, size_t len);
+
 #endif
