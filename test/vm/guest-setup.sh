@@ -2,8 +2,8 @@
 # Stage 2 of the Soft-RoCE test VM: runs as PID 1 with the host's root file
 # system (read-only 9p) as /, after test/vm/init has loaded the modules.
 #
-# Builds the veth pair, the two rxe devices and the policy routing that
-# forces RoCEv2 traffic over the veth (layout in lib.sh), then runs the
+# Builds the two veth pairs, their four rxe devices and the policy routing
+# that forces RoCEv2 traffic over the veths (layout in lib.sh), then runs the
 # command from /run/rxe-vm/cmd (or an interactive shell) on ttyS0, writes
 # its exit status to /run/rxe-vm/status and powers off.
 #
@@ -39,6 +39,8 @@ sysw() {
 . "${BASH_SOURCE[0]%/*}/lib.sh" || setup_fail "cannot read lib.sh"
 SRV_IF=$RXE_SRV_IF SRV_DEV=$RXE_SRV_DEV SRV_ADDR=$RXE_SRV_ADDR
 CLI_IF=$RXE_CLI_IF CLI_DEV=$RXE_CLI_DEV CLI_ADDR=$RXE_CLI_ADDR
+SRV2_IF=$RXE_SRV2_IF SRV2_DEV=$RXE_SRV2_DEV SRV2_ADDR=$RXE_SRV2_ADDR
+CLI2_IF=$RXE_CLI2_IF CLI2_DEV=$RXE_CLI2_DEV CLI2_ADDR=$RXE_CLI2_ADDR
 PREFIX=$RXE_PREFIX
 IP=$RXE_IP
 RDMA=$RXE_RDMA
@@ -58,12 +60,13 @@ echo '/tmp/core.%e.%p' > /proc/sys/kernel/core_pattern
 # ---- network ------------------------------------------------------------------
 mark "network"
 
-# Both addresses are local to this kernel: without help the stack would
+# All addresses are local to this kernel: without help the stack would
 # deliver client->server packets over lo.  Route locally generated packets
 # from each address out of its own veth end (one table per interface, the
 # rules ahead of the local table), and accept packets that arrive with a
-# local source address.  Few ip processes: every exec costs tens of
-# milliseconds under TCG.
+# local source address.  The second pair is a second rail, set up the
+# same way.  Few ip processes: every exec costs tens of milliseconds under
+# TCG.
 for c in all default; do
 	sysw "net/ipv4/conf/$c/rp_filter" 0
 	sysw "net/ipv4/conf/$c/accept_local" 1
@@ -73,19 +76,26 @@ link set lo up
 link add $SRV_IF mtu $RXE_VM_MTU type veth peer name $CLI_IF mtu $RXE_VM_MTU
 addr add $SRV_ADDR/$PREFIX dev $SRV_IF
 addr add $CLI_ADDR/$PREFIX dev $CLI_IF
+link add $SRV2_IF mtu $RXE_VM_MTU type veth peer name $CLI2_IF mtu $RXE_VM_MTU
+addr add $SRV2_ADDR/$PREFIX dev $SRV2_IF
+addr add $CLI2_ADDR/$PREFIX dev $CLI2_IF
 link set $SRV_IF up
 link set $CLI_IF up
+link set $SRV2_IF up
+link set $CLI2_IF up
 EOF
 ) || setup_fail "network setup failed: $out"
 out=$($IP -batch - 2>&1 <<EOF
-$(rxe_route_cmds)
+$(rxe_route_cmds 1 2)
 rule add pref 100 from $SRV_ADDR iif lo lookup $RXE_SRV_TABLE
 rule add pref 101 from $CLI_ADDR iif lo lookup $RXE_CLI_TABLE
+rule add pref 102 from $SRV2_ADDR iif lo lookup $RXE_SRV2_TABLE
+rule add pref 103 from $CLI2_ADDR iif lo lookup $RXE_CLI2_TABLE
 rule add pref 200 lookup local
 rule del pref 0 lookup local
 EOF
 ) || setup_fail "network setup failed: $out"
-for c in "$SRV_IF" "$CLI_IF"; do
+for c in "$SRV_IF" "$CLI_IF" "$SRV2_IF" "$CLI2_IF"; do
 	sysw "net/ipv4/conf/$c/rp_filter" 0
 	sysw "net/ipv4/conf/$c/accept_local" 1
 done
@@ -96,6 +106,8 @@ mark "rxe"
 out=$($RDMA -b - 2>&1 <<EOF
 link add $SRV_DEV type rxe netdev $SRV_IF
 link add $CLI_DEV type rxe netdev $CLI_IF
+link add $SRV2_DEV type rxe netdev $SRV2_IF
+link add $CLI2_DEV type rxe netdev $CLI2_IF
 EOF
 ) || setup_fail "creating the rxe devices failed: $out"
 
@@ -142,13 +154,17 @@ wait_active() {
 	return 1
 }
 
-for dev in "$SRV_DEV" "$CLI_DEV"; do
+for dev in "$SRV_DEV" "$CLI_DEV" "$SRV2_DEV" "$CLI2_DEV"; do
 	wait_active "$dev" || setup_fail "$dev port did not become ACTIVE"
 done
 SRV_GID=$(find_gid "$SRV_DEV" "$SRV_ADDR") ||
 	setup_fail "no RoCE v2 GID for $SRV_ADDR on $SRV_DEV"
 CLI_GID=$(find_gid "$CLI_DEV" "$CLI_ADDR") ||
 	setup_fail "no RoCE v2 GID for $CLI_ADDR on $CLI_DEV"
+SRV2_GID=$(find_gid "$SRV2_DEV" "$SRV2_ADDR") ||
+	setup_fail "no RoCE v2 GID for $SRV2_ADDR on $SRV2_DEV"
+CLI2_GID=$(find_gid "$CLI2_DEV" "$CLI2_ADDR") ||
+	setup_fail "no RoCE v2 GID for $CLI2_ADDR on $CLI2_DEV"
 
 mark "provider check"
 # User space must find the rxe provider through /etc/libibverbs.d.
@@ -167,6 +183,10 @@ export PXFER_RXE_SERVER_DEV=$SRV_DEV PXFER_RXE_SERVER_IF=$SRV_IF
 export PXFER_RXE_SERVER_ADDR=$SRV_ADDR PXFER_RXE_SERVER_GID=$SRV_GID
 export PXFER_RXE_CLIENT_DEV=$CLI_DEV PXFER_RXE_CLIENT_IF=$CLI_IF
 export PXFER_RXE_CLIENT_ADDR=$CLI_ADDR PXFER_RXE_CLIENT_GID=$CLI_GID
+export PXFER_RXE_SERVER_DEV2=$SRV2_DEV PXFER_RXE_SERVER_IF2=$SRV2_IF
+export PXFER_RXE_SERVER_ADDR2=$SRV2_ADDR PXFER_RXE_SERVER_GID2=$SRV2_GID
+export PXFER_RXE_CLIENT_DEV2=$CLI2_DEV PXFER_RXE_CLIENT_IF2=$CLI2_IF
+export PXFER_RXE_CLIENT_ADDR2=$CLI2_ADDR PXFER_RXE_CLIENT_GID2=$CLI2_GID
 export PXFER_RXE_MTU=$RXE_VM_MTU
 export PATH=$RXE_VM_HELPERS:$PATH
 export HOME=/root TMPDIR=/tmp LANG=C.UTF-8 TERM=${RXE_VM_TERM:-dumb}
@@ -191,6 +211,8 @@ if [ "$RXE_VM_MODE" = shell ]; then
 		PS1='rxe-vm:\w\$ '
 		echo "rxe-vm: server $PXFER_RXE_SERVER_DEV/$PXFER_RXE_SERVER_IF $PXFER_RXE_SERVER_ADDR gid $PXFER_RXE_SERVER_GID," \
 		     "client $PXFER_RXE_CLIENT_DEV/$PXFER_RXE_CLIENT_IF $PXFER_RXE_CLIENT_ADDR gid $PXFER_RXE_CLIENT_GID"
+		echo "rxe-vm: second rail: server $PXFER_RXE_SERVER_DEV2/$PXFER_RXE_SERVER_IF2 $PXFER_RXE_SERVER_ADDR2 gid $PXFER_RXE_SERVER_GID2," \
+		     "client $PXFER_RXE_CLIENT_DEV2/$PXFER_RXE_CLIENT_IF2 $PXFER_RXE_CLIENT_ADDR2 gid $PXFER_RXE_CLIENT_GID2"
 		echo "rxe-vm: helpers: rxe-info rxe-link rxe-netem rxe-kill rxe-as-user; exit or ^D powers off"
 	EOF
 	# (the console is the shell's input and its output)
