@@ -70,6 +70,12 @@
 #      side; a device that does not exist, a GID index that does not, and
 #      --device with --transport tcp each exit 2 with a message naming
 #      the problem, nothing written
+#   two-devices
+#      one receiver on the wildcard address and two senders at once, one
+#      with --device rxe1 to 10.77.0.1, one with --device rxe3 to
+#      10.78.0.1 (the second veth pair), 30 MiB each: both intact, each
+#      pair's client end sent them, and the receiver's -v log shows it
+#      used a context on rxe0 and one on rxe2
 #   many
 #      4 senders at once to one receiver (the tree and 30 MiB each, to a
 #      destination of its own): all intact, 4 session lines in its log;
@@ -107,7 +113,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/lib.sh"
 
 # link-down last: it takes the link down, which can upset the rxe driver
-ALL_CASES="tree auto receiver-killed lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry link-down"
+ALL_CASES="tree auto receiver-killed two-devices lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -469,6 +475,82 @@ case_receiver_killed()
 	finals_intact "$DATA" "$dst" "$log" || rc=1
 	[ -e "$dst/kill" ] && { echo "'kill' has its final name" >>"$log"; rc=1; }
 	check $rc "receiver-killed: receiver killed: the $FINALS files with a final name are complete and equal; 'kill' has none" "$log"
+	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- two-devices: one receiver, a device context for each rail --------------------------------
+
+# two_devices_rails - what the rdma transport says of the rails: one per
+# rxe device, each with its address and /24, up; the rail of an address;
+# the source address of each of two devices
+two_devices_rails()
+{
+	local log=$LOGS/two-devices-rails.check.log hr=$build/test/helper/rails_rdma rc=0 d a
+
+	: >"$log"
+	{ "$hr" local && "$hr" query "$SRV_ADDR2" 10.99.0.1 &&
+	  "$hr" sources "$CLI_DEV,$CLI_DEV2:1"; } >"$log.out" 2>&1 || rc=1
+	cat "$log.out" >>"$log"
+	for d in "$SRV_DEV=$SRV_ADDR" "$CLI_DEV=$CLI_ADDR" "$SRV_DEV2=$SRV_ADDR2" "$CLI_DEV2=$CLI_ADDR2"; do
+		a=${d#*=}
+		[ "$(grep -c "^rail $a/24 dev ${d%%=*} port 1 numa -\{0,1\}[0-9]* up 1\$" "$log.out")" -ge 1 ] ||
+			{ echo "no rail $a/24 on ${d%%=*} port 1, up" >>"$log"; rc=1; }
+	done
+	grep -q '^none 10.99.0.1$' "$log.out" || { echo "10.99.0.1 is not 'none'" >>"$log"; rc=1; }
+	grep -q "^# $CLI_DEV port 1: $CLI_ADDR, $CLI_DEV2 port 1: $CLI_ADDR2\$" "$log.out" ||
+		{ echo "the sources of $CLI_DEV,$CLI_DEV2:1 are not $CLI_ADDR, $CLI_ADDR2" >>"$log"; rc=1; }
+	check $rc "two-devices: the rdma rails: one per rxe device with its address, /24, up; the rail of $SRV_ADDR2; the sources of $CLI_DEV and $CLI_DEV2" "$log"
+}
+
+case_two_devices()
+{
+	local dst=$W/two-devices log=$LOGS/two-devices.check.log rc=0 k pid1 pid2
+	local tx1 tx2 sent1 sent2 mib=$((30 << 20))
+
+	mkdir -p "$dst"
+	: >"$log"
+	two_devices_rails
+	# no --bind: the wildcard address takes connect requests from every
+	# device, and each device the process uses gets a context of its own
+	if ! start_server two-devices "$dst" --transport rdma; then
+		fail "two-devices: the receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	tx1=$(if_bytes "$CLI_IF" tx)
+	tx2=$(if_bytes "$CLI_IF2" tx)
+	bg_send two-devices1 -v -j 2 --transport rdma --device "$CLI_DEV" \
+		"$DATA/big" "$SRV_ADDR:$RECV_PORT/d1"
+	pid1=$SEND_PID
+	bg_send two-devices2 -v -j 2 --transport rdma --device "$CLI_DEV2" \
+		"$DATA/big" "$SRV_ADDR2:$RECV_PORT/d2"
+	pid2=$SEND_PID
+	for k in 1 2; do
+		if [ "$k" = 1 ]; then wait_pid "$pid1" 120; else wait_pid "$pid2" 120; fi
+		echo "sender $k exit $WAIT_RC after $WAIT_SECS s" >>"$log"
+		[ "$WAIT_RC" -eq 0 ] || rc=1
+		grep_log " over rdma" "$LOGS/two-devices$k.send.log" "$log" || rc=1
+		same_file "$DATA/big" "$dst/d$k/big" "$log" || rc=1
+	done
+	sent1=$(($(if_bytes "$CLI_IF" tx) - tx1))
+	sent2=$(($(if_bytes "$CLI_IF2" tx) - tx2))
+	echo "$CLI_IF sent $sent1 bytes, $CLI_IF2 sent $sent2 bytes" >>"$log"
+	if [ "$sent1" -lt "$mib" ] || [ "$sent2" -lt "$mib" ]; then
+		echo "a client interface sent less than the 30 MiB it carried" >>"$log"
+		rc=1
+	fi
+	grep_log "through device $CLI_DEV port 1" "$LOGS/two-devices1.send.log" "$log" || rc=1
+	grep_log "through device $CLI_DEV2 port 1" "$LOGS/two-devices2.send.log" "$log" || rc=1
+	grep_log "through device $SRV_DEV port 1" "$RECV_LOG" "$log" || rc=1
+	grep_log "through device $SRV_DEV2 port 1" "$RECV_LOG" "$log" || rc=1
+	grep_log "$SRV_DEV: device context ready" "$RECV_LOG" "$log" || rc=1
+	grep_log "$SRV_DEV2: device context ready" "$RECV_LOG" "$log" || rc=1
+	kill -TERM "$RECV_PID" 2>/dev/null
+	recv_done 20
+	[ "$RECV_RC" -eq 130 ] || { echo "receiver exit $RECV_RC after SIGTERM, not 130" >>"$log"; rc=1; }
+	check $rc "two-devices: one receiver, a sender on $CLI_DEV and one on $CLI_DEV2 at once: both intact, $CLI_IF and $CLI_IF2 sent $((sent1 >> 20)) and $((sent2 >> 20)) MiB" \
+		"$log" "$RECV_LOG" "$LOGS/two-devices1.send.log" "$LOGS/two-devices2.send.log"
 	kill_leftovers
 	rm -rf "$dst"
 }

@@ -423,6 +423,15 @@ wire_at_least()
 	[ "$WIRE_BYTES" -ge "$1" ]
 }
 
+# if_bytes IF tx|rx - the bytes interface IF has sent or received
+if_bytes()
+{
+	local v=0
+
+	read -r v 2>/dev/null <"/sys/class/net/$1/statistics/$2_bytes" || v=0
+	echo "${v:-0}"
+}
+
 # hw_counter DEV NAME - a port counter of an rxe device (0 if absent)
 hw_counter()
 {
