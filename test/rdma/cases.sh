@@ -35,6 +35,12 @@
 #      carries again: the sender (--retries 6 --retry-wait 2) completes in
 #      the same run, in 2 sessions or more, served by the same receiver;
 #      tree and 80 MiB intact
+#   port-down
+#      the client's veth goes down mid-transfer (80 MiB, -j 1): the port
+#      event fails the sender's connections (--retries 0) within 30 s,
+#      with an error naming the connection and -v naming the device and
+#      port; the receiver's port loses its carrier and it ends within
+#      30 s; the big file has no final name; the link comes back up
 #   link-down
 #      the client's veth goes down mid-transfer: the sender (--retries 0)
 #      fails clearly within 60 s, the receiver ends by itself within 90 s
@@ -112,8 +118,9 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
 
-# link-down last: it takes the link down, which can upset the rxe driver
-ALL_CASES="tree auto receiver-killed two-devices lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry link-down"
+# port-down and link-down last: they take the link down, which can upset
+# the rxe driver
+ALL_CASES="tree auto receiver-killed two-devices lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry port-down link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -555,6 +562,84 @@ case_two_devices()
 	rm -rf "$dst"
 }
 
+# ---- after a link loss ---------------------------------------------------------------------
+
+# link_restore CASE T0 LOG - bring the first pair's links up again (down
+# since now_ms printed T0), and make sure rdma_cm works over them
+link_restore()
+{
+	local name=$1 t0=$2 log=$3
+
+	rxe-link up both >>"$log" 2>&1 && LINK_DOWN=0
+	note "$name: $CLI_IF up again $(secs_since "$t0") s after it went down"
+	# rxe in 6.1 can leave a device's rdma_cm (MAD) traffic dead after a
+	# process exits while its link is down (see docs/testing.md); tell
+	# that apart from pxfer with rping, and recreate the devices if so
+	if ! rdma_cm_works; then
+		note "$name: rdma_cm itself (rping) fails after the link came back: the rxe driver, not pxfer; recreating $SRV_DEV and $CLI_DEV"
+		rxe_recreate >>"$log" 2>&1 || note "$name: recreating the rxe devices failed: $(tail -n 3 "$log" | tr '\n' ' ')"
+		rdma_cm_works || note "$name: rdma_cm still fails (rping) after recreating the devices"
+	fi
+}
+
+# ---- port-down: the port goes down under the connections -----------------------------------
+
+case_port_down()
+{
+	local dst=$W/port-down log=$LOGS/port-down.check.log rc=0 msg tdown rsecs
+
+	mkdir -p "$dst"
+	: >"$log"
+	if ! start_recv port-down "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		fail "port-down: the receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	wire_mark
+	bg_send port-down -v -j 1 --retries 0 --transport rdma --bind "$CLI_ADDR" \
+		"$DATA/kill" "$SRV_ADDR:$RECV_PORT"
+	if ! wait_for 90 wire_at_least $((4 << 20)); then
+		fail "port-down: the 80 MiB file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
+		kill_leftovers
+		rm -rf "$dst"
+		return
+	fi
+	# ip itself, not rxe-link: a script takes seconds to start here
+	tdown=$(now_ms)
+	LINK_DOWN=1
+	ip link set dev "$CLI_IF" down >>"$log" 2>&1
+	note "port-down: took $CLI_IF down after $WIRE_BYTES bytes on the wire"
+	wait_pid "$SEND_PID" 30
+	echo "# exit $WAIT_RC after $WAIT_SECS s" >>"$SEND_LOG"
+	echo "sender exit $WAIT_RC, $WAIT_SECS s after the link went down" >>"$log"
+	[ "$WAIT_RC" -ne 0 ] && [ "$WAIT_RC" -ne 124 ] || rc=1
+	msg=$(error_line "$SEND_LOG")
+	# the port event, with -v, and an error that names the connection
+	grep_log "rdma: $CLI_DEV port 1 went down" "$SEND_LOG" "$log" || rc=1
+	grep_log "error: .*connection .*$SRV_ADDR" "$SEND_LOG" "$log" || rc=1
+	# and the rail says so
+	"$build/test/helper/rails_rdma" query "$CLI_ADDR" >>"$log" 2>&1
+	grep_log "^rail $CLI_ADDR/24 dev $CLI_DEV port 1 .* up 0\$" "$log" "$log" || rc=1
+	check $rc "port-down: port down: the sender exits $WAIT_RC after $WAIT_SECS s (bound 30 s): \"$msg\"" \
+		"$log" "$SEND_LOG"
+
+	# the server's end lost its carrier: its port went down too
+	rc=0
+	wait_pid "$RECV_PID" $((30 - ($(now_ms) - tdown) / 1000))
+	rsecs=$(secs_since "$tdown")
+	echo "# exit $WAIT_RC ($rsecs s after the link went down)" >>"$RECV_LOG"
+	[ "$WAIT_RC" -ne 124 ] ||
+		{ echo "the receiver still ran $rsecs s after the link went down; killed" >>"$log"; rc=1; }
+	grep_log "rdma: $SRV_DEV port 1 went down" "$RECV_LOG" "$log" || rc=1
+	finals_intact "$DATA" "$dst" "$log" || rc=1
+	[ -e "$dst/kill" ] && { echo "'kill' has its final name" >>"$log"; rc=1; }
+	check $rc "port-down: port down: the receiver ends $rsecs s after the link loss (bound 30 s), 'kill' has no final name: \"$(error_line "$RECV_LOG")\"" \
+		"$log" "$RECV_LOG"
+	kill_leftovers
+	rm -rf "$dst"
+	link_restore port-down "$tdown" "$log"
+}
+
 # ---- link-down: the link goes down ----------------------------------------------------------------
 
 case_link_down()
@@ -622,16 +707,7 @@ case_link_down()
 	kill_leftovers
 	rm -rf "$dst"
 
-	rxe-link up both >>"$log" 2>&1 && LINK_DOWN=0
-	note "link-down: $CLI_IF up again $(secs_since "$tdown") s after it went down"
-	# rxe in 6.1 can leave a device's rdma_cm (MAD) traffic dead after a
-	# process exits while its link is down (see docs/testing.md); tell
-	# that apart from pxfer with rping, and recreate the devices if so
-	if ! rdma_cm_works; then
-		note "link-down: rdma_cm itself (rping) fails after the link came back: the rxe driver, not pxfer; recreating $SRV_DEV and $CLI_DEV"
-		rxe_recreate >>"$log" 2>&1 || note "link-down: recreating the rxe devices failed: $(tail -n 3 "$log" | tr '\n' ' ')"
-		rdma_cm_works || note "link-down: rdma_cm still fails (rping) after recreating the devices"
-	fi
+	link_restore link-down "$tdown" "$log"
 
 	# a new transfer over the restored link
 	dst=$W/d2
