@@ -86,6 +86,10 @@ static int listen_all(struct recv_server *srv)
 	code = pxfer_transport_resolve(&srv->tc);
 	if (code)
 		return code;
+	/* several devices: listen on them all (the wildcard), unless --bind
+	 * says otherwise */
+	if (srv->tc.devices && !srv->o->bind)
+		srv->tc.bind = NULL;
 	n = pxfer_transport_for_listen(&srv->tc, t, &optional);
 	for (unsigned int i = 0; i < n; i++)
 		if (listen_one(srv, t[i], i > 0 && optional))
