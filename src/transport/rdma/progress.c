@@ -58,13 +58,19 @@ static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
 		atomic_store(&c->peer_closed, 1);
 		return;
 	}
-	if (!atomic_load(&c->wc_error)) {
-		atomic_store(&c->wc_error, wc->status);
-		error("rdma: %s connection to %s failed: %s (work completion status %d)%s",
-		      c->kind == KIND_CTRL ? "control" : "data", c->conn.peer,
-		      ibv_wc_status_str(wc->status), wc->status,
+	if (atomic_load(&c->wc_error))
+		return;
+	atomic_store(&c->wc_error, wc->status);
+	/* a data connection's loss need not end the session: the others
+	 * take its chunks (failover), and the engine says so */
+	if (c->kind == KIND_CTRL)
+		error("rdma: control connection to %s failed: %s (work completion status %d)%s",
+		      c->conn.peer, ibv_wc_status_str(wc->status), wc->status,
 		      wc_hint(wc->status));
-	}
+	else
+		warning("rdma: data connection to %s failed: %s (work completion status %d)%s",
+			c->conn.peer, ibv_wc_status_str(wc->status), wc->status,
+			wc_hint(wc->status));
 }
 
 static void handle_wc(struct rdma_ctx *ctx, struct rdma_dev *d,
