@@ -82,6 +82,15 @@
 #      10.78.0.1 (the second veth pair), 30 MiB each: both intact, each
 #      pair's client end sent them, and the receiver's -v log shows it
 #      used a context on rxe0 and one on rxe2
+#   rails
+#      one transfer over both rails: a receiver --device rxe0,rxe2 and a
+#      sender -j 4 --device rxe1,rxe3 (80 MiB): intact, two data
+#      connections on each rail and each client veth sent 20 MiB or more;
+#      then the second rail's link taken down in the middle: the sender
+#      warns naming the rail and finishes over the first (exit 0,
+#      intact); the link back up, the next transfer uses both rails
+#      again; both links down: the sender fails within 60 s and nothing
+#      has its final name
 #   many
 #      4 senders at once to one receiver (the tree and 30 MiB each, to a
 #      destination of its own): all intact, 4 session lines in its log;
@@ -120,7 +129,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # port-down and link-down last: they take the link down, which can upset
 # the rxe driver
-ALL_CASES="tree auto receiver-killed two-devices lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry port-down link-down"
+ALL_CASES="tree auto receiver-killed two-devices lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry rails port-down link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -559,6 +568,138 @@ case_two_devices()
 	check $rc "two-devices: one receiver, a sender on $CLI_DEV and one on $CLI_DEV2 at once: both intact, $CLI_IF and $CLI_IF2 sent $((sent1 >> 20)) and $((sent2 >> 20)) MiB" \
 		"$log" "$RECV_LOG" "$LOGS/two-devices1.send.log" "$LOGS/two-devices2.send.log"
 	kill_leftovers
+	rm -rf "$dst"
+}
+
+# ---- rails: one transfer over both rails, and a rail that fails ------------------------
+
+# rails_send NAME LOG ARGS... - a two-rail transfer of $DATA/kill (-j 4
+# over rxe1 and rxe3, to a receiver offering rxe0 and rxe2) in the
+# background; sets RAIL_TX1/RAIL_TX2 to the client veths' counters now
+rails_send()
+{
+	local name=$1 log=$2
+
+	shift 2
+	RAIL_TX1=$(if_bytes "$CLI_IF" tx)
+	RAIL_TX2=$(if_bytes "$CLI_IF2" tx)
+	bg_send "$name" -v -j 4 --retries 0 --transport rdma \
+		--device "$CLI_DEV,$CLI_DEV2" "$@" "$DATA/kill" "$SRV_ADDR:$RECV_PORT"
+}
+
+# rails_both_moved LOG MIB - 0 when each client veth sent MIB MiB or more
+# since rails_send
+rails_both_moved()
+{
+	local s1 s2
+
+	s1=$(($(if_bytes "$CLI_IF" tx) - RAIL_TX1))
+	s2=$(($(if_bytes "$CLI_IF2" tx) - RAIL_TX2))
+	echo "$CLI_IF sent $((s1 >> 20)) MiB, $CLI_IF2 $((s2 >> 20)) MiB" >>"$1"
+	[ "$s1" -ge $(($2 << 20)) ] && [ "$s2" -ge $(($2 << 20)) ]
+}
+
+case_rails()
+{
+	local dst=$W/rails log=$LOGS/rails.check.log rc=0 tdown
+
+	mkdir -p "$dst"
+	: >"$log"
+	# both rails carry data
+	if ! start_server rails "$dst" --transport rdma --device "$SRV_DEV,$SRV_DEV2"; then
+		fail "rails: the receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	rails_send rails1 "$log"
+	wait_pid "$SEND_PID" 120
+	echo "sender exit $WAIT_RC after $WAIT_SECS s" >>"$log"
+	[ "$WAIT_RC" -eq 0 ] || rc=1
+	same_file "$DATA/kill" "$dst/kill" "$log" || rc=1
+	grep_log "rail 0: $CLI_DEV:1 $CLI_ADDR -> $SRV_ADDR, 2 data connection" "$SEND_LOG" "$log" || rc=1
+	grep_log "rail 1: $CLI_DEV2:1 $CLI_ADDR2 -> $SRV_ADDR2, 2 data connection" "$SEND_LOG" "$log" || rc=1
+	rails_both_moved "$log" 20 || rc=1
+	check $rc "rails: -j 4 over $CLI_DEV and $CLI_DEV2: intact, both rails carried data ($(tail -n 1 "$log"))" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+
+	# the second rail's link goes down in the middle: the first finishes
+	rc=0
+	rm -f "$dst/kill"
+	wire_mark
+	rails_send rails2 "$log"
+	if ! wait_for 90 wire_at_least $((8 << 20)); then
+		fail "rails: the file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	tdown=$(now_ms)
+	ip link set dev "$CLI_IF2" down >>"$log" 2>&1
+	note "rails: took $CLI_IF2 down after $WIRE_BYTES bytes on the wire"
+	wait_pid "$SEND_PID" 120
+	echo "sender exit $WAIT_RC, $WAIT_SECS s after the second rail went down" >>"$log"
+	[ "$WAIT_RC" -eq 0 ] || rc=1
+	same_file "$DATA/kill" "$dst/kill" "$log" || rc=1
+	grep_log "warning: data connection [0-9] \\($CLI_DEV2:1 $CLI_ADDR2 -> $SRV_ADDR2\\) failed: .*go again over the" \
+		"$SEND_LOG" "$log" || rc=1
+	[ -z "$(find "$dst" -name '.pxfer-*.part')" ] || { echo "temporary files left" >>"$log"; rc=1; }
+	check $rc "rails: $CLI_IF2 down mid-transfer: the sender exits $WAIT_RC after $(secs_since "$tdown") s, intact over $CLI_DEV: \"$(grep -m 1 'failed:' "$SEND_LOG")\"" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+
+	# the rail comes back: the next transfer uses it again
+	rc=0
+	kill -TERM "$RECV_PID" 2>/dev/null
+	recv_done 20
+	kill_leftovers
+	rxe-link up both2 >>"$log" 2>&1
+	# (the rxe driver may leave rdma_cm dead on a device whose link went
+	# down under a connection: see link_restore; no process may hold the
+	# devices while they are made again)
+	if ! rdma_cm_works "$SRV_ADDR2" "$CLI_ADDR2"; then
+		note "rails: rdma_cm (rping) fails over the second rail after its link came back: the rxe driver, not pxfer; recreating $SRV_DEV2 and $CLI_DEV2"
+		rxe_recreate "$SRV_DEV2" "$SRV_IF2" "$CLI_DEV2" "$CLI_IF2" >>"$log" 2>&1 ||
+			note "rails: recreating the second rail's rxe devices failed"
+	fi
+	rm -f "$dst/kill"
+	if ! start_server rails "$dst" --transport rdma --device "$SRV_DEV,$SRV_DEV2"; then
+		fail "rails: the receiver did not start again" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	rails_send rails3 "$log"
+	wait_pid "$SEND_PID" 120
+	[ "$WAIT_RC" -eq 0 ] || rc=1
+	same_file "$DATA/kill" "$dst/kill" "$log" || rc=1
+	rails_both_moved "$log" 20 || rc=1
+	check $rc "rails: $CLI_IF2 back up: the next transfer carries data over both rails again ($(tail -n 1 "$log"))" \
+		"$log" "$SEND_LOG"
+
+	# both rails down: a clear error in bounded time, nothing final-named
+	rc=0
+	rm -f "$dst/kill"
+	wire_mark
+	rails_send rails4 "$log"
+	if wait_for 90 wire_at_least $((8 << 20)); then
+		tdown=$(now_ms)
+		LINK_DOWN=1
+		ip link set dev "$CLI_IF" down >>"$log" 2>&1
+		ip link set dev "$CLI_IF2" down >>"$log" 2>&1
+		wait_pid "$SEND_PID" 60
+		echo "sender exit $WAIT_RC, $WAIT_SECS s after both rails went down" >>"$log"
+		[ "$WAIT_RC" -ne 0 ] && [ "$WAIT_RC" -ne 124 ] || rc=1
+		grep_log "error: " "$SEND_LOG" "$log" || rc=1
+		[ -e "$dst/kill" ] && { echo "'kill' has its final name" >>"$log"; rc=1; }
+		check $rc "rails: both rails down: the sender exits $WAIT_RC after $(secs_since "$tdown") s (bound 60 s): \"$(error_line "$SEND_LOG")\"; 'kill' has no final name" \
+			"$log" "$SEND_LOG"
+	else
+		fail "rails: the last file did not start arriving within 90 s" "$SEND_LOG" "$RECV_LOG"
+	fi
+	kill -TERM "$RECV_PID" 2>/dev/null
+	recv_done 20
+	kill_leftovers
+	rxe-link up both2 >>"$log" 2>&1
+	rdma_cm_works "$SRV_ADDR2" "$CLI_ADDR2" ||
+		rxe_recreate "$SRV_DEV2" "$SRV_IF2" "$CLI_DEV2" "$CLI_IF2" >>"$log" 2>&1
+	link_restore rails "$tdown" "$log"
 	rm -rf "$dst"
 }
 

@@ -476,38 +476,40 @@ retries_total()
 	echo $(($(hw_counter "$SRV_DEV" completer_retry_err) + $(hw_counter "$CLI_DEV" completer_retry_err)))
 }
 
-# rdma_cm_works - whether an rdma_cm connection from the client address
-# to the server address works, without pxfer (rping, 10 s at most)
+# rdma_cm_works [SRV CLI] - whether an rdma_cm connection from the client address
+# (CLI, default the first rail's) to the server address (SRV) works,
+# without pxfer (rping, 10 s at most)
 _RPING_PORT=7340
 rdma_cm_works()
 {
-	local sp rc
+	local sp rc sa=${1:-$SRV_ADDR} ca=${2:-$CLI_ADDR}
 
 	command -v rping >/dev/null || return 0
 	_RPING_PORT=$((_RPING_PORT + 1))
-	rping -s -a "$SRV_ADDR" -p "$_RPING_PORT" -C 1 >/dev/null 2>&1 &
+	rping -s -a "$sa" -p "$_RPING_PORT" -C 1 >/dev/null 2>&1 &
 	sp=$!
 	nap 0.5
-	timeout 10 rping -c -a "$SRV_ADDR" -I "$CLI_ADDR" -p "$_RPING_PORT" -C 1 >/dev/null 2>&1
+	timeout 10 rping -c -a "$sa" -I "$ca" -p "$_RPING_PORT" -C 1 >/dev/null 2>&1
 	rc=$?
 	kill "$sp" 2>/dev/null
 	wait "$sp" 2>/dev/null
 	return $rc
 }
 
-# rxe_recreate - delete and add both rxe devices again, and wait until
+# rxe_recreate [SDEV SIF CDEV CIF] - delete and add both rxe devices (of
+# the first rail, or those named) again, and wait until
 # their ports are active and hold the IPv4 GIDs
 rxe_recreate()
 {
-	local d i n
+	local d i n sd=${1:-$SRV_DEV} si=${2:-$SRV_IF} cd=${3:-$CLI_DEV} ci=${4:-$CLI_IF}
 
-	rdma link delete "$SRV_DEV"
-	rdma link delete "$CLI_DEV"
-	rdma link add "$SRV_DEV" type rxe netdev "$SRV_IF" || return 1
-	rdma link add "$CLI_DEV" type rxe netdev "$CLI_IF" || return 1
+	rdma link delete "$sd"
+	rdma link delete "$cd"
+	rdma link add "$sd" type rxe netdev "$si" || return 1
+	rdma link add "$cd" type rxe netdev "$ci" || return 1
 	for ((n = 0; n < 100; n++)); do
 		i=0
-		for d in "$SRV_DEV" "$CLI_DEV"; do
+		for d in "$sd" "$cd"; do
 			grep -q ACTIVE "/sys/class/infiniband/$d/ports/1/state" 2>/dev/null || i=1
 			grep -qs ':ffff:' "/sys/class/infiniband/$d/ports/1/gids/"* || i=1
 		done
