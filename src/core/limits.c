@@ -44,7 +44,7 @@ int pxfer_fd_table_reserve(unsigned long n)
 	return ret;
 }
 
-static int has_ipc_lock(void)
+int pxfer_memlock_capable(void)
 {
 	char line[256];
 	FILE *f = fopen("/proc/self/status", "re");
@@ -64,7 +64,7 @@ int pxfer_memlock_check(uint64_t need, uint64_t *limit)
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY ||
-	    need <= rl.rlim_cur || has_ipc_lock())
+	    need <= rl.rlim_cur || pxfer_memlock_capable())
 		return 0;
 	*limit = rl.rlim_cur;
 	return -ENOMEM;

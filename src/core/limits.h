@@ -38,4 +38,10 @@ int pxfer_memlock_check(uint64_t need, uint64_t *limit);
  */
 uint64_t pxfer_memlock_limit(void);
 
+/*
+ * pxfer_memlock_capable - 1 if this process has CAP_IPC_LOCK, with which
+ * RDMA registration pins any amount whatever RLIMIT_MEMLOCK says
+ */
+int pxfer_memlock_capable(void);
+
 #endif
