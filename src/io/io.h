@@ -61,6 +61,14 @@ int pxfer_io_create(const char *kind, const struct pxfer_ring *ring,
 		    unsigned int depth, struct pxfer_io **out);
 void pxfer_io_destroy(struct pxfer_io *io);
 
+/*
+ * pxfer_io_uring_probe - whether an io_uring can be set up here: a ring
+ * of a few entries is made and taken down at once. 0, or the negative
+ * errno io_uring_setup gave (-ENOSYS: no io_uring in the kernel, or a
+ * seccomp filter; -EPERM: sysctl kernel.io_uring_disabled, or a filter).
+ */
+int pxfer_io_uring_probe(void);
+
 extern const struct pxfer_io_ops pxfer_io_uring_ops;
 extern const struct pxfer_io_ops pxfer_io_sync_ops;
 

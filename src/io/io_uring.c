@@ -253,3 +253,14 @@ const struct pxfer_io_ops pxfer_io_uring_ops = {
 	.submit = uring_submit,
 	.reap = uring_reap,
 };
+
+int pxfer_io_uring_probe(void)
+{
+	struct io_uring ring;
+	int ret = io_uring_queue_init(4, &ring, 0);
+
+	if (ret)
+		return ret;
+	io_uring_queue_exit(&ring);
+	return 0;
+}
