@@ -29,6 +29,7 @@
  *   ring_desc.c the ring's description on the wire (a codec, no verbs)
  *   probe.c     device probing, GIDs, and the route a connection took
  *   rails.c     the rails: each active port's address, and the state of one
+ *   doctor.c    what pxfer doctor reports: devices, ports, GIDs, routes
  *   priv.h      the objects, and what the files share
  * This file holds the ops table: with the probing functions (rdma.h),
  * all that the rest of pxfer sees of the transport.
