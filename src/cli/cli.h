@@ -9,14 +9,15 @@ int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
 
 /*
- * Options. A command has a table of its own options; the options both
- * commands take (--port, --bind, --secret-file, --transport, --device,
+ * Options. A command has a table of its own options; the options the
+ * commands share (--port, --bind, --secret-file, --transport, --device,
  * --gid-index, --fsync, --io, --quiet, --verbose, --help) have one table
  * in opts.c, from which cli_parse parses them and cli_usage prints them,
- * after the command's own.
+ * after the command's own. A command takes those it has a help for.
  */
 
-/* the command being parsed: the shared options' help may differ by side */
+/* the command being parsed: the shared options' help may differ by
+ * command, and a command without a help for one does not take it */
 enum cli_side { CLI_SEND, CLI_RECV, CLI_SIDES };
 
 /* what an option's set function returns to have the help printed */
@@ -38,7 +39,8 @@ struct cli_opt {
 
 /*
  * Where the shared options land: fields of the command's option struct,
- * which already hold their defaults (pxfer_*_opts_init), or its locals.
+ * which already hold their defaults (pxfer_*_opts_init), or its locals;
+ * NULL for an option the command does not take.
  */
 struct cli_common {
 	const char **port;

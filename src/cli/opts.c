@@ -256,7 +256,10 @@ static int set_help(const struct cli_common *c, const char *arg)
 	return CLI_HELP;
 }
 
-/* an option both commands take; its help is per side where they differ */
+/*
+ * an option the commands share; its help is per command where they
+ * differ, and NULL for a command that does not take it
+ */
 struct common_opt {
 	const char *name;
 	int short_name;
@@ -340,8 +343,10 @@ void cli_usage(FILE *f, const struct cli_cmd *cmd)
 	for (const struct cli_opt *o = cmd->opts; o->name; o++)
 		print_opt(f, o->short_name, o->name, o->arg, o->help);
 	for (size_t i = 0; i < N_COMMON; i++)
-		print_opt(f, common_opts[i].short_name, common_opts[i].name,
-			  common_opts[i].arg, common_opts[i].help[cmd->side]);
+		if (common_opts[i].help[cmd->side])
+			print_opt(f, common_opts[i].short_name,
+				  common_opts[i].name, common_opts[i].arg,
+				  common_opts[i].help[cmd->side]);
 	fputs("\n", f);
 	fputs(cmd->epilog, f);
 }
@@ -371,6 +376,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *ctx,
 {
 	struct option lo[OPTS_MAX + 1] = { { 0 } };
 	char so[2 * OPTS_MAX + 1] = "";
+	unsigned char shared[N_COMMON];	/* getopt's index - nown -> common_opts */
 	int n = 0, nown, c, i, ret;
 
 	for (const struct cli_opt *o = cmd->opts; o->name; o++) {
@@ -379,9 +385,13 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *ctx,
 		add_opt(lo, so, n++, o->name, o->short_name, o->arg);
 	}
 	nown = n;
-	for (size_t j = 0; j < N_COMMON; j++)
+	for (size_t j = 0; j < N_COMMON; j++) {
+		if (!common_opts[j].help[cmd->side])
+			continue;	/* not one of this command's */
+		shared[n - nown] = j;
 		add_opt(lo, so, n++, common_opts[j].name,
 			common_opts[j].short_name, common_opts[j].arg);
+	}
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
@@ -395,7 +405,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *ctx,
 		if (i < nown)
 			ret = cmd->opts[i].set(ctx, optarg);
 		else
-			ret = common_opts[i - nown].set(common, optarg);
+			ret = common_opts[shared[i - nown]].set(common, optarg);
 		if (ret == CLI_HELP) {
 			cli_usage(stdout, cmd);
 			*status = 0;
