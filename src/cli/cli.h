@@ -7,18 +7,20 @@
 
 int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
 
 /*
  * Options. A command has a table of its own options; the options the
  * commands share (--port, --bind, --secret-file, --transport, --device,
- * --gid-index, --fsync, --io, --quiet, --verbose, --help) have one table
- * in opts.c, from which cli_parse parses them and cli_usage prints them,
- * after the command's own. A command takes those it has a help for.
+ * --rails, --gid-index, --fsync, --io, --quiet, --verbose, --help) have
+ * one table in opts.c, from which cli_parse parses them and cli_usage
+ * prints them, after the command's own. send and recv take them all;
+ * doctor takes those that say where a transfer would go.
  */
 
 /* the command being parsed: the shared options' help may differ by
  * command, and a command without a help for one does not take it */
-enum cli_side { CLI_SEND, CLI_RECV, CLI_SIDES };
+enum cli_side { CLI_SEND, CLI_RECV, CLI_DOCTOR, CLI_SIDES };
 
 /* what an option's set function returns to have the help printed */
 #define CLI_HELP 1

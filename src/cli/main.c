@@ -17,6 +17,7 @@ struct cmd {
 static const struct cmd commands[] = {
 	{ "send", cmd_send, "send files and directories to a receiver" },
 	{ "recv", cmd_recv, "receive files into a directory" },
+	{ "doctor", cmd_doctor, "check this host (and the way to a peer) for RDMA" },
 };
 
 static void usage(FILE *f)
@@ -29,7 +30,7 @@ static void usage(FILE *f)
 		"\n"
 		"commands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  %-6s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f,
 		"\n"
 		"example:\n"

@@ -269,6 +269,9 @@ struct common_opt {
 };
 
 #define BOTH(text)	{ [CLI_SEND] = text, [CLI_RECV] = text }
+/* ... and doctor's, which says what it checks */
+#define WITH_DOCTOR(text, doctor) \
+	{ [CLI_SEND] = text, [CLI_RECV] = text, [CLI_DOCTOR] = doctor }
 
 static const struct common_opt common_opts[] = {
 	{ "port", 'p', "PORT", set_port, {
@@ -277,15 +280,21 @@ static const struct common_opt common_opts[] = {
 		[CLI_RECV] = "port to listen on, 1-65535 (default " PXFER_DEFAULT_PORT ")" } },
 	{ "bind", 0, "ADDR", set_bind, {
 		[CLI_SEND] = "source address for the connections",
-		[CLI_RECV] = "address to listen on (default: all)" } },
+		[CLI_RECV] = "address to listen on (default: all)",
+		[CLI_DOCTOR] = "the source address 'pxfer send --bind' would\n"
+			       "use toward HOST" } },
 	{ "secret-file", 0, "FILE", set_secret_file,
 	  BOTH("read the shared secret from FILE ('-': stdin),\n"
 	       "which only its owner may read (chmod 600)") },
 	{ "transport", 0, "T", set_transport,
-	  BOTH("auto, rdma or tcp (default auto)") },
+	  WITH_DOCTOR("auto, rdma or tcp (default auto)",
+		      "auto, rdma or tcp: the transport a transfer\n"
+		      "would be asked for (default auto)") },
 	{ "device", 0, "NAME", set_device,
-	  BOTH("rdma: use this RDMA device (see 'rdma link');\n"
-	       "several, separated by commas: one rail each") },
+	  WITH_DOCTOR("rdma: use this RDMA device (see 'rdma link');\n"
+		      "several, separated by commas: one rail each",
+		      "rdma: check this device (or these, separated\n"
+		      "by commas) as 'pxfer send --device' would use it") },
 	{ "rails", 0, "LIST", set_rails, {
 		[CLI_SEND] = "spread the data connections over these local\n"
 			     "addresses (A,B,...), or over every one that is up\n"
@@ -294,9 +303,11 @@ static const struct common_opt common_opts[] = {
 		[CLI_RECV] = "offer senders these addresses (A,B,...) for data,\n"
 			     "or every one that is up (auto), at most 8" } },
 	{ "gid-index", 0, "N", set_gid_index,
-	  BOTH("rdma: use this GID of the device (default: its\n"
-	       "first RoCE v2 IPv4 GID); both work by binding\n"
-	       "the address the GID holds") },
+	  WITH_DOCTOR("rdma: use this GID of the device (default: its\n"
+		      "first RoCE v2 IPv4 GID); both work by binding\n"
+		      "the address the GID holds",
+		      "rdma: check this GID as 'pxfer send\n"
+		      "--gid-index' would use it") },
 	{ "fsync", 0, NULL, set_fsync, {
 		[CLI_SEND] = "have the receiver fsync each file before naming it",
 		[CLI_RECV] = "fsync every file before naming it" } },
@@ -309,7 +320,7 @@ static const struct common_opt common_opts[] = {
 		[CLI_SEND] = "say what was chosen (transport, chunk size, ...);\n"
 			     "-vv: with the seconds since the start",
 		[CLI_RECV] = "say more; -vv: with the seconds since the start" } },
-	{ "help", 'h', NULL, set_help, BOTH("this text") },
+	{ "help", 'h', NULL, set_help, WITH_DOCTOR("this text", "this text") },
 };
 
 #define N_COMMON	(sizeof(common_opts) / sizeof(common_opts[0]))

@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pxfer doctor: a check of this host, and of the way to a peer, for the
+ * set-up problems that most often keep a transfer from starting over
+ * RDMA: no device, a port down, a GID the peer cannot use, no address on
+ * the peer's subnet, a memlock limit below what the rings pin, and, as
+ * notes, io_uring and the open-file limit. It reads; it changes nothing.
+ * This file has the command, the report's lines and the host's limits;
+ * doctor_rdma.c the RDMA sections, from what src/transport/rdma/doctor.c
+ * gathers.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pxfer/pxfer.h"
+#include "cli.h"
+#include "cli/doctor.h"
+#include "core/limits.h"
+#include "core/log.h"
+#include "core/proto.h"
+#include "core/sys.h"
+#include "io/io.h"
+#include "transport/choose.h"
+
+/* ---- the report's lines ---------------------------------------------------- */
+
+void doctor_section(const char *title)
+{
+	printf("\n%s\n", title);
+}
+
+__attribute__((format(printf, 3, 0)))
+static void say(struct doctor *d, const char *tag, const char *fmt, va_list ap)
+{
+	if (!strcmp(tag, "problem"))
+		d->problems++;
+	else if (!strcmp(tag, "note"))
+		d->notes++;
+	printf("%s: ", tag);
+	vprintf(fmt, ap);
+	putchar('\n');
+}
+
+void doctor_ok(struct doctor *d, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(d, "ok", fmt, ap);
+	va_end(ap);
+}
+
+void doctor_finding(struct doctor *d, int serious, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	say(d, serious ? "problem" : "note", fmt, ap);
+	va_end(ap);
+}
+
+void doctor_fix(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	fputs("  fix: ", stdout);
+	vprintf(fmt, ap);
+	putchar('\n');
+	va_end(ap);
+}
+
+/* ---- memlock, io_uring, open files ---------------------------------------------------- */
+
+/*
+ * The rings of a default transfer: the sender's default workers, and
+ * the slots a receiver with the default --ring-mem and --max-sessions
+ * gives them (pick_params in src/recv/session.c: the largest chunk down
+ * to 1 MiB that leaves 8 slots a worker, and at least 2).
+ */
+static void default_shape(const struct pxfer_transport_ops *t,
+			  unsigned int workers, unsigned int *slots,
+			  uint32_t *chunk)
+{
+	uint64_t mem = PXFER_DEFAULT_RING_MEM, n;
+	unsigned int max = t->ring_slots_max / PXFER_DEFAULT_MAX_SESSIONS;
+	uint32_t c = PXFER_AUTO_CHUNK_MAX;
+
+	while (c / 2 >= PXFER_AUTO_CHUNK_MIN && mem / ((uint64_t)workers * c) < 8)
+		c /= 2;
+	while (c / 2 >= PXFER_CHUNK_MIN && mem / ((uint64_t)workers * c) < 2)
+		c /= 2;
+	n = mem / ((uint64_t)workers * c);
+	if (max && n > max / workers)
+		n = max / workers;
+	if (n < 2)
+		n = 2;
+	if (n > PXFER_SLOTS_MAX)
+		n = PXFER_SLOTS_MAX;
+	*slots = n;
+	*chunk = c;
+}
+
+static void check_memlock(struct doctor *d)
+{
+	const struct pxfer_transport_ops *t = &pxfer_rdma_ops;
+	unsigned int workers = pxfer_workers_auto(), slots;
+	uint64_t limit = pxfer_memlock_limit(), rings;
+	char msg[400], l[32], r[32], c[32];
+	uint32_t chunk;
+	int short_of;
+
+	doctor_section("memlock");
+	default_shape(t, workers, &slots, &chunk);
+	rings = (uint64_t)workers * slots * (chunk + t->ring_hdr);
+	short_of = pxfer_transport_memlock(t, workers, slots, chunk, msg,
+					   sizeof(msg));
+	printf("a default rdma transfer pins %s of rings (%u worker(s) x %u slots of %s) and its connections' buffers\n",
+	       pxfer_human(r, sizeof(r), rings), workers, slots,
+	       pxfer_human(c, sizeof(c), chunk));
+	if (short_of) {
+		doctor_finding(d, d->rdma, "%s%s", d->rdma ? "" :
+			       "a transfer over rdma would stop here: ", msg);
+		doctor_fix("for a login: '* soft memlock unlimited' and '* hard memlock unlimited' in /etc/security/limits.conf, then log in again; for a service: LimitMEMLOCK=infinity; or 'pxfer send -j N' with fewer workers");
+	} else if (!limit) {
+		doctor_ok(d, "the memlock limit is unlimited");
+	} else if (limit < rings) {
+		doctor_ok(d, "the memlock limit is %s, but this process may pin beyond it (CAP_IPC_LOCK)",
+			  pxfer_human(l, sizeof(l), limit));
+	} else {
+		doctor_ok(d, "the memlock limit is %s", pxfer_human(l, sizeof(l), limit));
+	}
+}
+
+/* the number in the first line of @path, or -1 */
+static long proc_num(const char *path, const char *key)
+{
+	char line[256];
+	size_t klen = key ? strlen(key) : 0;
+	long v = -1;
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (!key || !strncmp(line, key, klen)) {
+			v = strtol(line + klen, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+static void check_uring(struct doctor *d)
+{
+	long sysctl = proc_num("/proc/sys/kernel/io_uring_disabled", NULL);
+	long seccomp = proc_num("/proc/self/status", "Seccomp:");
+	int ret = pxfer_io_uring_probe();
+
+	doctor_section("io_uring");
+	if (!ret) {
+		doctor_ok(d, "io_uring works: files are read and written through it");
+		return;
+	}
+	doctor_finding(d, 0, "io_uring is unavailable here (%s): pxfer reads and writes files with pread/pwrite instead, which works, with fewer reads in flight",
+		       strerror(-ret));
+	if (sysctl == 2)
+		doctor_fix("it is disabled by sysctl kernel.io_uring_disabled=2: 'sysctl -w kernel.io_uring_disabled=0' as root (and in /etc/sysctl.d/ to keep it)");
+	else if (sysctl == 1)
+		doctor_fix("sysctl kernel.io_uring_disabled=1 allows it only to the group kernel.io_uring_group: add the user to that group, or 'sysctl -w kernel.io_uring_disabled=0'");
+	else if (seccomp == 2)
+		doctor_fix("a seccomp filter (a container's or a sandbox's) refuses it: allow io_uring_setup, io_uring_enter and io_uring_register in its profile, or keep pread/pwrite");
+	else if (ret == -ENOSYS)
+		doctor_fix("this kernel has no io_uring (CONFIG_IO_URING): a kernel from 5.1 on has it; or keep pread/pwrite");
+	else if (ret == -ENOMEM)
+		doctor_fix("the kernel counts io_uring's rings against the memlock limit here (before 5.12): raise it ('ulimit -l')");
+	else
+		doctor_fix("if the kernel.io_uring_disabled sysctl or a security module refuses it, allow it; or keep pread/pwrite");
+}
+
+static void check_nofile(struct doctor *d)
+{
+	unsigned long have = pxfer_raise_nofile();
+	unsigned long recv = (unsigned long)PXFER_FD_RESERVE * PXFER_DEFAULT_MAX_SESSIONS;
+
+	doctor_section("open files");
+	if (have >= recv) {
+		doctor_ok(d, "pxfer may open %lu files (a sender wants %d, a receiver with %d sessions %lu)",
+			  have, PXFER_FD_RESERVE, PXFER_DEFAULT_MAX_SESSIONS, recv);
+		return;
+	}
+	doctor_finding(d, 0, "pxfer may open %lu files, less than %s wants (%lu): fewer files are in flight at once, which slows trees of small files",
+		       have, have < PXFER_FD_RESERVE ? "a sender" :
+		       "a receiver with its 8 sessions", have < PXFER_FD_RESERVE ?
+		       (unsigned long)PXFER_FD_RESERVE : recv);
+	doctor_fix("raise the hard limit: 'ulimit -Hn 65536' as root, a 'nofile' line in /etc/security/limits.conf, or LimitNOFILE= for a service");
+}
+
+/* ---- the command ---------------------------------------------------------------------- */
+
+static const struct cli_opt doctor_opts[] = {
+	{ 0 },
+};
+
+static const struct cli_cmd doctor_cmd = {
+	.side = CLI_DOCTOR,
+	.usage =
+	"usage: pxfer doctor [options] [HOST]\n"
+	"\n"
+	"Check this host for what keeps pxfer from working over RDMA, and say\n"
+	"what to do about each thing found: every RDMA device, port and GID;\n"
+	"with HOST, the way to it (the device and port rdma_cm takes, whether\n"
+	"that port is active, the GID it connects from, and which local RDMA\n"
+	"addresses are on HOST's subnet); the memlock limit against what a\n"
+	"default transfer pins; io_uring; the open-file limit. It changes\n"
+	"nothing. Each finding is a line: 'ok:', 'note:' (a transfer works,\n"
+	"perhaps slower or over tcp) or 'problem:' (a transfer would stop),\n"
+	"followed by '  fix:' lines.\n"
+	"\n"
+	"A transfer would use rdma with --transport rdma (or --device or\n"
+	"--gid-index), and with auto when an active RDMA port routes to HOST\n"
+	"(without HOST: when any port is active).\n",
+	.opts = doctor_opts,
+	.epilog =
+	"exit status:\n"
+	"  0  no problem: nothing found would stop a transfer with these options\n"
+	"  1  a problem: with rdma used or asked for, no device, no active port,\n"
+	"     no route to HOST, a port down on the way, a GID the peer cannot\n"
+	"     use, a netdev MTU under 1104, or a memlock limit below what a\n"
+	"     default transfer pins; or HOST does not resolve\n"
+	"  2  bad command line\n",
+};
+
+/* HOST, or [HOST] for an IPv6 address */
+static int parse_host(struct doctor *d, char *arg)
+{
+	struct addrinfo *ai;
+	size_t n = strlen(arg);
+
+	if (arg[0] == '[' && n > 2 && arg[n - 1] == ']') {
+		arg[n - 1] = 0;
+		arg++;
+	}
+	if (!*arg)
+		return -EINVAL;
+	d->host = arg;
+	pxfer_escape(d->hostp, sizeof(d->hostp), arg, strlen(arg));
+	if (pxfer_addr_resolve(arg, "0", AF_UNSPEC, 0, &ai))
+		return 0;
+	pxfer_addr_source(ai->ai_addr, d->peer, sizeof(d->peer));
+	freeaddrinfo(ai);
+	d->peer_loopback = !strncmp(d->peer, "127.", 4) || !strcmp(d->peer, "::1");
+	return 0;
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+	struct doctor_args a = { .gid_index = -1 };
+	const struct cli_common common = {
+		.bind = &a.bind, .transport = &a.transport,
+		.device = &a.device, .gid_index = &a.gid_index,
+	};
+	struct doctor d = { .a = &a };
+	int first, code, ret;
+
+	first = cli_parse(&doctor_cmd, argc, argv, &a, &common, &code);
+	if (first < 0)
+		return code;
+	if (argc - first > 1) {
+		error("pxfer doctor takes one HOST, not '%s' and '%s'",
+		      argv[first], argv[first + 1]);
+		return PXFER_EXIT_USAGE;
+	}
+	if (!a.transport)
+		a.transport = "auto";
+	d.tcp = !strcmp(a.transport, "tcp");
+	if (d.tcp && (a.device || a.gid_index >= 0)) {
+		error("--device and --gid-index apply to the rdma transport, not tcp");
+		return PXFER_EXIT_USAGE;
+	}
+	d.want_rdma = !strcmp(a.transport, "rdma") || a.device || a.gid_index >= 0;
+	if (first < argc && parse_host(&d, argv[first])) {
+		error("'%s' is not a HOST", argv[first]);
+		return PXFER_EXIT_USAGE;
+	}
+	ret = pxfer_rdma_inventory_init(&d.inv);
+	if (ret) {
+		pxfer_rdma_inventory_release(&d.inv);
+		error("cannot list the RDMA devices: %s", strerror(-ret));
+		return PXFER_EXIT_FAIL;
+	}
+	doctor_survey(&d);
+	printf("pxfer doctor %s: this host%s%s (--transport %s%s)\n", PXFER_VERSION,
+	       d.host ? " and the way to " : "", d.host ? d.hostp : "",
+	       a.transport, a.device || a.gid_index >= 0 ? ", rdma implied" : "");
+	doctor_devices(&d);
+	if (a.device || a.gid_index >= 0)
+		doctor_selection(&d);
+	if (d.host)
+		doctor_route(&d);
+	check_memlock(&d);
+	check_uring(&d);
+	check_nofile(&d);
+	printf("\n%u problem(s), %u note(s): %s\n", d.problems, d.notes,
+	       d.problems ? "a transfer would stop; see 'fix:' above" :
+	       "nothing found would stop a transfer");
+	pxfer_rdma_inventory_release(&d.inv);
+	return d.problems ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
+}
