@@ -113,6 +113,15 @@
 #      checksum over rdma: the tree and 30 MiB intact, the receiver's log
 #      names the protection; recv --require-encrypt refuses a plain
 #      sender (exit 1, "encrypt" in its message), nothing written
+#   doctor
+#      pxfer doctor on the client: to the server, exit 0 with every rxe
+#      port ACTIVE, their RoCE v2 GIDs and the client's rail to the
+#      server; as nobody with a memlock limit of 64 KiB, exit 1 with the
+#      memlock problem and its fix; --gid-index of a GID the peer cannot
+#      use (link-local IPv6), exit 1 naming the client's RoCE v2 index;
+#      the client's veth down, exit 1 naming rxe1 port 1 and
+#      'ip link set veth1 up', then up again and ACTIVE before the suite
+#      goes on
 #
 # Usage (inside the VM): test/rdma/cases.sh [-v] [CASE...]
 #   CASE   names of the cases to run (default: all)
@@ -129,7 +138,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # port-down and link-down last: they take the link down, which can upset
 # the rxe driver
-ALL_CASES="tree auto receiver-killed two-devices lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry rails port-down link-down"
+ALL_CASES="tree auto receiver-killed two-devices lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry doctor rails port-down link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -1723,6 +1732,117 @@ case_ring_forge()
 		"$log" "${SEND_LOG:-/dev/null}" "${RECV_LOG:-/dev/null}"
 	kill_leftovers
 	rm -rf "$dst"
+}
+
+# ---- doctor: pxfer doctor on the test bed -------------------------------------------------
+
+# doctor_run NAME ARGS... - "pxfer doctor ARGS..." (DOCTOR_WRAP, an array,
+# in front); DOC_LOG its output, DOC_RC its exit status
+DOCTOR_WRAP=()
+doctor_run()
+{
+	DOC_LOG=$LOGS/doctor-$1.log
+	shift
+	timeout -k 5 60 "${DOCTOR_WRAP[@]}" "$PXFER" doctor "$@" >"$DOC_LOG" 2>&1
+	DOC_RC=$?
+	echo "# exit $DOC_RC" >>"$DOC_LOG"
+}
+
+# gid_link_local DEV - the index of a link-local GID (fe80::) of DEV port
+# 1, which an IPv4 peer cannot use (rxe lists one per port, made from the
+# netdev's MAC address)
+gid_link_local()
+{
+	local g v
+
+	for g in "/sys/class/infiniband/$1/ports/1/gids/"*; do
+		v=''
+		read -r v 2>/dev/null <"$g"
+		if [[ $v == fe80:* ]]; then
+			echo "${g##*/}"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# rxe1 port 1 ACTIVE, read without a fork
+cli_port_active()
+{
+	local st=
+
+	read -r st 2>/dev/null <"/sys/class/infiniband/$CLI_DEV/ports/1/state"
+	[[ $st == *ACTIVE* ]]
+}
+
+case_doctor()
+{
+	local log=$LOGS/doctor.check.log rc=0 gid want tdown
+	local sgid=${PXFER_RXE_SERVER_GID:-} cgid=${PXFER_RXE_CLIENT_GID:-}
+
+	: >"$log"
+	if [ -z "$sgid" ] || [ -z "$cgid" ]; then
+		fail "doctor: the test bed did not say which GID index holds each address (PXFER_RXE_*_GID)"
+		return
+	fi
+	# a healthy bed
+	doctor_run healthy "$SRV_ADDR"
+	[ "$DOC_RC" -eq 0 ] || { echo "exit $DOC_RC, not 0" >>"$log"; rc=1; }
+	for want in "^$SRV_DEV: " "^$CLI_DEV: " "^  port 1: ACTIVE, .*Ethernet \(RoCE\).*netdev $CLI_IF \(up" \
+		    "^    GID $cgid: RoCE v2, $CLI_ADDR on $CLI_IF\$" "^    GID $sgid: RoCE v2, $SRV_ADDR on $SRV_IF\$" \
+		    "^ok: [0-9]+ RDMA device\(s\), ([0-9]+) of \1 port\(s\) active" "^ok: rdma_cm reaches $SRV_ADDR through " \
+		    "^rail: $CLI_DEV:1 $CLI_ADDR/[0-9]+ -> $SRV_ADDR\$" "^ok: a transfer to $SRV_ADDR would use rdma" \
+		    "^0 problem\(s\)"; do
+		grep_log "$want" "$DOC_LOG" "$log" || rc=1
+	done
+	check $rc "doctor: pxfer doctor $SRV_ADDR on a healthy bed: exit $DOC_RC, \"$(grep -m 1 "^rail: $CLI_DEV" "$DOC_LOG")\"" \
+		"$log" "$DOC_LOG"
+
+	# memlock too small for the rings, as a user without CAP_IPC_LOCK
+	rc=0
+	: >"$log"
+	DOCTOR_WRAP=(rxe-as-user -l 64 --)
+	doctor_run memlock "$SRV_ADDR"
+	DOCTOR_WRAP=()
+	[ "$DOC_RC" -eq 1 ] || { echo "exit $DOC_RC, not 1" >>"$log"; rc=1; }
+	grep_log "^problem: cannot register .* the memlock limit is 64.0 KiB \(raise it with 'ulimit -l [0-9]+'" \
+		"$DOC_LOG" "$log" || rc=1
+	grep_log "^  fix: .*memlock unlimited.*LimitMEMLOCK=infinity" "$DOC_LOG" "$log" || rc=1
+	check $rc "doctor: as nobody with memlock 64 KiB: exit $DOC_RC, \"$(grep -m 1 -o '^problem: cannot register.*KiB' "$DOC_LOG")\"" \
+		"$log" "$DOC_LOG"
+
+	# a GID the peer cannot use
+	rc=0
+	: >"$log"
+	gid=$(gid_link_local "$CLI_DEV")
+	if [ -z "$gid" ]; then
+		echo "no link-local GID on $CLI_DEV: $(grep -h . /sys/class/infiniband/"$CLI_DEV"/ports/1/gids/* | sort -u | tr '\n' ' ')" >>"$log"
+		rc=1
+	else
+		doctor_run gid --device "$CLI_DEV" --gid-index "$gid" "$SRV_ADDR"
+		[ "$DOC_RC" -eq 1 ] || { echo "exit $DOC_RC, not 1" >>"$log"; rc=1; }
+		grep_log "^problem: a GID the peer cannot use: --gid-index $gid of $CLI_DEV " "$DOC_LOG" "$log" || rc=1
+		grep_log "^  fix: use --gid-index $cgid \(RoCE v2, $CLI_ADDR" "$DOC_LOG" "$log" || rc=1
+	fi
+	check $rc "doctor: --device $CLI_DEV --gid-index ${gid:-?}: exit ${DOC_RC:-?}, \"$(grep -m 1 '^  fix: use --gid-index' "$DOC_LOG" 2>/dev/null)\"" \
+		"$log" "$DOC_LOG"
+
+	# the client's port down: ip itself, then link_restore (rxe-link up,
+	# which puts the routes back and waits for the ports to be ACTIVE,
+	# and rdma_cm checked as after link-down)
+	rc=0
+	: >"$log"
+	LINK_DOWN=1
+	tdown=$(now_ms)
+	ip link set dev "$CLI_IF" down >>"$log" 2>&1
+	doctor_run down --transport rdma --bind "$CLI_ADDR" "$SRV_ADDR"
+	link_restore doctor "$tdown" "$log"
+	wait_for 10 cli_port_active || { echo "$CLI_DEV port 1 not ACTIVE 10 s after the link came up" >>"$log"; rc=1; }
+	[ "$DOC_RC" -eq 1 ] || { echo "exit $DOC_RC, not 1" >>"$log"; rc=1; }
+	grep_log "^problem: $CLI_DEV port 1, which holds the source address, is DOWN" "$DOC_LOG" "$log" || rc=1
+	grep_log "^  fix: bring its netdev up: ip link set $CLI_IF up\$" "$DOC_LOG" "$log" || rc=1
+	check $rc "doctor: $CLI_IF down: exit $DOC_RC, \"$(grep -m 1 "^problem: $CLI_DEV port 1" "$DOC_LOG")\"; ACTIVE again after" \
+		"$log" "$DOC_LOG"
 }
 
 # ---- protect: encryption and the plain checksum over rdma --------------------------------------
