@@ -362,7 +362,6 @@ static int failover(struct send_session *s)
 	return 0;
 }
 
-
 static int send_fin(struct send_session *s)
 {
 	struct pxfer_msg fin = { .type = PXFER_MSG_FIN };

@@ -43,6 +43,7 @@ struct sslot {
 	uint8_t state;			/* enum sslot_state */
 	uint8_t counted;		/* the scheduler counted its segments sent */
 	uint8_t direct;			/* its payload went from the file (sendfile) */
+	uint8_t sealed;			/* sealed in place (--encrypt: ciphertext) */
 	uint64_t seq;
 };
 

@@ -169,6 +169,8 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 	if (ret)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 				  "cannot seal a chunk: %s", strerror(-ret));
+	ss->sealed = 1;
+	ss->seq = d->seq;
 	ret = s->b.t->send_chunk(w->b.conn, d, buf);
 	if (ret) {
 		ss->state = SS_FILLED;
@@ -329,7 +331,35 @@ static int sw_resend(struct sworker *w, unsigned int slot)
 	memset(ss->err, 0, sizeof(ss->err));
 	ss->pending = 0;
 	ss->counted = 1;
+	ss->sealed = 0;
 	return sw_send_slot(w, slot) ? -1 : 1;
+}
+
+/*
+ * A chunk sealed with --encrypt holds its ciphertext: both AEADs encrypt
+ * by a keystream that depends only on the key and the nonce (worker,
+ * seq), so sealing it again as it was sealed gives the plaintext back,
+ * for another worker to seal under its own nonce. Nothing of this second
+ * sealing leaves the sender. 0 or -1.
+ */
+static int sw_unseal(struct send_session *s, struct sworker *w, unsigned int slot)
+{
+	struct sslot *ss = &w->slots[slot];
+	struct pxfer_chunk d = { .slot = slot, .nseg = ss->plan.nseg,
+				 .len = ss->plan.len, .seq = ss->seq };
+
+	if (!ss->sealed || w->tag.prot != PXFER_PROT_ENCRYPT)
+		return 0;
+	for (unsigned int i = 0; i < d.nseg; i++) {
+		d.seg[i].file = ss->plan.seg[i].f->id;
+		d.seg[i].offset = ss->plan.seg[i].off;
+		d.seg[i].len = ss->plan.seg[i].len;
+	}
+	if (pxfer_tagger_seal(&w->tag, &d, pxfer_ring_slot(&w->b.ring, slot)))
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				  "cannot decrypt a chunk to send it again");
+	ss->sealed = 0;
+	return 0;
 }
 
 int send_worker_requeue(struct send_session *s, struct sworker *w)
@@ -353,6 +383,8 @@ int send_worker_requeue(struct send_session *s, struct sworker *w)
 		if (ss->state == SS_FILLED &&
 		    !sw_settle(w, ss, pxfer_ring_slot(&w->b.ring, i)))
 			continue;
+		if (sw_unseal(s, w, i))
+			return -1;
 		sw_count(s, ss);
 		ss->state = SS_IDLE;
 		pthread_mutex_lock(&s->resend_lock);
@@ -383,6 +415,7 @@ static int sw_fill_one(struct sworker *w)
 	ss->state = SS_READING;
 	ss->counted = 0;
 	ss->direct = 0;
+	ss->sealed = 0;
 	if (atomic_load(&s->resend_n))
 		return sw_resend(w, slot);
 	if (!pxfer_sched_next(&s->sched, &ss->plan)) {

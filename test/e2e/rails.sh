@@ -10,7 +10,8 @@
 #     the tree arrives intact
 #   - bad --rails values are refused (2), naming them; a sender whose
 #     receiver offers no rails goes on over one, and says so
-#   - one rail's addresses are removed in the middle of a 1 GiB file:
+#   - one rail's addresses are removed in the middle of a 1 GiB file
+#     (--encrypt: the chunks in flight are ciphertext in their slots):
 #     its connections stall, fail (10 s without an acknowledgement), the
 #     sender warns naming the rail and the chunks the receiver did not
 #     take go over the other rail: exit 0, the file intact, nothing left
@@ -91,7 +92,7 @@ dst=$T/dst.fail
 mkdir "$dst"
 start_recv "$dst" -v --rails "$R1,$R2"
 timer_start
-bg_send -v -j 4 --retries 0 --rails "$S1,$S2" "$src/huge" "$R1:$RECV_PORT"
+bg_send -v -j 4 --retries 0 --encrypt --rails "$S1,$S2" "$src/huge" "$R1:$RECV_PORT"
 wait_for 30 have_part "$dst" || fail "nothing arrived within 30 s"
 # (the subnet's first address takes the others with it)
 ip addr del "$R2/24" dev lo
