@@ -163,3 +163,16 @@ int pxfer_numa_cpus(int node, cpu_set_t *set)
 		CPU_AND(set, set, &allowed);
 	return CPU_COUNT(set) ? 0 : -ENOENT;
 }
+
+int pxfer_sysfs_numa(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	int node = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%d", &node) != 1 || node < 0)
+		node = -1;
+	fclose(f);
+	return node;
+}

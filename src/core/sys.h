@@ -61,4 +61,11 @@ int pxfer_workers_auto(void);
  */
 int pxfer_numa_cpus(int node, cpu_set_t *set);
 
+/*
+ * pxfer_sysfs_numa - the NUMA node a sysfs file such as
+ * /sys/class/net/IF/device/numa_node holds, or -1 when it is missing or
+ * says none.
+ */
+int pxfer_sysfs_numa(const char *path);
+
 #endif

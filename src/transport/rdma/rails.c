@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sys.h"
 #include "transport/rdma/priv.h"
 #include "transport/rdma/rdma.h"
 
@@ -82,17 +83,9 @@ static void rdev_close(struct rdev *r)
 static int rdev_numa(const struct rdev *r)
 {
 	char path[sizeof(r->dev->ibdev_path) + 32];
-	FILE *f;
-	int node = -1;
 
 	snprintf(path, sizeof(path), "%s/device/numa_node", r->dev->ibdev_path);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &node) != 1 || node < 0)
-		node = -1;
-	fclose(f);
-	return node;
+	return pxfer_sysfs_numa(path);
 }
 
 /* whether the port is active now, and was left so by its events */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/netaddr.h"
+#include "core/sys.h"
 #include "transport/tcp/priv.h"
 
 /* the prefix length of netmask @sa */
@@ -42,17 +43,9 @@ static uint8_t mask_bits(const struct sockaddr *sa)
 static int if_numa(const char *ifname)
 {
 	char path[96];
-	FILE *f;
-	int node = -1;
 
 	snprintf(path, sizeof(path), "/sys/class/net/%s/device/numa_node", ifname);
-	f = fopen(path, "re");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%d", &node) != 1 || node < 0)
-		node = -1;
-	fclose(f);
-	return node;
+	return pxfer_sysfs_numa(path);
 }
 
 /* @ifa as a rail into @ra: 0, or -EINVAL for what is no rail */
