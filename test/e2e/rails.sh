@@ -10,7 +10,7 @@
 #     the tree arrives intact
 #   - bad --rails values are refused (2), naming them; a sender whose
 #     receiver offers no rails goes on over one, and says so
-#   - one rail's addresses are removed in the middle of a 1 GiB file
+#   - one rail's addresses are removed in the middle of a 512 MiB file
 #     (--encrypt: the chunks in flight are ciphertext in their slots):
 #     its connections stall, fail (10 s without an acknowledgement), the
 #     sender warns naming the rail and the chunks the receiver did not
@@ -86,8 +86,8 @@ tree_equal "$src/tree" "$dst/tree"
 expect_grep "offers no addresses for data" "$SEND_ERR" "a receiver without rails"
 ok "refused with 2; over one rail when none is offered: $(grep -m 1 warning "$SEND_ERR")"
 
-note "one rail fails in the middle of a 1 GiB file"
-head -c 1G /dev/urandom >"$src/huge" || fail "cannot write the test file"
+note "one rail fails in the middle of a 512 MiB file"
+head -c 512M /dev/urandom >"$src/huge" || fail "cannot write the test file"
 dst=$T/dst.fail
 mkdir "$dst"
 start_recv "$dst" -v --rails "$R1,$R2"
