@@ -714,22 +714,28 @@ case_rails()
 
 # ---- after a link loss ---------------------------------------------------------------------
 
-# link_restore CASE T0 LOG - bring the first pair's links up again (down
-# since now_ms printed T0), and make sure rdma_cm works over them
+# link_restore CASE T0 LOG [recreate] - bring the first pair's links up
+# again (down since now_ms printed T0), and make sure rdma_cm works over
+# them; with "recreate", recreate the rxe devices without asking rping
+# first
 link_restore()
 {
-	local name=$1 t0=$2 log=$3
+	local name=$1 t0=$2 log=$3 how=${4:-}
 
 	rxe-link up both >>"$log" 2>&1 && LINK_DOWN=0
 	note "$name: $CLI_IF up again $(secs_since "$t0") s after it went down"
 	# rxe in 6.1 can leave a device's rdma_cm (MAD) traffic dead after a
 	# process exits while its link is down (see docs/testing.md); tell
 	# that apart from pxfer with rping, and recreate the devices if so
-	if ! rdma_cm_works; then
+	if [ "$how" = recreate ]; then
+		note "$name: a process gave its connections up while its link was down, which leaves rdma_cm dead on rxe 6.1: recreating $SRV_DEV and $CLI_DEV"
+	elif ! rdma_cm_works; then
 		note "$name: rdma_cm itself (rping) fails after the link came back: the rxe driver, not pxfer; recreating $SRV_DEV and $CLI_DEV"
-		rxe_recreate >>"$log" 2>&1 || note "$name: recreating the rxe devices failed: $(tail -n 3 "$log" | tr '\n' ' ')"
-		rdma_cm_works || note "$name: rdma_cm still fails (rping) after recreating the devices"
+	else
+		return 0
 	fi
+	rxe_recreate >>"$log" 2>&1 || note "$name: recreating the rxe devices failed: $(tail -n 3 "$log" | tr '\n' ' ')"
+	rdma_cm_works || note "$name: rdma_cm still fails (rping) after recreating the devices"
 }
 
 # ---- port-down: the port goes down under the connections -----------------------------------
@@ -787,7 +793,8 @@ case_port_down()
 		"$log" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"
-	link_restore port-down "$tdown" "$log"
+	# the sender ended while its link was down: rping would only time out
+	link_restore port-down "$tdown" "$log" recreate
 }
 
 # ---- link-down: the link goes down ----------------------------------------------------------------
