@@ -20,6 +20,7 @@
 
 #include "core/escape.h"
 #include "core/netaddr.h"
+#include "core/sys.h"
 #include "transport/rdma/priv.h"
 #include "transport/rdma/rdma.h"
 
@@ -295,10 +296,12 @@ int pxfer_rdma_inventory_init(struct pxfer_rdma_inventory *inv)
 		struct pxfer_rdma_dev *d = &inv->devs[i];
 		const char *dev = ibv_get_device_name(list[i]);
 		struct ibv_context *ctx;
+		char path[128];
 
 		inv->ndevs = i + 1;
 		escape_into(d->name, sizeof(d->name), dev);
-		d->numa_node = read_num(-1, SYS_IB "/%s/device/numa_node", dev);
+		snprintf(path, sizeof(path), SYS_IB "/%s/device/numa_node", dev);
+		d->numa_node = pxfer_sysfs_numa(path);
 		ctx = ibv_open_device(list[i]);
 		if (!ctx) {
 			d->error = errno ? -errno : -ENODEV;
