@@ -5,6 +5,7 @@
 
 #include "pxfer/pxfer.h"
 #include "cli.h"
+#include "core/escape.h"
 #include "core/log.h"
 
 #define STR_(x)	#x
@@ -200,21 +201,18 @@ static const struct cli_cmd recv_cmd = {
 	"  130 interrupted\n",
 };
 
-/* @s as a JSON string: quoted, with what JSON does not take escaped */
+/* the longest text a session report's string gives in full */
+#define JSON_TEXT_MAX	1024
+
+/* @s as a JSON string (core/escape.h: UTF-8 kept, other bytes as \xHH) */
 static void json_str(FILE *f, const char *s)
 {
-	const unsigned char *p = (const unsigned char *)(s ? s : "");
+	char esc[PXFER_JSON_ESCAPE_LEN(JSON_TEXT_MAX)];
 
-	putc('"', f);
-	for (; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else
-			putc(*p, f);
-	}
-	putc('"', f);
+	if (!s)
+		s = "";
+	pxfer_json_escape(esc, sizeof(esc), s, strlen(s));
+	fprintf(f, "\"%s\"", esc);
 }
 
 /* a session ended (on its own thread): its JSON line */

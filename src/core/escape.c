@@ -49,12 +49,17 @@ static int layout_control(uint32_t cp)
 	       (cp >= 0x2066 && cp <= 0x2069);		/* isolates */
 }
 
+/* what the text is escaped for */
+enum esc_mode { ESC_LOG, ESC_QUOTE, ESC_JSON };
+
 /* the two-character escape of @c, or NULL */
-static const char *named(unsigned char c, int quote)
+static const char *named(unsigned char c, enum esc_mode mode)
 {
 	switch (c) {
 	case '\\':
 		return "\\\\";
+	case '"':
+		return mode == ESC_JSON ? "\\\"" : NULL;
 	case '\n':
 		return "\\n";
 	case '\r':
@@ -62,7 +67,7 @@ static const char *named(unsigned char c, int quote)
 	case '\t':
 		return "\\t";
 	case '\'':
-		return quote ? "\\'" : NULL;
+		return mode == ESC_QUOTE ? "\\'" : NULL;
 	default:
 		return NULL;
 	}
@@ -73,11 +78,11 @@ static const char *named(unsigned char c, int quote)
  * into @out (UNIT_MAX bytes): its length, and in *@used how many bytes of
  * @s it stands for.
  */
-static size_t unit(const unsigned char *s, size_t n, int quote, char *out,
-		   size_t *used)
+static size_t unit(const unsigned char *s, size_t n, enum esc_mode mode,
+		   char *out, size_t *used)
 {
 	static const char hex[] = "0123456789abcdef";
-	const char *e = named(s[0], quote);
+	const char *e = named(s[0], mode);
 	size_t len = 1, k = 0;
 	uint32_t cp;
 
@@ -97,11 +102,21 @@ static size_t unit(const unsigned char *s, size_t n, int quote, char *out,
 			*used = len;
 			return len;
 		}
+		/* JSON keeps the character: its escape names it (BMP) */
+		if (len && mode == ESC_JSON) {
+			*used = len;
+			return (size_t)snprintf(out, UNIT_MAX, "\\u%04x", cp);
+		}
 		if (!len)
 			len = 1;	/* not UTF-8: this byte alone */
+	} else if (mode == ESC_JSON) {
+		return (size_t)snprintf(out, UNIT_MAX, "\\u%04x", s[0]);
 	}
 	for (size_t i = 0; i < len; i++) {
 		out[k++] = '\\';
+		/* in JSON the text \xHH itself: its backslash escaped */
+		if (mode == ESC_JSON)
+			out[k++] = '\\';
 		out[k++] = 'x';
 		out[k++] = hex[s[i] >> 4];
 		out[k++] = hex[s[i] & 15];
@@ -110,17 +125,18 @@ static size_t unit(const unsigned char *s, size_t n, int quote, char *out,
 	return k;
 }
 
-static char *escape(char *dst, size_t len, const char *src, size_t n, int quote)
+static char *escape(char *dst, size_t len, const char *src, size_t n,
+		    enum esc_mode mode)
 {
 	const unsigned char *s = (const unsigned char *)src;
-	size_t q = quote ? 1 : 0, total = 2 * q, pos = 0, end, used, k, i;
+	size_t q = mode == ESC_QUOTE, total = 2 * q, pos = 0, end, used, k, i;
 	char u[UNIT_MAX];
 	int cut;
 
 	if (!len)
 		return dst;
 	for (i = 0; i < n; i += used)
-		total += unit(s + i, n - i, quote, u, &used);
+		total += unit(s + i, n - i, mode, u, &used);
 	cut = total >= len;
 	if (cut && len < 2 * q + 4) {
 		dst[0] = '\0';		/* no room even for "..." */
@@ -131,7 +147,7 @@ static char *escape(char *dst, size_t len, const char *src, size_t n, int quote)
 	if (q)
 		dst[pos++] = '\'';
 	for (i = 0; i < n; i += used) {
-		k = unit(s + i, n - i, quote, u, &used);
+		k = unit(s + i, n - i, mode, u, &used);
 		if (pos + k > end)
 			break;
 		memcpy(dst + pos, u, k);
@@ -149,12 +165,17 @@ static char *escape(char *dst, size_t len, const char *src, size_t n, int quote)
 
 char *pxfer_escape(char *dst, size_t len, const char *src, size_t n)
 {
-	return escape(dst, len, src, n, 0);
+	return escape(dst, len, src, n, ESC_LOG);
 }
 
 char *pxfer_quote(char *dst, size_t len, const char *src, size_t n)
 {
-	return escape(dst, len, src, n, 1);
+	return escape(dst, len, src, n, ESC_QUOTE);
+}
+
+char *pxfer_json_escape(char *dst, size_t len, const char *src, size_t n)
+{
+	return escape(dst, len, src, n, ESC_JSON);
 }
 
 char *pxfer_escape_reason(char *dst, size_t len, const char *text, size_t n,

@@ -29,6 +29,8 @@
 
 /* the room @n bytes of input need, quotes and NUL included, to never be cut */
 #define PXFER_ESCAPE_LEN(n)	(4 * (size_t)(n) + 3)
+/* the room pxfer_json_escape needs for @n bytes, NUL included */
+#define PXFER_JSON_ESCAPE_LEN(n)	(6 * (size_t)(n) + 1)
 /* a name in a message: longer ones are cut (the message would be anyway) */
 #define PXFER_QUOTE_MAX		512
 
@@ -48,6 +50,16 @@ static inline char *pxfer_quote_str(char *dst, size_t len, const char *s)
 {
 	return pxfer_quote(dst, len, s, strlen(s));
 }
+
+/*
+ * pxfer_json_escape - @n bytes of @src as the inside of a JSON string
+ * (no quotes around it), cut as pxfer_escape cuts. Valid UTF-8 is kept
+ * as it is, the characters above that change how a line is shown as
+ * \uXXXX, '"' and '\\' as \" and \\, control characters as \n, \r, \t
+ * or \u00XX; a byte that is not part of valid UTF-8 as the text \xHH (its
+ * backslash escaped: \\xHH), as the log shows it. Returns @dst.
+ */
+char *pxfer_json_escape(char *dst, size_t len, const char *src, size_t n);
 
 /*
  * pxfer_escape_reason - a peer's reason for an error: its @n bytes of

@@ -155,11 +155,50 @@ static void test_reason(void)
 	T_EXPECT(strlen(out) > 0, "an unknown code: \"%s\"", out);
 }
 
+static void expect_json(const char *src, size_t n, const char *want,
+			const char *what)
+{
+	char out[PXFER_JSON_ESCAPE_LEN(64)];
+
+	pxfer_json_escape(out, sizeof(out), src, n);
+	T_EXPECT(!strcmp(out, want), "json, %s: got \"%s\", want \"%s\"", what,
+		 out, want);
+}
+
+#define J(src, want, what) expect_json(src, sizeof(src) - 1, want, what)
+
+/* --json: UTF-8 arrives as the same characters, not one escape a byte */
+static void test_json(void)
+{
+	char out[PXFER_JSON_ESCAPE_LEN(1)];
+
+	J("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80", "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x98\x80",
+	  "UTF-8 kept");
+	J("say \"hi\" a\\b", "say \\\"hi\\\" a\\\\b", "quote and backslash");
+	J("a\nb\tc\rd", "a\\nb\\tc\\rd", "named controls");
+	J("\x1b[2J\x7f", "\\u001b[2J\\u007f", "ESC and DEL as \\u00XX");
+	J("a\0b", "a\\u0000b", "NUL");
+	J("\xc2\x85 \xe2\x80\xa8 \xe2\x80\xae", "\\u0085 \\u2028 \\u202e",
+	  "C1, LS and bidi controls named as characters");
+	J("x\xffy\xc3", "x\\\\xffy\\\\xc3", "not UTF-8: the text \\xHH");
+	J("it's", "it's", "an apostrophe is kept");
+	/* every byte: nothing below 0x20 comes out raw */
+	for (unsigned int c = 0; c < 256; c++) {
+		char in = (char)c;
+
+		pxfer_json_escape(out, sizeof(out), &in, 1);
+		for (const char *p = out; *p; p++)
+			T_EXPECT((unsigned char)*p >= 0x20 && *p != 0x7f,
+				 "json: byte 0x%02x gives a raw control", c);
+	}
+}
+
 int main(void)
 {
 	test_classes();
 	test_each_byte();
 	test_cut();
 	test_reason();
+	test_json();
 	return t_result();
 }
