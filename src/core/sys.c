@@ -71,6 +71,25 @@ int pxfer_env_flag(const char *name)
 	return v && *v && strcmp(v, "0");
 }
 
+int pxfer_env_uint(const char *name, unsigned int min, unsigned int max,
+		   unsigned int *val)
+{
+	const char *v = getenv(name);
+	unsigned long n;
+	char *end;
+
+	if (!v || !*v)
+		return 0;
+	if (*v < '0' || *v > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || n < min || n > max)
+		return -EINVAL;
+	*val = (unsigned int)n;
+	return 1;
+}
+
 mode_t pxfer_umask_get(void)
 {
 	FILE *f = fopen("/proc/self/status", "re");

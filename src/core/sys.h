@@ -37,6 +37,15 @@ void pxfer_thread_name(pthread_t t, const char *role, int n);
 int pxfer_env_flag(const char *name);
 
 /*
+ * pxfer_env_uint - the environment variable @name as a whole number from
+ * @min to @max into *@val: 1 when it is set and one, 0 when it is unset or
+ * empty (*@val untouched), -EINVAL for anything else (*@val untouched:
+ * the caller says so, and keeps its default).
+ */
+int pxfer_env_uint(const char *name, unsigned int min, unsigned int max,
+		   unsigned int *val);
+
+/*
  * pxfer_umask_get - the process's umask, read from /proc/self/status
  * without changing it. Where the kernel does not show it (before 4.7, or
  * without /proc) it is read by setting it and setting it back, which

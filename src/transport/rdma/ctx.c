@@ -16,6 +16,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "core/sys.h"
 #include "transport/rdma/priv.h"
 
@@ -30,8 +31,7 @@ static struct rdma_ctx *the_ctx;
 int rt_ctx_get(struct rdma_ctx **out)
 {
 	struct rdma_ctx *ctx;
-	const char *spin = getenv("PXFER_RDMA_SPIN");
-	const char *cq_first = getenv("PXFER_RDMA_CQ_MIN");
+	unsigned int spin = 2000, cq_first = RDMA_CQ_MIN;
 	int ret;
 
 	pthread_mutex_lock(&ctx_lock);
@@ -45,9 +45,15 @@ int rt_ctx_get(struct rdma_ctx **out)
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		goto out_unlock;
-	ctx->spin = spin ? atoi(spin) : 2000;
+	if (pxfer_env_uint("PXFER_RDMA_SPIN", 0, 1u << 30, &spin) < 0)
+		warning("PXFER_RDMA_SPIN is not a number of polls from 0 to 2^30: %u is used",
+			spin);
+	ctx->spin = (int)spin;
 	/* a smaller first CQ makes the tests grow it (cases.sh, deep-rings) */
-	ctx->cq_first = cq_first ? atoi(cq_first) : RDMA_CQ_MIN;
+	if (pxfer_env_uint("PXFER_RDMA_CQ_MIN", 1, 1u << 22, &cq_first) < 0)
+		warning("PXFER_RDMA_CQ_MIN is not a number of entries from 1 to 2^22: %u is used",
+			cq_first);
+	ctx->cq_first = (int)cq_first;
 	ctx->ech = rdma_create_event_channel();
 	if (!ctx->ech) {
 		ret = errno ? -errno : -ENODEV;
