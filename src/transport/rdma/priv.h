@@ -98,6 +98,7 @@ struct rdma_dev {
 	unsigned int nports;
 	atomic_int *port_state;		/* [1..nports]: as the port events left it */
 	int refs;			/* under ctx->dev_lock */
+	int arm_failed;			/* arming its CQ failed once (told once) */
 };
 
 /* a received message, read by the engine from @off on */

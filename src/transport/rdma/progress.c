@@ -15,6 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <poll.h>
+#include <string.h>
 
 #include "core/log.h"
 #include "core/sys.h"
@@ -288,20 +289,34 @@ struct sleep_set {
 	struct rdma_dev *dev[RDMA_DEVS_MAX];
 	unsigned int ndev;
 	unsigned int gen;		/* ctx->devs_gen they were taken at */
+	unsigned int unarmed;		/* CQs whose arming failed */
 };
+
+/* how long to sleep: not at all long when a CQ could not be armed, since
+ * its completions would then wake nothing */
+#define SLEEP_MS	200
+#define SLEEP_UNARMED_MS 1
 
 /* arm every CQ, and list what to sleep on */
 static void sleep_prepare(struct rdma_ctx *ctx, struct sleep_set *s)
 {
 	s->p[0] = (struct pollfd){ .fd = ctx->ech->fd, .events = POLLIN };
 	s->p[1] = (struct pollfd){ .fd = ctx->stop_fd, .events = POLLIN };
-	s->ndev = 0;
+	s->ndev = s->unarmed = 0;
 	pthread_mutex_lock(&ctx->lock);
 	s->gen = ctx->devs_gen;
 	for (struct rdma_dev *d = ctx->devs; d; d = d->next) {
 		struct pollfd *p = &s->p[2 + 2 * s->ndev];
+		int ret = ibv_req_notify_cq(d->cq, 0);
 
-		ibv_req_notify_cq(d->cq, 0);
+		if (ret) {
+			s->unarmed++;
+			if (!d->arm_failed)
+				warning("cannot arm the completion queue of %s: %s; it is polled every millisecond instead",
+					ibv_get_device_name(d->verbs->device),
+					strerror(ret));
+			d->arm_failed = 1;
+		}
 		p[0] = (struct pollfd){ .fd = d->cch->fd, .events = POLLIN };
 		p[1] = (struct pollfd){ .fd = d->verbs->async_fd,
 					.events = POLLIN };
@@ -351,7 +366,7 @@ void *rt_progress_main(void *arg)
 		sleep_prepare(ctx, &s);
 		if (poll_cqs(ctx, &inflight) > 0)
 			continue;	/* arrived before the arm */
-		poll(s.p, 2 + 2 * s.ndev, 200);
+		poll(s.p, 2 + 2 * s.ndev, s.unarmed ? SLEEP_UNARMED_MS : SLEEP_MS);
 		if (s.p[0].revents)
 			drain_cm(ctx);
 		if (s.p[1].revents)
