@@ -24,7 +24,8 @@ void pxfer_fail_release(struct pxfer_fail *f)
 }
 
 /* 1 if this call recorded the failure: the first one */
-static int record(struct pxfer_fail *f, int exit_code, const char *msg)
+static int record(struct pxfer_fail *f, int exit_code, int err,
+		  const char *msg)
 {
 	int first;
 
@@ -33,6 +34,7 @@ static int record(struct pxfer_fail *f, int exit_code, const char *msg)
 	if (first) {
 		snprintf(f->msg, sizeof(f->msg), "%s", msg);
 		f->exit_code = exit_code;
+		f->err = err;
 		atomic_store_explicit(&f->failed, 1, memory_order_release);
 	}
 	pthread_mutex_unlock(&f->lock);
@@ -46,26 +48,57 @@ static void wake(struct pxfer_fail *f)
 		pxfer_wake(f->wake_fd);
 }
 
-int pxfer_fail(struct pxfer_fail *f, int exit_code, const char *fmt, ...)
+static int vfail(struct pxfer_fail *f, int exit_code, int err,
+		 const char *fmt, va_list ap)
 {
 	char msg[sizeof(f->msg)];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (record(f, exit_code, msg)) {
+	if (record(f, exit_code, err, msg)) {
 		error("%s", msg);
 		wake(f);
 	}
 	return -1;
 }
 
+int pxfer_fail(struct pxfer_fail *f, int exit_code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail(f, exit_code, 0, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int pxfer_fail_err(struct pxfer_fail *f, int exit_code, int err,
+		   const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfail(f, exit_code, err, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
 int pxfer_fail_quiet(struct pxfer_fail *f, int exit_code)
 {
-	if (record(f, exit_code, ""))
+	if (record(f, exit_code, 0, ""))
 		wake(f);
 	return -1;
+}
+
+int pxfer_fail_errno(struct pxfer_fail *f)
+{
+	int err;
+
+	if (!pxfer_failed(f))
+		return 0;
+	pthread_mutex_lock(&f->lock);
+	err = f->err;
+	pthread_mutex_unlock(&f->lock);
+	return err;
 }
 
 int pxfer_fail_code(struct pxfer_fail *f)

@@ -14,6 +14,7 @@ struct pxfer_fail {
 	pthread_mutex_t lock;
 	atomic_int failed;
 	int exit_code;		/* guarded by lock; read once failed is seen */
+	int err;		/* its errno, when one was given (0: none) */
 	int wake_fd;		/* written on failure: the coordinator wakes */
 	char msg[512];
 };
@@ -28,6 +29,15 @@ __attribute__((format(printf, 3, 4)))
 int pxfer_fail(struct pxfer_fail *f, int exit_code, const char *fmt, ...);
 
 /*
+ * pxfer_fail_err - pxfer_fail, with the errno @err that caused it, which
+ * the session tells the peer in its ABORT (a full disk is ENOSPC there,
+ * and the peer's exit status says so)
+ */
+__attribute__((format(printf, 4, 5)))
+int pxfer_fail_err(struct pxfer_fail *f, int exit_code, int err,
+		   const char *fmt, ...);
+
+/*
  * pxfer_fail_quiet - record a failure whose message was printed already
  * (by the code that found it); -1.
  */
@@ -40,6 +50,9 @@ static inline int pxfer_failed(struct pxfer_fail *f)
 
 /* pxfer_fail_code - the exit status of the failure recorded (0: none) */
 int pxfer_fail_code(struct pxfer_fail *f);
+
+/* pxfer_fail_errno - the errno given with the failure recorded (0: none) */
+int pxfer_fail_errno(struct pxfer_fail *f);
 
 /*
  * pxfer_signals_install - route SIGINT and SIGTERM to a pipe; returns its

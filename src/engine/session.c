@@ -223,9 +223,11 @@ int pxfer_session_peer_abort(struct pxfer_session *s,
 
 	pxfer_escape_reason(why, sizeof(why), e->text, e->text_len, e->code);
 	s->peer_ended = 1;
-	/* a receiver that ended an idle session: as if the peer went away */
+	/* a receiver that ended an idle session: as if the peer went away;
+	 * one whose disk is full: a resource ran out */
 	pxfer_fail(&s->fail, e->code == EACCES ? PXFER_EXIT_AUTH :
 		   e->code == ETIMEDOUT ? PXFER_EXIT_NET :
+		   e->code == ENOSPC || e->code == EDQUOT ? PXFER_EXIT_LOCAL :
 		   e->code == EBADMSG ? PXFER_EXIT_INTEGRITY : PXFER_EXIT_FAIL,
 		   "the %s %s ended the session: %s", s->peer_role,
 		   s->cconn->peer, why);

@@ -349,6 +349,15 @@ static void report(struct recv_session *s, double secs)
 		o->on_session(&r, o->on_session_arg);
 }
 
+/* the code of the ABORT that tells the sender why the session failed */
+static int abort_code(struct pxfer_fail *f)
+{
+	if (pxfer_fail_code(f) == PXFER_EXIT_INTEGRITY)
+		return EBADMSG;
+	/* a full disk: the sender's exit status says a resource ran out */
+	return pxfer_fail_errno(f) ?: ECANCELED;
+}
+
 /* run the session on its authenticated control connection */
 static void run(struct recv_session *s)
 {
@@ -395,9 +404,8 @@ static void run(struct recv_session *s)
 	if (!accept_workers(s))
 		recv_coordinate(s);
 	if (pxfer_failed(&s->b.fail) && pxfer_fail_code(&s->b.fail) != PXFER_EXIT_NET)
-		pxfer_session_abort(&s->b,
-				    pxfer_fail_code(&s->b.fail) == PXFER_EXIT_INTEGRITY ?
-				    EBADMSG : ECANCELED, s->b.fail.msg, 1000);
+		pxfer_session_abort(&s->b, abort_code(&s->b.fail), s->b.fail.msg,
+				    1000);
 }
 
 /* everything but the session's own struct and its wake-up descriptors */

@@ -97,8 +97,9 @@ static int rw_write_done(struct rworker *w, uint64_t tag, int res)
 		err = res < 0 ? -res : EIO;
 	}
 	if (err && fatal_write_error(err))
-		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
-			   "cannot write into '%s': %s", s->o->dir, strerror(err));
+		pxfer_fail_err(&s->b.fail, PXFER_EXIT_LOCAL, err,
+			       "cannot write into '%s': %s", s->o->dir,
+			       strerror(err));
 	/* recorded before the file can complete (and its partial go) */
 	if (!err && rs->part[i])
 		pxfer_partial_add(rs->part[i], seg->offset, seg->len, &rs->hash[i]);

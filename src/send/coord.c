@@ -161,6 +161,8 @@ static int on_file_status(struct send_session *s, uint16_t type,
 			error("%s failed on the receiver: %s",
 			      pxfer_quote_str(q, sizeof(q), e->f.src), why);
 		}
+		if (fs->code == ENOSPC || fs->code == EDQUOT)
+			s->nospace++;
 		s->st->files_failed++;
 	} else if (e->type == PXFER_FT_REG) {
 		s->st->files++;

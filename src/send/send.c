@@ -425,6 +425,8 @@ static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 	*peer_ended = s->b.peer_ended;
 	if (pxfer_failed(&s->b.fail))
 		code = pxfer_fail_code(&s->b.fail);
+	else if (s->nospace)
+		code = PXFER_EXIT_LOCAL;	/* the receiver's disk is full */
 	else
 		code = st->files_failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
 	session_release(s);

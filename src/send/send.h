@@ -121,6 +121,7 @@ struct send_session {
 	unsigned int pass;		/* 0, or 1: changed files sent again */
 	const char *transport;		/* instead of o->transport, or NULL */
 	unsigned int again;		/* files to send in another session */
+	unsigned int nospace;		/* files the receiver had no room for */
 	uint64_t there;			/* bytes the receiver had: not sent */
 	uint64_t done_size;		/* sizes of the files completed */
 	atomic_uint_fast64_t bytes_sent;
