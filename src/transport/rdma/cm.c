@@ -97,6 +97,7 @@ int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr)
 		},
 		.srq = c->kind == KIND_DATA ? d->srq : NULL,
 	};
+	unsigned int b;
 	int ret;
 
 	ret = rt_conn_buffers(c);
@@ -117,9 +118,13 @@ int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr)
 			if (ret)
 				return ret;
 		}
+	c->qpn = c->id->qp->qp_num;
+	b = rt_qpn_bucket(d, c->qpn);
 	pthread_mutex_lock(&ctx->lock);
 	c->next = ctx->conns;
 	ctx->conns = c;
+	c->qpn_next = ctx->by_qpn[b];
+	ctx->by_qpn[b] = c;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }
@@ -162,6 +167,14 @@ static void conn_unlink(struct rdma_conn *c)
 	for (struct rdma_conn **pp = &ctx->conns; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
 			*pp = c->next;
+			break;
+		}
+	}
+	/* linked only once its QP was made (c->dev is set then) */
+	for (struct rdma_conn **pp = c->dev ? &ctx->by_qpn[rt_qpn_bucket(c->dev, c->qpn)] : NULL;
+	     pp && *pp; pp = &(*pp)->qpn_next) {
+		if (*pp == c) {
+			*pp = c->qpn_next;
 			break;
 		}
 	}

@@ -51,10 +51,21 @@ struct rdma_listener;
  * One per process (ctx.c): the rdma_cm event channel and the progress
  * thread that serves it and every device context's channels.
  */
+/* buckets of the connections by QP number: a completion finds its own in
+ * one short chain, not by a walk over every connection */
+#define RDMA_QPN_BUCKETS	256
+
+/* the bucket of QP number @qpn on device @d (QP numbers are per device) */
+static inline unsigned int rt_qpn_bucket(const void *d, uint32_t qpn)
+{
+	return (unsigned int)(qpn ^ ((uintptr_t)d >> 6)) % RDMA_QPN_BUCKETS;
+}
+
 struct rdma_ctx {
 	struct rdma_event_channel *ech;
-	pthread_mutex_t lock;		/* conns, devs, listener and its pending */
+	pthread_mutex_t lock;		/* conns, by_qpn, devs, listener and its pending */
 	struct rdma_conn *conns;	/* connections with a QP, on any device */
+	struct rdma_conn *by_qpn[RDMA_QPN_BUCKETS];	/* the same, by (device, QP number) */
 	struct rdma_dev *devs;		/* the device contexts */
 	unsigned int ndevs;
 	unsigned int devs_gen;		/* changes whenever devs does */
@@ -115,6 +126,8 @@ struct rdma_conn {
 	struct rdma_dev *dev;		/* its device's context, once known */
 	struct rdma_cm_id *id;
 	struct rdma_conn *next;		/* ctx->conns */
+	struct rdma_conn *qpn_next;	/* its bucket of ctx->by_qpn */
+	uint32_t qpn;			/* its QP's number, once linked */
 	enum conn_kind kind;
 	int efd;			/* conn_fd */
 	pthread_mutex_t lock;		/* queues below, credits */

@@ -25,9 +25,9 @@
 static struct rdma_conn *conn_by_qpn(struct rdma_ctx *ctx,
 				     const struct rdma_dev *d, uint32_t qpn)
 {
-	for (struct rdma_conn *c = ctx->conns; c; c = c->next)
-		if (c->dev == d && c->id && c->id->qp &&
-		    c->id->qp->qp_num == qpn)
+	for (struct rdma_conn *c = ctx->by_qpn[rt_qpn_bucket(d, qpn)]; c;
+	     c = c->qpn_next)
+		if (c->dev == d && c->qpn == qpn)
 			return c;
 	return NULL;
 }
