@@ -115,7 +115,8 @@ struct pxfer_stats {
 	uint64_t files_changed;	/* changed while they were sent: failed, or
 				 * sent again (files counts those) */
 	unsigned int sessions;	/* sessions the call made: 1 + the retries
-				 * and the second pass for changed files */
+				 * and the second pass for files busy on
+				 * the receiver */
 };
 
 /*

@@ -159,7 +159,10 @@ static void finalize(struct recv_session *s, uint32_t id)
 			      pxfer_quote_str(q, sizeof(q), rf->path),
 			      strerror(err));
 	}
-	s->failed++;
+	/* a source that changed is the sender's to send again, or to count
+	 * as failed: nothing failed here */
+	if (!(by_sender && err == PXFER_CODE_CHANGED))
+		s->failed++;
 	reply_status(s, PXFER_MSG_FILE_DONE, id, err, text);
 	/* what a write error left is worth keeping (the disk may have been
 	 * full); what the sender gave up on or what read back wrong is not */

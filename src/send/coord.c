@@ -110,9 +110,11 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 }
 
 /*
- * Does a file that failed get another session? One that changed while it
- * was sent (or whose partial did not match) gets a second pass, once; one
- * that another session of the receiver was writing gets the next retry.
+ * Does a file that failed get another go? One that changed while it was
+ * sent (or whose partial did not match) is sent again in this session,
+ * once the walk is over, once (a receiver run with --once serves no
+ * second session); one that another session of the receiver was writing
+ * gets the next retry (1). 0: it failed. -1: the session failed.
  */
 static int again(struct send_session *s, struct sentry *e,
 		 const struct pxfer_file_status *fs)
@@ -121,11 +123,14 @@ static int again(struct send_session *s, struct sentry *e,
 
 	if (e->type != PXFER_FT_REG)
 		return 0;
-	if (e->f.err == PXFER_CODE_CHANGED && !s->pass) {
+	if (e->f.err == PXFER_CODE_CHANGED && !s->pass && !e->resent) {
 		s->st->files_changed++;
 		warning("%s changed while being sent; it will be sent again",
 			pxfer_quote_str(q, sizeof(q), e->f.src));
-		return 1;
+		if (send_manifest_resend(s, fs->id))
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "out of memory");
+		return 2;
 	}
 	if (fs->code != EBUSY || e->ok || s->o->retries <= 0)
 		return 0;
@@ -138,6 +143,7 @@ static int on_file_status(struct send_session *s, uint16_t type,
 			  const struct pxfer_file_status *fs)
 {
 	struct sentry *e = send_manifest_get(s, fs->id);
+	int again_ret = 0;
 
 	if (!e)
 		return -EPROTO;
@@ -146,8 +152,12 @@ static int on_file_status(struct send_session *s, uint16_t type,
 		return -EPROTO;
 	if (type == PXFER_MSG_FILE_ERR && e->ok)
 		return -EPROTO;
-	if (fs->code && again(s, e, fs)) {
+	if (fs->code && (again_ret = again(s, e, fs)) < 0) {
+		return -1;
+	} else if (fs->code && again_ret == 1) {
 		s->again++;
+	} else if (fs->code && again_ret == 2) {
+		/* in flight again soon, under a new id */
 	} else if (fs->code) {
 		char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)], q[PXFER_QUOTE_MAX];
 
@@ -281,7 +291,7 @@ void send_draw_progress(struct send_session *s, int final)
 
 	pxfer_progress_draw(&s->prog, atomic_load(&s->bytes_sent),
 			    s->man.bytes_walked, s->there, done, s->man.files_walked,
-			    !s->man.walk_done, final);
+			    !send_manifest_done_all(s), final);
 }
 
 /* the rail worker @w runs on, for messages */
@@ -382,7 +392,7 @@ int send_coordinate(struct send_session *s)
 	while (!pxfer_failed(&s->b.fail) && !s->acked) {
 		if (send_manifest_feed(s))
 			break;
-		if (s->man.walk_done && !s->man.in_flight && !s->fin_sent &&
+		if (send_manifest_done_all(s) && !s->man.in_flight && !s->fin_sent &&
 		    send_fin(s))
 			break;
 		if (pxfer_session_wait(&s->b, send_manifest_can_feed(s) ? 0 :

@@ -38,7 +38,15 @@ int send_manifest_init(struct send_session *s)
 		return -ENOMEM;
 	for (unsigned int i = 0; i < n; i++)
 		m->free_ids[m->nfree++] = n - 1 - i;
+	m->again_tail = &m->again;
 	return 0;
+}
+
+static void again_free(struct again_file *r)
+{
+	free(r->src);
+	free(r->rel);
+	free(r);
 }
 
 static void entry_free(struct manifest *m, uint64_t id)
@@ -50,6 +58,7 @@ static void entry_free(struct manifest *m, uint64_t id)
 	if (e->f.fd >= 0)
 		close(e->f.fd);
 	free(e->f.src);
+	free(e->rel);
 	free(e->held);
 	free(e);
 	m->win[id] = NULL;
@@ -68,6 +77,13 @@ void send_manifest_release(struct send_session *s)
 	free(m->free_ids);
 	m->win = NULL;
 	m->free_ids = NULL;
+	while (m->again) {
+		struct again_file *r = m->again;
+
+		m->again = r->next;
+		again_free(r);
+	}
+	m->again_tail = &m->again;
 }
 
 struct sentry *send_manifest_get(struct send_session *s, uint64_t id)
@@ -78,6 +94,27 @@ struct sentry *send_manifest_get(struct send_session *s, uint64_t id)
 void send_manifest_done(struct send_session *s, uint64_t id)
 {
 	entry_free(&s->man, id);
+}
+
+int send_manifest_resend(struct send_session *s, uint64_t id)
+{
+	struct sentry *e = send_manifest_get(s, id);
+	struct again_file *r = calloc(1, sizeof(*r));
+
+	if (!r || !e || !e->rel || !(r->src = strdup(e->f.src)) ||
+	    !(r->rel = strdup(e->rel))) {
+		if (r)
+			again_free(r);
+		return -ENOMEM;
+	}
+	*s->man.again_tail = r;
+	s->man.again_tail = &r->next;
+	return 0;
+}
+
+int send_manifest_done_all(struct send_session *s)
+{
+	return s->man.walk_done && !s->man.again;
 }
 
 /*
@@ -324,6 +361,7 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 		return 0;
 	}
 	se->type = type;
+	se->resent = man->resending;
 	se->f.fd = fd;
 	se->f.size = m->u.file.size;
 	se->f.st = st;
@@ -333,6 +371,12 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 		free(se->f.src);
 		free(se);
 		return 0;
+	}
+	if (type == PXFER_FT_REG && !(se->rel = strdup(e->rel))) {
+		close(fd);
+		free(se->f.src);
+		free(se);
+		return -ENOMEM;
 	}
 	/*
 	 * A file whose blocks cover its size has no holes: the scheduler
@@ -364,8 +408,37 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 
 int send_manifest_can_feed(struct send_session *s)
 {
-	return !s->man.walk_done && s->man.nfree &&
+	return !send_manifest_done_all(s) && s->man.nfree &&
 	       pxfer_ctrl_pending(&s->b.ctrl) < CTRL_BACKLOG;
+}
+
+/*
+ * The next file to send again, as a walk entry @e of the file as it is
+ * now (lstat: it may have been replaced). 1, or 0 when none is left.
+ */
+static int again_next(struct send_session *s, struct pxfer_walk_entry *e,
+		       struct again_file **rp)
+{
+	struct manifest *m = &s->man;
+	struct again_file *r = m->again;
+
+	if (!r)
+		return 0;
+	m->again = r->next;
+	if (!m->again)
+		m->again_tail = &m->again;
+	memset(e, 0, sizeof(*e));
+	e->src = r->src;
+	e->rel = r->rel;
+	e->fd = -1;
+	if (stat(r->src, &e->st)) {
+		e->kind = PXFER_WALK_ERROR;
+		e->err = -errno;
+	} else {
+		e->kind = S_ISREG(e->st.st_mode) ? PXFER_WALK_FILE : PXFER_WALK_SKIP;
+	}
+	*rp = r;
+	return 1;
 }
 
 /*
@@ -381,21 +454,33 @@ int send_manifest_feed(struct send_session *s)
 	int ret;
 
 	while (send_manifest_can_feed(s) && n < FEED_BATCH) {
-		ret = pxfer_walk_next(&s->walk, &e);
+		struct again_file *r = NULL;
+
+		if (s->man.walk_done) {
+			again_next(s, &e, &r);
+			ret = 1;
+		} else {
+			ret = pxfer_walk_next(&s->walk, &e);
+		}
 		if (ret < 0)
 			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 					  "cannot walk the source tree: %s",
 					  strerror(-ret));
 		if (ret == 0) {
 			s->man.walk_done = 1;
-			break;
+			continue;	/* then what is to be sent again */
 		}
+		s->man.resending = !!r;
 		ret = feed_entry(s, &e);
+		s->man.resending = 0;
 		if (ret)
-			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
-					  "cannot queue %s: %s",
-					  pxfer_quote_str(q, sizeof(q), e.src),
-					  strerror(-ret));
+			pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "cannot queue %s: %s",
+				   pxfer_quote_str(q, sizeof(q), e.src),
+				   strerror(-ret));
+		if (r)
+			again_free(r);	/* e's paths were its */
+		if (ret)
+			return -1;
 		if (++n % FEED_FLUSH == 0)
 			pxfer_ctrl_flush(&s->b.ctrl);	/* errors show in the wait */
 	}

@@ -454,8 +454,9 @@ static int retry_sleep(double secs)
  * its connection (once one reached the receiver) is followed by another
  * after a wait (--retries,
  * --retry-wait, doubling up to RETRY_WAIT_MAX): the receiver kept what
- * arrived, so the next one sends only the rest. Files that changed while
- * they were sent get one more session, at once.
+ * arrived, so the next one sends only the rest. Files that another
+ * session of the receiver held get one more session, at once (files
+ * that changed while they were sent are sent again in the same one).
  */
 #define RETRY_WAIT_MAX 60.0
 
@@ -536,8 +537,8 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 			continue;
 		}
 		if ((code == PXFER_EXIT_OK || code == PXFER_EXIT_FAIL) && again) {
-			/* changed files: a second pass at once, only once;
-			 * files busy on the receiver: the next retry */
+			/* files busy on the receiver: a second pass at
+			 * once, only once; then the next retry */
 			if (!pass) {
 				pass = 1;
 				continue;

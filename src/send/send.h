@@ -74,8 +74,17 @@ static inline struct sworker *to_sworker(struct pxfer_worker *w)
 struct sentry {
 	uint8_t type;
 	int ok;				/* FILE_OK seen */
+	int resent;			/* announced again after it changed */
 	struct pxfer_sfile f;
 	struct pxfer_held_run *held;	/* what the receiver holds, f.held */
+	char *rel;			/* its wire path (regular files: to resend) */
+};
+
+/* a file that changed while it was sent, to announce again at the end of
+ * the walk, in the same session */
+struct again_file {
+	struct again_file *next;
+	char *src, *rel;
 };
 
 /*
@@ -91,6 +100,8 @@ struct manifest {
 	unsigned int in_flight;
 	int walk_done;
 	uint64_t bytes_walked, files_walked;
+	struct again_file *again, **again_tail;	/* fed after the walk */
+	int resending;			/* feeding one of them */
 };
 
 struct send_session {
@@ -140,6 +151,15 @@ int send_manifest_can_feed(struct send_session *s);
 struct sentry *send_manifest_get(struct send_session *s, uint64_t id);
 /* the receiver is done with file @id: its id can be reused */
 void send_manifest_done(struct send_session *s, uint64_t id);
+/*
+ * send_manifest_resend - file @id (a regular file in flight) is announced
+ * again once the walk is over, in this session, as found then: 0 or
+ * -ENOMEM
+ */
+int send_manifest_resend(struct send_session *s, uint64_t id);
+/* send_manifest_done_all - nothing more to announce: the walk is over and
+ * no file waits to be sent again */
+int send_manifest_done_all(struct send_session *s);
 /* queue FILE_END for the files the scheduler says ended (any thread) */
 void send_files_ended(struct send_session *s);
 /* queue FILE_END for file @f, done with (closed, checked) */

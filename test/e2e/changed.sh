@@ -4,10 +4,11 @@
 # e2e_changed: a source file that changes while it is sent (docs/pxfer.1,
 # RESUMING AND SKIPPING).
 #   - a 128 MiB file rewritten in part once its sending has begun: the
-#     sender says it changed and will be sent again, a second session
-#     sends it, and it arrives as it is now; the rest of the tree too
-#   - a file that shrinks (truncated to a quarter) while it is sent: the
-#     same, at its new size
+#     sender says it changed and will be sent again, the same session
+#     sends it again, and it arrives as it is now; the rest of the tree too
+#   - a file that shrinks (truncated to a quarter) while it is sent, to a
+#     receiver run with --once (which serves no second session): the
+#     same, at its new size, exit 0 on both sides
 #   - a file touched every 10 ms for the whole run: it fails alone, exit
 #     1, "changed while being sent, again"; the other files arrive
 #     intact, no partial or name is left of it
@@ -47,16 +48,21 @@ not_blamed()
 	fi
 }
 
-# changed_once WHAT CMD... - send $src (its 'big' file 128 MiB) with a
-# serving receiver into $dst; once big's partial appears, run CMD; then
-# the run must succeed in two sessions, with big sent again
+# changed_once WHAT ONCE CMD... - send $src (its 'big' file 128 MiB) with
+# a receiver into $dst, serving or (ONCE=once) for one session; once big's
+# partial appears, run CMD; then the run must succeed in one session,
+# with big sent again
 changed_once()
 {
-	local what=$1
+	local what=$1 once=$2
 
-	shift
+	shift 2
 	mkdir "$dst"
-	start_server "$dst" --json
+	if [ "$once" = once ]; then
+		_start_recv "$dst" --once
+	else
+		start_server "$dst" --json
+	fi
 	bg_send --json -j 2 "$src" "$(target)"
 	# the sender runs in steps until the file begins to arrive, and is
 	# stopped while it changes: it cannot have sent it all by then
@@ -74,13 +80,18 @@ changed_once()
 	send_stats
 	check_grep "'[^']*/big' changed while being sent; it will be sent again" "$SEND_ERR" \
 		"a sender whose file $what" && ok "the sender said it changed"
-	check_num "sessions" "${J[sessions]}" -eq 2
+	check_num "sessions" "${J[sessions]}" -eq 1
 	check_num "files changed" "${J[files_changed]}" -eq 1
 	check_num "files failed" "${J[files_failed]}" -eq 0
 	tree_equal "$src" "$dst/src"
 	check_num "partial files left" "$(partials "$dst")" -eq 0
 	not_blamed
-	stop_recv
+	if [ "$once" = once ]; then
+		wait_recv
+		expect_rc 0 "$WAIT_RC" "the --once receiver"
+	else
+		stop_recv
+	fi
 }
 
 note "making a 128 MiB file and a tree"
@@ -93,13 +104,13 @@ ok "made"
 note "a file rewritten in part while it is sent"
 dst=$T/dst.rewrite
 # the first MiB: sent by then, or about to be
-changed_once "rewritten" \
+changed_once "rewritten" serve \
 	dd if=/dev/urandom of="$src/big" bs=1M count=1 conv=notrunc status=none
 
 note "a file that shrinks while it is sent"
 head -c "$size" /dev/urandom >"$src/big" || fail "cannot write"
 dst=$T/dst.shrink
-changed_once "truncated to 32 MiB" truncate -s 32M "$src/big"
+changed_once "truncated to 32 MiB" once truncate -s 32M "$src/big"
 [ "$(stat -c %s "$dst/src/big")" -eq $((32 << 20)) ] ||
 	fail_later "the file that shrank arrived with $(stat -c %s "$dst/src/big") bytes"
 
@@ -127,7 +138,7 @@ send_stats
 expect_rc 1 "$SEND_RC" "a sender whose file kept changing"
 check_grep "'[^']*/hot' changed while being sent, again; it was not sent" "$SEND_ERR" \
 	"a sender whose file kept changing" && ok "the sender said it changed again"
-check_num "sessions" "${J[sessions]}" -eq 2
+check_num "sessions" "${J[sessions]}" -eq 1
 check_num "files failed" "${J[files_failed]}" -eq 1
 check_num "files changed" "${J[files_changed]}" -eq 1
 if [ -e "$dst/src/hot" ]; then
