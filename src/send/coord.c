@@ -54,6 +54,7 @@ static int take_partial(struct send_session *s, struct sentry *e,
 			     pxfer_quote_str(q, sizeof(q), e->f.src),
 			     ret ? " (it could not be read)" : "");
 			e->f.err = PXFER_CODE_CHANGED;
+			e->partial_bad = 1;
 			return 0;
 		}
 	}
@@ -124,9 +125,13 @@ static int again(struct send_session *s, struct sentry *e,
 	if (e->type != PXFER_FT_REG)
 		return 0;
 	if (e->f.err == PXFER_CODE_CHANGED && !s->pass && !e->resent) {
-		s->st->files_changed++;
-		warning("%s changed while being sent; it will be sent again",
-			pxfer_quote_str(q, sizeof(q), e->f.src));
+		/* a partial that did not match was said (take_partial): the
+		 * source changed before this session, not while it was sent */
+		if (!e->partial_bad) {
+			s->st->files_changed++;
+			warning("%s changed while being sent; it will be sent again",
+				pxfer_quote_str(q, sizeof(q), e->f.src));
+		}
 		if (send_manifest_resend(s, fs->id))
 			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 					  "out of memory");

@@ -75,6 +75,7 @@ struct sentry {
 	uint8_t type;
 	int ok;				/* FILE_OK seen */
 	int resent;			/* announced again after it changed */
+	int partial_bad;		/* the receiver's partial did not match */
 	struct pxfer_sfile f;
 	struct pxfer_held_run *held;	/* what the receiver holds, f.held */
 	char *rel;			/* its wire path (regular files: to resend) */
