@@ -233,6 +233,44 @@ static int sends_done(struct rdma_conn *c)
 	return done;
 }
 
+static const char *qp_state_name(struct ibv_qp *qp)
+{
+	static const char *const names[] = {
+		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT",
+		[IBV_QPS_RTR] = "RTR", [IBV_QPS_RTS] = "RTS",
+		[IBV_QPS_SQD] = "SQD", [IBV_QPS_SQE] = "SQE",
+		[IBV_QPS_ERR] = "ERR",
+	};
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &init) ||
+	    (unsigned int)a.qp_state >= sizeof(names) / sizeof(names[0]) ||
+	    !names[a.qp_state])
+		return "unknown";
+	return names[a.qp_state];
+}
+
+/* a last message (ACK, ABORT) leaves before the QP goes away, or after
+ * RDMA_CLOSE_WAIT_MS the connection is closed anyway, and that is said */
+#define RDMA_CLOSE_WAIT_MS	2000
+
+static void close_wait_sends(struct rdma_conn *c)
+{
+	unsigned int left;
+
+	if (!rt_conn_wait(c, sends_done, RDMA_CLOSE_WAIT_MS))
+		return;
+	pthread_mutex_lock(&c->lock);
+	left = c->nsend - (unsigned int)__builtin_popcountll(c->send_free);
+	pthread_mutex_unlock(&c->lock);
+	warning("rdma: closing the %s connection to %s with %u message%s not acknowledged after %d s (QP state %s, last rdma_cm event %s)",
+		c->kind == KIND_CTRL ? "control" : "data", c->conn.peer, left,
+		left == 1 ? "" : "s", RDMA_CLOSE_WAIT_MS / 1000,
+		qp_state_name(c->id->qp),
+		rdma_event_str(atomic_load(&c->cm_event)));
+}
+
 void rt_close(struct pxfer_conn *pc)
 {
 	struct rdma_conn *c = to_rconn(pc);
@@ -241,9 +279,8 @@ void rt_close(struct pxfer_conn *pc)
 		verbose("rdma: data connection to %s: %llu chunks, at most %u work requests outstanding (credit bound %u, send queue depth %u)",
 			c->conn.peer, (unsigned long long)c->chunks,
 			atomic_load(&c->wr_max), 2 * c->ring->nslots, c->sq_depth);
-	/* let a last message (ACK, ABORT) leave before the QP goes away */
 	if (c->id && c->id->qp && atomic_load(&c->established))
-		rt_conn_wait(c, sends_done, 2000);
+		close_wait_sends(c);
 	atomic_store(&c->closing, 1);
 	if (c->id && atomic_load(&c->established))
 		rdma_disconnect(c->id);

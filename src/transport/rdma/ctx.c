@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -45,6 +46,7 @@ int rt_ctx_get(struct rdma_ctx **out)
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		goto out_unlock;
+	atomic_init(&ctx->doing, "starting");
 	if (pxfer_env_uint("PXFER_RDMA_SPIN", 0, 1u << 30, &spin) < 0)
 		warning("PXFER_RDMA_SPIN is not a number of polls from 0 to 2^30: %u is used",
 			spin);
@@ -101,6 +103,26 @@ void rt_ctx_hold(struct rdma_ctx *ctx)
 }
 
 /*
+ * Wait for the progress thread to end, RDMA_STOP_WAIT_MS at most: a
+ * thread stuck in the verbs library must not hold the process for ever.
+ * 0, or -ETIMEDOUT (said, with what it was doing; it is left running,
+ * and the context with it).
+ */
+static int join_bounded(struct rdma_ctx *ctx)
+{
+	struct timespec end;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += RDMA_STOP_WAIT_MS / 1000;
+	if (!pthread_timedjoin_np(ctx->thread, NULL, &end))
+		return 0;
+	warning("rdma: the progress thread did not stop within %d s (it was %s); going on without it",
+		RDMA_STOP_WAIT_MS / 1000, atomic_load(&ctx->doing));
+	pthread_detach(ctx->thread);
+	return -ETIMEDOUT;
+}
+
+/*
  * The last reference: every connection, device context and the listener
  * are gone (each held one), so only the thread and the channel remain.
  */
@@ -115,7 +137,8 @@ void rt_ctx_put(struct rdma_ctx *ctx)
 	pthread_mutex_unlock(&ctx_lock);
 	atomic_store(&ctx->stop, 1);
 	pxfer_wake(ctx->stop_fd);
-	pthread_join(ctx->thread, NULL);
+	if (join_bounded(ctx))
+		return;
 	rdma_destroy_event_channel(ctx->ech);
 	close(ctx->stop_fd);
 	pthread_mutex_destroy(&ctx->dev_lock);

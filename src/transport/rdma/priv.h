@@ -77,7 +77,13 @@ struct rdma_ctx {
 	int spin;
 	int cq_first;			/* entries a CQ is created with */
 	int refs;			/* under ctx_lock */
+	/* what the progress thread is doing (a static string), said when
+	 * it does not stop in time */
+	_Atomic(const char *) doing;
 };
+
+/* how long teardown waits for the progress thread before it goes on */
+#define RDMA_STOP_WAIT_MS	10000
 
 /*
  * One per device in use (dev.c): what the connections on that device

@@ -21,6 +21,13 @@
 #include "core/sys.h"
 #include "transport/rdma/priv.h"
 
+/* what the thread does now, for teardown to say if it does not end
+ * (relaxed: it is read only then, and this runs on every turn) */
+static inline void doing(struct rdma_ctx *ctx, const char *what)
+{
+	atomic_store_explicit(&ctx->doing, what, memory_order_relaxed);
+}
+
 /* QP numbers are per device: two devices may both have QP 17 */
 static struct rdma_conn *conn_by_qpn(struct rdma_ctx *ctx,
 				     const struct rdma_dev *d, uint32_t qpn)
@@ -131,6 +138,7 @@ static int poll_cqs(struct rdma_ctx *ctx, int *inflight)
 	int n, total = 0;
 
 	*inflight = 0;
+	doing(ctx, "polling the completion queues");
 	pthread_mutex_lock(&ctx->lock);
 	for (struct rdma_dev *d = ctx->devs; d; d = d->next) {
 		while ((n = ibv_poll_cq(d->cq, 32, wc)) > 0) {
@@ -270,13 +278,17 @@ static void drain_cm(struct rdma_ctx *ctx)
 		 * (the ACK) would be found after the connection is closed.
 		 */
 		poll_cqs(ctx, &inflight);
+		doing(ctx, "handling an rdma_cm event");
 		pthread_mutex_lock(&ctx->lock);
 		doomed = handle_cm_event(ctx, ev);
 		pthread_mutex_unlock(&ctx->lock);
 		/* destroying an id waits for its events to be acknowledged */
+		doing(ctx, "acknowledging an rdma_cm event");
 		rdma_ack_cm_event(ev);
-		if (doomed)
+		if (doomed) {
+			doing(ctx, "destroying a refused connection's id");
 			rdma_destroy_id(doomed);
+		}
 	}
 }
 
@@ -330,6 +342,7 @@ static void sleep_prepare(struct rdma_ctx *ctx, struct sleep_set *s)
  * stay readable for the next round) */
 static void sleep_done(struct rdma_ctx *ctx, struct sleep_set *s)
 {
+	doing(ctx, "taking completion and device events");
 	pthread_mutex_lock(&ctx->lock);
 	for (unsigned int i = 0; i < s->ndev && s->gen == ctx->devs_gen; i++) {
 		struct rdma_dev *d = s->dev[i];
@@ -366,6 +379,7 @@ void *rt_progress_main(void *arg)
 		sleep_prepare(ctx, &s);
 		if (poll_cqs(ctx, &inflight) > 0)
 			continue;	/* arrived before the arm */
+		doing(ctx, "waiting for completions and events");
 		poll(s.p, 2 + 2 * s.ndev, s.unarmed ? SLEEP_UNARMED_MS : SLEEP_MS);
 		if (s.p[0].revents)
 			drain_cm(ctx);
