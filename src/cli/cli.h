@@ -5,6 +5,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* the value of macro @x as a string literal, for help texts */
+#define STR_(x)	#x
+#define STR(x)	STR_(x)
+
 int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

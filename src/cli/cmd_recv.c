@@ -8,8 +8,6 @@
 #include "core/escape.h"
 #include "core/log.h"
 
-#define STR_(x)	#x
-#define STR(x)	STR_(x)
 
 /* the command line of pxfer recv, as it is parsed */
 struct recv_args {

@@ -11,8 +11,6 @@
 #include "core/netaddr.h"
 
 /* a macro's number as a string literal, for the help */
-#define STR_(x)	#x
-#define STR(x)	STR_(x)
 
 /* the command line of pxfer send, as it is parsed */
 struct send_args {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* pxfer: the command table. Each subcommand lives in its own cmd_*.c. */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pxfer/pxfer.h"
 #include "cli.h"
@@ -41,6 +43,37 @@ static void usage(FILE *f)
 		"'pxfer <command> --help' describes a command's options and exit codes.\n");
 }
 
+/*
+ * The command is done and has said how it went: what is left is the
+ * libraries' teardown at exit, which must not hold the process for ever
+ * (a verbs provider waiting on a device). After EXIT_WAIT_S the process
+ * ends with the command's status, and says so. Generous, since the
+ * sanitizers' leak check runs at exit too.
+ */
+#define EXIT_WAIT_S	30
+
+static volatile sig_atomic_t exit_status;
+
+static void exit_overdue(int sig)
+{
+	static const char msg[] =
+		"pxfer: warning: teardown at exit took over " STR(EXIT_WAIT_S)
+		" s; exiting without it\n";
+
+	(void)sig;
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(exit_status);
+	_exit(exit_status);
+}
+
+static int exit_bounded(int code)
+{
+	exit_status = code;
+	signal(SIGALRM, exit_overdue);
+	alarm(EXIT_WAIT_S);
+	return code;
+}
+
 int main(int argc, char **argv)
 {
 	pxfer_log_start();
@@ -66,7 +99,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(commands[i].name, argv[1]))
-			return commands[i].fn(argc - 1, argv + 1);
+			return exit_bounded(commands[i].fn(argc - 1, argv + 1));
 	error("'%s' is not a pxfer command (see 'pxfer --help')", argv[1]);
 	return PXFER_EXIT_USAGE;
 }
