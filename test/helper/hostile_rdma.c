@@ -10,6 +10,7 @@
  *
  *	hostile_rdma [-b SRC] [-k ctrl|data] [-n COUNT] [-l LEN] ADDR PORT
  *	hostile_rdma -w RADDR:RKEY [-b SRC] [-n COUNT] [-l LEN] ADDR PORT
+ *	hostile_rdma -H SECS [-b SRC] [-k ctrl|data] ADDR PORT
  *
  * Defaults: a data connection, 300 messages of 0 bytes, posted in bursts
  * of up to 256 so that many land before the receiver can react. The sends
@@ -24,6 +25,11 @@
  * alternately an RDMA WRITE and an RDMA WRITE with immediate (which uses
  * up a shared receive on the receiver if it lands). Prints a line per
  * write and "forged writes: N landed, M refused".
+ *
+ * With -H, a half-open connect: a connect request with no QP behind it,
+ * whose accept (the receiver's REP) is never answered (no RTU: the
+ * connection is never established on the receiver's side); held for SECS
+ * seconds, printing "half-open: accepted" once the receiver accepted.
  *
  * Exit status 0, 1 when it could not connect or send, 2 on bad usage.
  */
@@ -138,6 +144,39 @@ static void peer_connect(struct peer *pe, const struct sockaddr_storage *src,
 	expect(pe->ech, RDMA_CM_EVENT_ESTABLISHED);
 }
 
+/* a connect request the receiver accepts, never completed on our side */
+static void half_open(const struct sockaddr_storage *src,
+		      const struct sockaddr_storage *dst, uint8_t kind, int secs)
+{
+	uint8_t priv[5] = { MAGIC >> 24, (MAGIC >> 16) & 0xff,
+			    (MAGIC >> 8) & 0xff, MAGIC & 0xff, kind };
+	/* with no QP on the id, rdma_cm sends what we say and leaves the
+	 * RTU to rdma_establish(), which is never called */
+	struct rdma_conn_param p = { .private_data = priv,
+				     .private_data_len = sizeof(priv),
+				     .qp_num = 0x4242, .retry_count = 1 };
+	struct rdma_event_channel *ech = rdma_create_event_channel();
+	struct rdma_cm_id *id;
+
+	if (!ech || rdma_create_id(ech, &id, NULL, RDMA_PS_TCP))
+		die("rdma_cm", errno);
+	if (rdma_resolve_addr(id, src->ss_family ? (struct sockaddr *)src : NULL,
+			      (struct sockaddr *)dst, 2000))
+		die("rdma_resolve_addr", errno);
+	expect(ech, RDMA_CM_EVENT_ADDR_RESOLVED);
+	if (rdma_resolve_route(id, 2000))
+		die("rdma_resolve_route", errno);
+	expect(ech, RDMA_CM_EVENT_ROUTE_RESOLVED);
+	if (rdma_connect(id, &p))
+		die("rdma_connect", errno);
+	expect(ech, RDMA_CM_EVENT_CONNECT_RESPONSE);
+	printf("half-open: accepted\n");
+	fflush(stdout);
+	sleep((unsigned int)secs);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ech);
+}
+
 static void peer_close(struct peer *pe)
 {
 	rdma_disconnect(pe->id);
@@ -222,13 +261,14 @@ int main(int argc, char **argv)
 {
 	struct sockaddr_storage dst = { 0 }, src = { 0 };
 	struct peer pe;
-	int count = -1, len = -1, opt, landed = 0, forge = 0;
+	int count = -1, len = -1, opt, landed = 0, forge = 0, hold = -1;
 	unsigned long long raddr = 0;
 	unsigned int rkey = 0;
 	uint8_t kind = 1;
 
-	while ((opt = getopt(argc, argv, "b:k:n:l:w:")) != -1) {
+	while ((opt = getopt(argc, argv, "b:k:n:l:w:H:")) != -1) {
 		switch (opt) {
+		case 'H': hold = atoi(optarg); break;
 		case 'b': resolve(optarg, NULL, &src); break;
 		case 'k': kind = !strcmp(optarg, "ctrl") ? 0 : 1; break;
 		case 'n': count = atoi(optarg); break;
@@ -249,6 +289,10 @@ int main(int argc, char **argv)
 		goto usage;
 	resolve(argv[optind], argv[optind + 1], &dst);
 	memset(buf, 0xa5, sizeof(buf));
+	if (hold >= 0) {
+		half_open(&src, &dst, kind, hold);
+		return 0;
+	}
 
 	if (!forge) {
 		peer_connect(&pe, &src, &dst, kind);
@@ -265,6 +309,6 @@ int main(int argc, char **argv)
 	printf("forged writes: %d landed, %d refused\n", landed, count - landed);
 	return 0;
 usage:
-	fprintf(stderr, "usage: hostile_rdma [-b SRC] [-k ctrl|data] [-n COUNT] [-l LEN] [-w RADDR:RKEY] ADDR PORT\n");
+	fprintf(stderr, "usage: hostile_rdma [-b SRC] [-k ctrl|data] [-n COUNT] [-l LEN] [-w RADDR:RKEY | -H SECS] ADDR PORT\n");
 	return 2;
 }

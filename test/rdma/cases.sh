@@ -100,7 +100,10 @@
 #      connection and sends empty messages, each using up one of the
 #      receiver's shared receives, until 200 were taken (the queue holds
 #      128 between sessions): the receiver must put them back, so that a
-#      sender then gets through (-j 2, intact)
+#      sender then gets through (-j 2, intact); and that with a half-open
+#      connect (hostile_rdma -H: accepted, never established) held
+#      meanwhile, the sender's handshake within --timeout 5 (an accept
+#      that waited for the half-open one would take 15 s)
 #   ring-forge
 #      while a sender (-j 2) is stopped mid-transfer, a peer without the
 #      secret takes each live ring's address and key from the receiver's
@@ -393,7 +396,7 @@ case_tree()
 		grep_log "through device $SRV_DEV port 1, GID index ${PXFER_RXE_SERVER_GID:-[0-9]+} \(RoCE v2, ::ffff:$SRV_ADDR\)" \
 			"$RECV_LOG" "$log" || rc=1
 		if [ "$j" -gt 1 ]; then
-			[ "$(grep -c 'accepting a data connection: done' "$RECV_LOG")" -eq "$j" ] ||
+			[ "$(grep -c 'accepted a data connection' "$RECV_LOG")" -eq "$j" ] ||
 				{ echo "the receiver did not accept $j data connections" >>"$log"; rc=1; }
 		fi
 		same_tree "$DATA/tree" "$dst/tree" "$log" || rc=1
@@ -1638,7 +1641,7 @@ case_device_gid()
 
 case_srq_drain()
 {
-	local dst=$W/srq-drain log=$LOGS/srq-drain.check.log rc=0 hr=$build/test/helper/hostile_rdma i taken=0
+	local dst=$W/srq-drain log=$LOGS/srq-drain.check.log rc=0 hr=$build/test/helper/hostile_rdma i taken=0 hpid
 
 	mkdir -p "$dst"
 	: >"$log"
@@ -1659,7 +1662,21 @@ case_srq_drain()
 		done
 		echo "$i connections, $taken messages taken" >>"$log"
 		[ "${taken:-0}" -ge 128 ] || rc=1
-		rdma_send srq-drain 120 -v -j 2 "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		# a half-open connect (accepted, never established) is held
+		# meanwhile: the receiver must not wait for it to serve the
+		# sender, whose handshake gets 5 s (the accept would take 15)
+		"$hr" -b "$CLI_ADDR" -k ctrl -H 30 "$SRV_ADDR" "$RECV_PORT" >"$W/half-open.out" 2>&1 &
+		hpid=$!
+		for i in $(seq 50); do
+			grep -q "half-open: accepted" "$W/half-open.out" && break
+			sleep 0.1
+		done
+		cat "$W/half-open.out" >>"$log"
+		grep -q "half-open: accepted" "$W/half-open.out" ||
+			{ echo "the half-open connect was not accepted" >>"$log"; rc=1; }
+		rdma_send srq-drain 120 -v -j 2 --timeout 5 "$DATA/medium" "$SRV_ADDR:$RECV_PORT"
+		kill "$hpid" 2>/dev/null
+		wait "$hpid" 2>/dev/null
 		recv_done 30
 		echo "sender exit $SEND_RC, receiver exit $RECV_RC" >>"$log"
 		[ "$SEND_RC" -eq 0 ] && [ "$RECV_RC" -eq 0 ] || rc=1
@@ -1667,7 +1684,7 @@ case_srq_drain()
 	else
 		rc=1
 	fi
-	check $rc "srq-drain: after $taken empty messages taken from a peer without the secret over $i connections, a sender gets through intact" \
+	check $rc "srq-drain: after $taken empty messages taken from a peer without the secret, and past a half-open connect, a sender gets through intact" \
 		"$log" "$SEND_LOG" "$RECV_LOG"
 	kill_leftovers
 	rm -rf "$dst"

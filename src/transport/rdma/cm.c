@@ -39,6 +39,27 @@ struct rdma_conn *rt_conn_alloc(struct rdma_ctx *ctx)
 	return c;
 }
 
+int rt_conn_cm_error(struct rdma_conn *c)
+{
+	if (atomic_load(&c->port_down))
+		return -ENETDOWN;
+	switch (atomic_load(&c->cm_event)) {
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		return -EHOSTUNREACH;
+	case RDMA_CM_EVENT_REJECTED:
+		return -ECONNREFUSED;
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		return -ECONNABORTED;
+	case RDMA_CM_EVENT_DISCONNECTED:
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		return -ECONNRESET;
+	default:
+		return 0;
+	}
+}
+
 /* wait until @done(c) or an error; returns 0, -ETIMEDOUT or -errno */
 int rt_conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
 		 int timeout_ms)
@@ -48,25 +69,10 @@ int rt_conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
 	while (!done(c)) {
 		struct pollfd p = { .fd = c->efd, .events = POLLIN };
 		int64_t left = end - pxfer_now_ms();
-		int ev = atomic_load(&c->cm_event);
+		int ret = rt_conn_cm_error(c);
 
-		if (atomic_load(&c->port_down))
-			return -ENETDOWN;
-		switch (ev) {
-		case RDMA_CM_EVENT_ADDR_ERROR:
-		case RDMA_CM_EVENT_ROUTE_ERROR:
-		case RDMA_CM_EVENT_UNREACHABLE:
-			return -EHOSTUNREACH;
-		case RDMA_CM_EVENT_REJECTED:
-			return -ECONNREFUSED;
-		case RDMA_CM_EVENT_CONNECT_ERROR:
-			return -ECONNABORTED;
-		case RDMA_CM_EVENT_DISCONNECTED:
-		case RDMA_CM_EVENT_DEVICE_REMOVAL:
-			return -ECONNRESET;
-		default:
-			break;
-		}
+		if (ret)
+			return ret;
 		if (left <= 0)
 			return -ETIMEDOUT;
 		poll(&p, 1, left > 200 ? 200 : (int)left);

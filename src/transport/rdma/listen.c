@@ -3,9 +3,12 @@
  * The rdma transport's passive side: listening, and accepting a control
  * or data connection. The progress thread queues each connect request
  * that carries pxfer's private data on the listener and wakes its eventfd
- * (progress.c); accept takes the oldest, gets the context of the device
- * it arrived on (a listener on the wildcard address takes requests from
- * every device), gives it a QP with its receives posted, and accepts it.
+ * (progress.c); accept takes them, gets the context of the device each
+ * arrived on (a listener on the wildcard address takes requests from
+ * every device), gives it a QP with its receives posted, and accepts it;
+ * it hands out a connection once it is established, which wakes the
+ * eventfd again, without waiting for it: a peer that never completes
+ * the handshake holds nothing but its place, for RDMA_ACCEPT_SECS.
  */
 #include <errno.h>
 #include <netdb.h>
@@ -97,37 +100,51 @@ int rt_listener_fd(struct pxfer_listener *pl)
 	return to_rlis(pl)->efd;
 }
 
-int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
+/* the oldest connect request, or NULL; *@kind its kind */
+static struct rdma_cm_id *pending_take(struct rdma_listener *l, uint8_t *kind)
 {
-	struct rdma_listener *l = to_rlis(pl);
+	struct rdma_ctx *ctx = l->ctx;
+	struct rdma_cm_id *id = NULL;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (l->npending) {
+		id = l->pending[0];
+		*kind = l->pending_kind[0];
+		memmove(l->pending, l->pending + 1, --l->npending * sizeof(*l->pending));
+		memmove(l->pending_kind, l->pending_kind + 1, l->npending);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	return id;
+}
+
+/*
+ * Give connect request @id a connection with a QP and its receives, and
+ * accept it. Not waited for: a peer that never completes the handshake
+ * (a half-open connect) must not hold the thread that serves the others.
+ */
+static void accept_start(struct rdma_listener *l, struct rdma_cm_id *id,
+			 uint8_t kind)
+{
 	struct rdma_ctx *ctx = l->ctx;
 	struct rdma_conn_param param;
-	struct rdma_cm_id *id;
 	struct rdma_conn *c;
-	uint8_t priv[8], kind;
+	uint8_t priv[8];
 	int ret;
 
-	pxfer_drain(l->efd);
-	pthread_mutex_lock(&ctx->lock);
-	if (!l->npending) {
-		pthread_mutex_unlock(&ctx->lock);
-		return -EAGAIN;
+	if (l->naccepting == RDMA_ACCEPTING_MAX) {
+		verbose("rdma: refused a connection: %u accepted ones are not yet established",
+			RDMA_ACCEPTING_MAX);
+		rdma_reject(id, NULL, 0);
+		rdma_destroy_id(id);
+		return;
 	}
-	id = l->pending[0];
-	kind = l->pending_kind[0];
-	memmove(l->pending, l->pending + 1, --l->npending * sizeof(*l->pending));
-	memmove(l->pending_kind, l->pending_kind + 1, l->npending);
-	if (l->npending)
-		pxfer_wake(l->efd);
-	pthread_mutex_unlock(&ctx->lock);
-
 	rt_ctx_hold(ctx);
 	c = rt_conn_alloc(ctx);
 	if (!c) {
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
 		rt_ctx_put(ctx);
-		return -ENOMEM;
+		return;
 	}
 	c->kind = kind;
 	c->id = id;
@@ -143,6 +160,7 @@ int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 	}
 	pthread_mutex_lock(&ctx->lock);
 	id->context = c;
+	c->acceptor = l;
 	pthread_mutex_unlock(&ctx->lock);
 	rt_set_ack_timeout(id);
 	rt_conn_param_init(&param, priv, kind);
@@ -150,22 +168,86 @@ int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
 		ret = -errno;
 		goto out_free;
 	}
-	ret = rt_conn_wait(c, rt_conn_established, 15000);
+	l->accepting[l->naccepting] = c;
+	l->accepted_at[l->naccepting++] = pxfer_now();
+	return;
+
+out_free:
 	verbose("rdma: accepting a %s connection: %s",
-		kind == KIND_CTRL ? "control" : "data", ret ? strerror(-ret) : "done");
-	if (ret)
-		goto out_free;
+		kind == KIND_CTRL ? "control" : "data", strerror(-ret));
+	rt_conn_free(c);
+}
+
+static void accepting_drop(struct rdma_listener *l, unsigned int i)
+{
+	l->naccepting--;
+	memmove(l->accepting + i, l->accepting + i + 1,
+		(l->naccepting - i) * sizeof(*l->accepting));
+	memmove(l->accepted_at + i, l->accepted_at + i + 1,
+		(l->naccepting - i) * sizeof(*l->accepted_at));
+}
+
+/* accepted connection @c is established: it is the listener's no more */
+static void accept_done(struct rdma_listener *l, struct rdma_conn *c)
+{
+	struct rdma_cm_id *id = c->id;
+
+	pthread_mutex_lock(&l->ctx->lock);
+	c->acceptor = NULL;
+	pthread_mutex_unlock(&l->ctx->lock);
+	verbose("rdma: accepted a %s connection",
+		c->kind == KIND_CTRL ? "control" : "data");
 	pxfer_addr_format(rdma_get_peer_addr(id), c->conn.peer, sizeof(c->conn.peer));
 	pxfer_addr_source(rdma_get_peer_addr(id), c->conn.source,
 			  sizeof(c->conn.source));
-	if (kind == KIND_CTRL)
+	if (c->kind == KIND_CTRL)
 		rt_describe_route(id, c->conn.peer);
-	*out = &c->conn;
-	return 0;
+}
 
-out_free:
-	rt_conn_free(c);
-	return ret;
+/*
+ * The first accepted connection that is established, or -EAGAIN; those
+ * that failed or were not established within RDMA_ACCEPT_SECS go.
+ */
+static int accepted_next(struct rdma_listener *l, struct pxfer_conn **out)
+{
+	double now = pxfer_now();
+
+	for (unsigned int i = 0; i < l->naccepting;) {
+		struct rdma_conn *c = l->accepting[i];
+		int ret = rt_conn_cm_error(c);
+
+		if (!ret && atomic_load(&c->established)) {
+			accepting_drop(l, i);
+			accept_done(l, c);
+			/* the next one is taken at the next call */
+			if (l->naccepting)
+				pxfer_wake(l->efd);
+			*out = &c->conn;
+			return 0;
+		}
+		if (!ret && now - l->accepted_at[i] < RDMA_ACCEPT_SECS) {
+			i++;
+			continue;
+		}
+		verbose("rdma: accepting a %s connection: %s",
+			c->kind == KIND_CTRL ? "control" : "data",
+			strerror(ret ? -ret : ETIMEDOUT));
+		accepting_drop(l, i);
+		rt_conn_free(c);
+	}
+	return -EAGAIN;
+}
+
+int rt_accept_op(struct pxfer_listener *pl, struct pxfer_conn **out)
+{
+	struct rdma_listener *l = to_rlis(pl);
+	struct rdma_cm_id *id;
+	uint8_t kind;
+
+	pxfer_drain(l->efd);
+	while ((id = pending_take(l, &kind)))
+		accept_start(l, id, kind);
+	return accepted_next(l, out);
 }
 
 void rt_listener_close(struct pxfer_listener *pl)
@@ -185,6 +267,8 @@ void rt_listener_close(struct pxfer_listener *pl)
 		rdma_reject(l->pending[i], NULL, 0);
 		rdma_destroy_id(l->pending[i]);
 	}
+	for (unsigned int i = 0; i < l->naccepting; i++)
+		rt_conn_free(l->accepting[i]);
 	rdma_destroy_id(l->id);
 	for (unsigned int i = 0; i < l->ndevs; i++)
 		rt_dev_put(l->devs[i]);

@@ -30,6 +30,8 @@
 #define RDMA_PRIV_MAGIC		0x70786672u	/* "pxfr" in connect data */
 #define RDMA_ACK_TIMEOUT	16	/* 4.096 us * 2^16 = 268 ms, x7 retries */
 #define RDMA_PENDING_MAX	64	/* connect requests waiting for accept */
+#define RDMA_ACCEPTING_MAX	64	/* accepted, waiting to be established */
+#define RDMA_ACCEPT_SECS	15	/* ... for at most this long */
 #define RDMA_DEVS_MAX		16	/* device contexts a process holds at once */
 
 /* what a work request id says: kind in the top byte, index below */
@@ -133,6 +135,9 @@ struct rdma_conn {
 	struct rdma_cm_id *id;
 	struct rdma_conn *next;		/* ctx->conns */
 	struct rdma_conn *qpn_next;	/* its bucket of ctx->by_qpn */
+	/* the listener that accepted it, until it is established: its
+	 * events wake the listener too (under ctx->lock) */
+	struct rdma_listener *acceptor;
 	uint32_t qpn;			/* its QP's number, once linked */
 	enum conn_kind kind;
 	int efd;			/* conn_fd */
@@ -188,6 +193,10 @@ struct rdma_listener {
 	struct rdma_cm_id *pending[RDMA_PENDING_MAX];
 	uint8_t pending_kind[RDMA_PENDING_MAX];
 	unsigned int npending;
+	/* accepted, not yet established (the accepting thread's alone) */
+	struct rdma_conn *accepting[RDMA_ACCEPTING_MAX];
+	double accepted_at[RDMA_ACCEPTING_MAX];
+	unsigned int naccepting;
 };
 
 /* from the engine's base object to ours: the base need not come first */
@@ -261,6 +270,8 @@ void *rt_progress_main(void *ctx);
 struct rdma_conn *rt_conn_alloc(struct rdma_ctx *ctx);
 /* rt_conn_qp - its QP on the shared CQ, receives posted, @send_wr deep */
 int rt_conn_qp(struct rdma_conn *c, unsigned int send_wr);
+/* rt_conn_cm_error - what the rdma_cm events say went wrong: -errno, or 0 */
+int rt_conn_cm_error(struct rdma_conn *c);
 /* rt_conn_wait - until @done(c) or an error; 0, -ETIMEDOUT or -errno */
 int rt_conn_wait(struct rdma_conn *c, int (*done)(struct rdma_conn *),
 		 int timeout_ms);

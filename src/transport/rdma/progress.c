@@ -261,6 +261,8 @@ static struct rdma_cm_id *handle_cm_event(struct rdma_ctx *ctx,
 	}
 	atomic_store(&c->cm_event, ev->event);
 	pxfer_wake(c->efd);
+	if (c->acceptor)
+		pxfer_wake(c->acceptor->efd);
 	return NULL;
 }
 
