@@ -20,13 +20,16 @@
 #include "core/bytes.h"
 #include "recv/partial.h"
 
-void pxfer_partial_key(const char *path, size_t path_len,
+void pxfer_partial_key(const uint8_t secret[PXFER_PARTIAL_SECRET_LEN],
+		       const char *path, size_t path_len,
 		       char key[PXFER_PARTIAL_KEY_LEN + 1])
 {
 	uint8_t h[PXFER_PARTIAL_KEY_LEN / 2];
 
+	/* keyed: whoever does not hold the secret cannot tell which name
+	 * a path's partial will have */
 	crypto_generichash(h, sizeof(h), (const uint8_t *)path, path_len,
-			   NULL, 0);
+			   secret, PXFER_PARTIAL_SECRET_LEN);
 	sodium_bin2hex(key, PXFER_PARTIAL_KEY_LEN + 1, h, sizeof(h));
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Partial files: the store, a partial's life (open, add, flush, commit,
- * close), and the sweep; the journal's format is recv/journal.c's. Why
- * the state survives a crash is in docs/architecture.md, "Partial files".
+ * Partial files: a partial's life (open, add, flush, commit, close), and
+ * the sweep; the store is recv/store.c's, the journal's format
+ * recv/journal.c's. Why the state survives a crash is in
+ * docs/architecture.md, "Partial files".
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,7 +18,6 @@
 
 #include "recv/partial.h"
 
-#define PARTIAL_DIR	"partial"
 #define SUFFIX_DATA	".part"
 #define SUFFIX_JNL	".jnl"
 #define SUFFIX_TMP	".jnl.tmp"
@@ -53,46 +53,6 @@ static int pwrite_full(int fd, const uint8_t *buf, size_t len, uint64_t off)
 }
 
 /* ---- the store ---------------------------------------------------------- */
-
-/* make directory @name in @dfd if missing, and open it: fd or -errno */
-static int open_dir(int dfd, const char *name)
-{
-	int fd;
-
-	if (mkdirat(dfd, name, 0700) && errno != EEXIST)
-		return -errno;
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-int pxfer_partials_open(struct pxfer_partials *ps, int rootfd)
-{
-	int sfd;
-
-	ps->dirfd = -1;
-	/* the keys (BLAKE2b) and nonces (randombytes) are libsodium's */
-	if (sodium_init() < 0)
-		return -EIO;
-	sfd = open_dir(rootfd, PXFER_STATE_DIR);
-	if (sfd < 0)
-		return sfd;
-	ps->dirfd = open_dir(sfd, PARTIAL_DIR);
-	close(sfd);
-	if (ps->dirfd < 0) {
-		int ret = ps->dirfd;
-
-		ps->dirfd = -1;
-		return ret;
-	}
-	return 0;
-}
-
-void pxfer_partials_close(struct pxfer_partials *ps)
-{
-	if (ps->dirfd >= 0)
-		close(ps->dirfd);
-	ps->dirfd = -1;
-}
 
 int pxfer_partial_same_fs(const struct pxfer_partials *ps, int dirfd)
 {
@@ -132,17 +92,22 @@ static int lock_fd(int fd, int wait)
 	}
 }
 
-/* 1 when name @name in @dfd still holds regular file @fd, 0 when not,
- * -EINVAL when @fd is not a regular file */
+/* 1 when name @name in @dfd still holds what @fd is, 0 when not */
 static int still_named(int dfd, const char *name, int fd)
 {
 	struct stat a, b;
 
 	if (fstat(fd, &a) || fstatat(dfd, name, &b, AT_SYMLINK_NOFOLLOW))
 		return 0;
-	if (!S_ISREG(a.st_mode))
-		return -EINVAL;
 	return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* whether open @fd, not made by this receiver, may be used: 0 or -errno */
+static int check_found(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) ? -errno : pxfer_partial_file_ours(&st);
 }
 
 /*
@@ -150,8 +115,11 @@ static int still_named(int dfd, const char *name, int fd)
  * says whether this call made it). The lock is on what the name held
  * when it was opened, which another holder may since have replaced
  * (rename) or removed before it let go: so the name must still hold it
- * once locked, or it is opened again. O_RDWR, which never waits on a
- * FIFO. fd, -EBUSY, -ENOENT (not @make), or -errno.
+ * once locked, or it is opened again. A journal found is used only when
+ * it is the receiver's (pxfer_partial_file_ours); anything else under the
+ * name (a link, another's file, a FIFO) is removed, and with @make one is
+ * made anew. O_RDWR, which never waits on a FIFO. fd, -EBUSY, -ENOENT
+ * (not @make), or -errno.
  */
 static int journal_lock(int dfd, const char *name, int make, int wait,
 			int *created)
@@ -170,11 +138,27 @@ static int journal_lock(int dfd, const char *name, int make, int wait,
 			fd = openat(dfd, name, flags);
 		if (fd < 0 && errno == ENOENT && make)
 			continue;	/* removed between the two opens */
+		/* a link, or a file this receiver cannot open: no session's
+		 * journal, so no lock to take first */
+		if (fd < 0 && (errno == ELOOP || errno == EACCES)) {
+			if (unlinkat(dfd, name, 0) && errno != ENOENT)
+				return -errno;
+			if (!make)
+				return -ENOENT;
+			continue;
+		}
 		if (fd < 0)
 			return -errno;
 		ret = lock_fd(fd, wait);
 		if (!ret)
 			ret = still_named(dfd, name, fd);
+		/* not one of ours: removed with its lock held, as the sweep
+		 * and a discard remove a journal */
+		if (ret > 0 && !*created && check_found(fd)) {
+			ret = unlinkat(dfd, name, 0) ? -errno : 0;
+			if (!ret && !make)
+				ret = -ENOENT;
+		}
 		if (ret > 0)
 			return fd;
 		close(fd);
@@ -298,33 +282,40 @@ static int journal_load(int jfd, const struct pxfer_partial_id *id,
 }
 
 /*
- * Open (or make) the data file: fd, *@fits when it is a regular file of
- * @size bytes. Anything else under its name (a link, a FIFO) is removed
- * first: the state directory is the receiver's alone.
+ * Open the data file: the one found when @adopt (the journal was found,
+ * not made) and it is the receiver's (pxfer_partial_file_ours), with
+ * *@fits when it has @size bytes; else a new one (O_EXCL), and anything
+ * under its name (a link, a FIFO, another's file, data without its
+ * journal) removed first: never adopted.
  */
-static int data_open(struct pxfer_partial *p, uint64_t size, int *fits)
+static int data_open(struct pxfer_partial *p, uint64_t size, int adopt,
+		     int *fits)
 {
+	const int flags = O_RDWR | O_NOFOLLOW | O_CLOEXEC;
 	char name[NAME_BUF];
 	struct stat st;
+	int fd;
 
 	name_of(name, p->key, SUFFIX_DATA);
-	for (int i = 0; i < 2; i++) {
-		int fd = openat(p->dirfd, name, O_RDWR | O_CREAT | O_NOFOLLOW |
-				O_CLOEXEC, 0600);
-
-		if (fd < 0 && errno != ELOOP && errno != ENXIO)
-			return -errno;
-		if (fd >= 0 && fstat(fd, &st)) {
-			close(fd);
-			return -errno;
-		}
-		if (fd >= 0 && S_ISREG(st.st_mode)) {
+	*fits = 0;
+	/* only a regular file is opened: never a device in its place */
+	if (adopt && !fstatat(p->dirfd, name, &st, AT_SYMLINK_NOFOLLOW) &&
+	    S_ISREG(st.st_mode)) {
+		fd = openat(p->dirfd, name, flags);
+		if (fd >= 0 && !fstat(fd, &st) && !pxfer_partial_file_ours(&st)) {
 			*fits = (uint64_t)st.st_size == size;
 			return fd;
 		}
 		if (fd >= 0)
 			close(fd);
-		if (unlinkat(p->dirfd, name, 0))
+	}
+	for (int i = 0; i < 2; i++) {
+		if (unlinkat(p->dirfd, name, 0) && errno != ENOENT)
+			return -errno;
+		fd = openat(p->dirfd, name, flags | O_CREAT | O_EXCL, 0600);
+		if (fd >= 0)
+			return fd;
+		if (errno != EEXIST)
 			return -errno;
 	}
 	return -EEXIST;
@@ -372,13 +363,13 @@ int pxfer_partial_open(struct pxfer_partials *ps,
 	if (id->size > INT64_MAX)
 		return -EFBIG;
 	p->dirfd = ps->dirfd;
-	pxfer_partial_key(id->path, id->path_len, p->key);
+	pxfer_partial_key(ps->secret, id->path, id->path_len, p->key);
 	name_of(jnl, p->key, SUFFIX_JNL);
 	ret = journal_lock(p->dirfd, jnl, 1, 1, &created);
 	if (ret < 0)
 		return ret;
 	p->jfd = ret;
-	ret = data_open(p, id->size, &fits);
+	ret = data_open(p, id->size, !created, &fits);
 	if (ret < 0)
 		goto out_jfd;
 	p->fd = ret;

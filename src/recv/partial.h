@@ -4,10 +4,20 @@
  * transfers: below DIR/.pxfer/partial, for each large file in flight, its
  * data (<key>.part) and a journal (<key>.jnl) of the byte ranges that are
  * verified and on disk, key = 32 hex digits of a BLAKE2b-128 of the
- * file's path. A range is recorded only after its data is durable; a torn
- * or corrupt record is detected and ignored; a journal is replaced by
- * rename. docs/architecture.md, "Partial files", has the format;
- * recv/journal.c encodes and parses it, recv/partial.c keeps the files.
+ * file's path keyed with the store's secret (DIR/.pxfer/key). A range is
+ * recorded only after its data is durable; a torn or corrupt record is
+ * detected and ignored; a journal is replaced by rename.
+ * docs/architecture.md, "Partial files", has the format; recv/journal.c
+ * encodes and parses it, recv/store.c makes and checks the store,
+ * recv/partial.c keeps the files.
+ *
+ * The store is the receiver's alone: its directories and key are used
+ * only when owned by the effective uid and not writable by group or
+ * others, and a journal or data file only when it is a regular file of
+ * the effective uid with one link and no group or other bits (anything
+ * else under a partial's name is removed, never adopted), so that a
+ * local user who can write DIR cannot plant or swap the receiver's
+ * files.
  *
  * Threads: pxfer_partial_add (and _flush) from any thread at once; every
  * other call on one partial from one thread, with no add under way. A
@@ -19,9 +29,11 @@
 #define PXFER_RECV_PARTIAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/stat.h>
 #include "core/digest.h"
 
 #define PXFER_STATE_DIR ".pxfer"            /* top-level name in DIR reserved for the receiver */
@@ -39,18 +51,56 @@
 #define PXFER_JOURNAL_REC_LEN	32
 /* the file names' key: hex digits */
 #define PXFER_PARTIAL_KEY_LEN	32
+/* the secret that keys them (crypto_generichash_KEYBYTES) */
+#define PXFER_PARTIAL_SECRET_LEN	32
 
 struct pxfer_partials {
 	int dirfd;	/* DIR/.pxfer/partial, or -1 */
+	uint8_t secret[PXFER_PARTIAL_SECRET_LEN];	/* keys the names */
+	/* when the store failed its checks: which entry (below DIR), and
+	 * what is wrong with it and what to do; else NULL and "" */
+	const char *bad;
+	char problem[128];
 };
 
 /*
  * pxfer_partials_open - make (0700, no symlinks followed: mkdirat, then
  * openat O_DIRECTORY|O_NOFOLLOW) and open DIR/.pxfer/partial below
- * @rootfd. 0 or -errno (ps->dirfd is -1 then).
+ * @rootfd, and read (or make, on first use) the secret DIR/.pxfer/key.
+ * Each is checked once open (fstat): .pxfer and .pxfer/partial
+ * directories of the effective uid that group and others cannot write;
+ * the key a regular file of the effective uid, mode 0600, one link,
+ * PXFER_PARTIAL_SECRET_LEN bytes. 0 or -errno (ps->dirfd is -1 then);
+ * -EPERM with ps->bad and ps->problem set when a check failed (the store
+ * is not to be used: pxfer_partials_warn says so).
  */
 int pxfer_partials_open(struct pxfer_partials *ps, int rootfd);
 void pxfer_partials_close(struct pxfer_partials *ps);
+
+/*
+ * pxfer_partials_warn - after a failed pxfer_partials_open: a warning
+ * that names DIR (@dir, the receiver's --dir) and the entry, and says what
+ * is wrong and what to do, once until the store is usable again:
+ * *@warned, shared by the receiver's sessions (NULL: always), is set
+ * here and cleared by pxfer_partials_ok. Nothing for other failures.
+ */
+void pxfer_partials_warn(const struct pxfer_partials *ps, const char *dir,
+			 atomic_int *warned);
+
+/* pxfer_partials_ok - the store opened: a failure is reported again */
+static inline void pxfer_partials_ok(atomic_int *warned)
+{
+	if (warned)
+		atomic_store(warned, 0);
+}
+
+/*
+ * pxfer_partial_file_ours - whether @st, a journal or data file just
+ * opened (O_NOFOLLOW), may be used: a regular file of the effective uid
+ * with one link and no group or other bits. 0 or -EPERM (for
+ * recv/partial.c)
+ */
+int pxfer_partial_file_ours(const struct stat *st);
 
 /*
  * pxfer_partials_sweep - remove the state of partials whose journal was
@@ -199,8 +249,10 @@ void pxfer_partial_load_free(struct pxfer_partial_load *l);
 
 /* the encoders the journal is written with (tests and seeds use them) */
 
-/* pxfer_partial_key - the file names' key of @path: 32 hex digits, NUL */
-void pxfer_partial_key(const char *path, size_t path_len,
+/* pxfer_partial_key - the file names' key of @path: 32 hex digits, NUL;
+ * a BLAKE2b-128 keyed with @secret */
+void pxfer_partial_key(const uint8_t secret[PXFER_PARTIAL_SECRET_LEN],
+		       const char *path, size_t path_len,
 		       char key[PXFER_PARTIAL_KEY_LEN + 1]);
 
 /* pxfer_partial_header_encode - @id's header with @nonce into @buf, which

@@ -60,6 +60,7 @@ struct recv_server {
 	uint64_t admitted;
 	int rootfd;			/* the top directory (--dir) */
 	double sweep_next;		/* when to look for expired ones */
+	atomic_int store_warned;	/* the store was refused: said once */
 	uint32_t mode_mask;		/* the bits of a wire mode that apply */
 	int sigfd;			/* a signal came */
 	int ended_fd;			/* a session's thread is done */

@@ -290,13 +290,10 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r)
 	r->f = NULL;
 	pxfer_rdirs_release(r);
 	dcache_release(r);
-	if (r->parts.dirfd >= 0) {
+	/* the store stays, empty or not: another user who can write the
+	 * top directory could make it in its place once it is gone */
+	if (r->parts.dirfd >= 0)
 		pxfer_partials_close(&r->parts);
-		/* no state left behind once nothing is partial (another
-		 * session's partials keep them) */
-		if (!unlinkat(r->rootfd, PXFER_STATE_DIR "/partial", AT_REMOVEDIR))
-			unlinkat(r->rootfd, PXFER_STATE_DIR, AT_REMOVEDIR);
-	}
 	free(r->dest);
 	r->dest = NULL;
 	if (r->basefd >= 0)
@@ -452,7 +449,11 @@ static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	if (r->parts.dirfd < 0 && !r->parts_failed) {
 		ret = pxfer_partials_open(&r->parts, r->rootfd);
 		r->parts_failed = !!ret;
-		if (ret)
+		if (!ret)
+			pxfer_partials_ok(r->store_warned);
+		else if (r->parts.bad)	/* not ours: never used */
+			pxfer_partials_warn(&r->parts, r->dir, r->store_warned);
+		else
 			verbose("no partial files (cannot use %s/partial: %s): an interrupted file starts over",
 				PXFER_STATE_DIR, strerror(-ret));
 	}

@@ -89,6 +89,8 @@ struct pxfer_rfiles {
 	int rootfd;			/* the top directory (not ours) */
 	struct pxfer_partials parts;	/* partial files, beneath the top */
 	int parts_failed;		/* ... which cannot be made */
+	const char *dir;		/* the top's path, for messages (or NULL) */
+	atomic_int *store_warned;	/* the receiver's: pxfer_partials_warn */
 	char *dest;			/* the destination's path, "" for the top */
 	int fsync;			/* fsync each file and its directory */
 	int verify;			/* read each file back before naming it */

@@ -336,17 +336,20 @@ static void sweep(struct recv_server *srv, double now)
 	if (now < srv->sweep_next)
 		return;
 	srv->sweep_next = now + (ttl > 60 && ttl < 3600 ? ttl : ttl < 60 ? 60 : 3600);
-	/* nothing to sweep, and nothing to make, without the store */
-	if (faccessat(srv->rootfd, PXFER_STATE_DIR "/partial", F_OK, AT_SYMLINK_NOFOLLOW) ||
-	    pxfer_partials_open(&parts, srv->rootfd))
+	/* nothing to sweep, and nothing to make, without the store; one
+	 * that is not the receiver's is said at once */
+	if (faccessat(srv->rootfd, PXFER_STATE_DIR, F_OK, AT_SYMLINK_NOFOLLOW))
 		return;
+	if (pxfer_partials_open(&parts, srv->rootfd)) {
+		pxfer_partials_warn(&parts, srv->o->dir, &srv->store_warned);
+		return;
+	}
+	pxfer_partials_ok(&srv->store_warned);
 	n = pxfer_partials_sweep(&parts, ttl, time(NULL));
 	pxfer_partials_close(&parts);
 	if (n > 0)
 		verbose("removed %d partial file%s older than %.0f s (--partial-ttl)",
 			n, n == 1 ? "" : "s", ttl);
-	if (!unlinkat(srv->rootfd, PXFER_STATE_DIR "/partial", AT_REMOVEDIR))
-		unlinkat(srv->rootfd, PXFER_STATE_DIR, AT_REMOVEDIR);
 }
 
 /*

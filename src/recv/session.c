@@ -373,6 +373,8 @@ static void run(struct recv_session *s)
 	s->files_init = 1;
 	s->files.verify = !!(h->flags & PXFER_HELLO_VERIFY);
 	s->files.keep = s->o->partial_ttl > 0;
+	s->files.dir = s->o->dir;
+	s->files.store_warned = &s->srv->store_warned;
 	if (ret) {
 		char text[PXFER_TEXT_MAX + 1], q[PXFER_QUOTE_MAX];
 

@@ -16,8 +16,9 @@
 #   - what was missing is counted right after the kill from the files,
 #     not from pxfer's figures: the tree less the files under their
 #     final name and equal to the source, and less the 64 KiB blocks of
-#     the big file's partial data file (DIR/.pxfer/partial/KEY.part, KEY
-#     the BLAKE2b-128 of its path) equal to the source at the same offset
+#     the big file's partial data file (DIR/.pxfer/partial/KEY.part, the
+#     one whose journal KEY.jnl names its path) equal to the source at
+#     the same offset
 #   - its "bytes_sent" (--json) is at least what was missing and at most
 #     that plus one chunk per worker plus 5% of the tree; "bytes_sent",
 #     "bytes_resumed" and "bytes_skipped" add up to the tree at least;
@@ -170,7 +171,7 @@ ok "made in $(timer_secs) s: $total bytes in $((NSMALL + 1)) files"
 present()
 {
 	"$PY" - "$src" "$dst" tree <<'EOF'
-import hashlib, os, sys
+import os, sys
 src, dst, name = sys.argv[1], sys.argv[2], sys.argv[3]
 # (into buffers of its own: a new object for each read costs more than
 # the rest)
@@ -190,6 +191,19 @@ def held(a, part):
     return sum(n for n, eq in blocks(a, part) if eq)
 pdir = os.path.join(dst, ".pxfer", "partial")
 parts = set(f for f in os.listdir(pdir) if f.endswith(".part")) if os.path.isdir(pdir) else set()
+# the names are keyed with the receiver's secret: a partial is found by
+# the path its journal's header names (its length a big-endian u16 at
+# offset 6, the path at 40)
+keys = {}
+for f in parts:
+    try:
+        with open(os.path.join(pdir, f[:-5] + ".jnl"), "rb") as j:
+            h = j.read(40)
+            p = j.read(int.from_bytes(h[6:8], "big")) if len(h) == 40 else b""
+    except OSError:
+        continue
+    if p:
+        keys[p] = f
 whole = inpart = 0
 for root, _, files in os.walk(src):
     for f in files:
@@ -200,8 +214,8 @@ for root, _, files in os.walk(src):
            os.path.getsize(d) == os.path.getsize(s) and same(s, d):
             whole += os.path.getsize(s)
             continue
-        key = hashlib.blake2b(rel.encode(), digest_size=16).hexdigest() + ".part"
-        if key in parts:
+        key = keys.get(rel.encode())
+        if key:
             inpart += held(s, os.path.join(pdir, key))
 print(whole + inpart, whole, inpart, len(parts))
 EOF

@@ -929,7 +929,7 @@ resume_state()
 	local out
 
 	out=$(timeout 120 python3 - "$1" "$2" <<'PY'
-import hashlib, os, sys
+import os, sys
 
 src, dst = sys.argv[1:3]
 rel = os.path.basename(src.rstrip("/"))
@@ -958,7 +958,7 @@ def held(a, part):
                 n += len(x)
 
 missing = complete = have = 0
-keys = {}
+paths = {}
 for d, _, files in os.walk(src):
     for name in files:
         p = os.path.join(d, name)
@@ -968,15 +968,25 @@ for d, _, files in os.walk(src):
             complete += 1
             continue
         missing += os.path.getsize(p)
-        # the key of a partial: BLAKE2b-128 of the path below DIR
-        path = (rel + "/" + r).encode()
-        keys[hashlib.blake2b(path, digest_size=16).hexdigest()] = p
+        paths[(rel + "/" + r).encode()] = p
+
+def named(jnl):
+    """the path (below DIR) journal jnl names: the names are keyed with
+    the receiver's secret, the header says (the path's length a
+    big-endian u16 at offset 6, the path at 40)"""
+    try:
+        with open(jnl, "rb") as j:
+            h = j.read(40)
+            return j.read(int.from_bytes(h[6:8], "big")) if len(h) == 40 else b""
+    except OSError:
+        return b""
+
 stray = []
 pdir = os.path.join(dst, ".pxfer", "partial")
 for name in sorted(os.listdir(pdir)) if os.path.isdir(pdir) else []:
     if not name.endswith(".part"):
         continue
-    p = keys.get(name[:-5])
+    p = paths.get(named(os.path.join(pdir, name[:-5] + ".jnl")))
     if p is None:
         stray.append(name)
         continue

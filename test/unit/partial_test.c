@@ -34,7 +34,20 @@
  *  - the sweep removes old unlocked state and old data without a journal,
  *    and leftover temporary journals; keeps fresh state, locked state and
  *    names not its own;
- *  - the store is made 0700, and a symbolic link in its place refused.
+ *  - the store is made 0700, and a symbolic link in its place refused;
+ *    its secret (DIR/.pxfer/key) is made once, 0600, and read again by
+ *    the next open; the names are keyed with it (not the unkeyed
+ *    BLAKE2b of the path, nor another secret's);
+ *  - a store that is not the receiver's alone is refused, with the entry
+ *    and the problem said: .pxfer or .pxfer/partial writable by group
+ *    or others, .pxfer a file, the key of another size or mode, with a
+ *    second link, a symbolic link; owned by another uid (as root only:
+ *    it needs chown);
+ *  - nothing is adopted that the receiver did not make: a data file that
+ *    others may read, with a second link, or without its journal; a
+ *    journal that others may read, with a second link, or a FIFO; data
+ *    or journal of another owner (as root only). Each is replaced by a
+ *    new file (the planted one untouched), its held bytes never offered.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -47,6 +60,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <sodium.h>
 #include <xxhash.h>
 
 #include "core/bytes.h"
@@ -119,7 +133,7 @@ static const char *sname(const char *path, const char *suffix)
 	static char buf[128];
 	char key[PXFER_PARTIAL_KEY_LEN + 1];
 
-	pxfer_partial_key(path, strlen(path), key);
+	pxfer_partial_key(ps.secret, path, strlen(path), key);
 	snprintf(buf, sizeof(buf), "%s%s", key, suffix);
 	return buf;
 }
@@ -777,6 +791,250 @@ static void test_store(void)
 		close(fd);
 }
 
+/* ---- what the receiver did not make ------------------------------------- */
+
+/* @path's @suffix in the store replaced by a copy of it, another inode of
+ * mode @mode: a descriptor of it (open, so that its inode number is not
+ * given to another file meanwhile) */
+static int plant(const char *path, const char *suffix, mode_t mode)
+{
+	static uint8_t buf[MiB + 64 * KiB];
+	const char *name = sname(path, suffix);
+	int fd = openat(ps.dirfd, name, O_RDONLY);
+	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf), 0) : -1;
+
+	T_EXPECT(n >= 0, "read %s%s", path, suffix);
+	if (fd >= 0)
+		close(fd);
+	unlinkat(ps.dirfd, name, 0);
+	fd = openat(ps.dirfd, name, O_RDWR | O_CREAT | O_EXCL, 0600);
+	T_EXPECT(fd >= 0 && (n <= 0 || write(fd, buf, (size_t)n) == n) &&
+		 !fchmod(fd, mode), "plant %s%s", path, suffix);
+	return fd;
+}
+
+/* open @id to resume: not adopted, so @want (NEW or CORRUPT), nothing
+ * held, and a data file of its own (not the file of @fd, if >= 0), 0600 */
+static void expect_fresh(const struct pxfer_partial_id *id, int fd,
+			 enum pxfer_partial_state want, const char *what)
+{
+	struct pxfer_partial p;
+	struct stat st, old = { 0 };
+
+	if (fd >= 0)
+		T_EXPECT(!fstat(fd, &old), "%s: fstat", what);
+	if (open_p(id, 1, &p))
+		return;
+	T_EXPECT(p.state == want && !p.nruns && !p.held,
+		 "%s: state %d, %u runs, want %d and none", what, p.state,
+		 p.nruns, want);
+	T_EXPECT(!fstat(p.fd, &st) && st.st_ino != old.st_ino &&
+		 (st.st_mode & 07777) == 0600 && st.st_nlink == 1 &&
+		 zeros(p.fd, 0, 4096), "%s: a new data file", what);
+	T_EXPECT(!fstatat(ps.dirfd, sname(id->path, ".jnl"), &st,
+			  AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode) &&
+		 (st.st_mode & 07777) == 0600 && st.st_nlink == 1,
+		 "%s: the journal is the receiver's", what);
+	pxfer_partial_close(&p, 0);
+	if (fd >= 0)
+		T_EXPECT(!zeros(fd, 0, 4096), "%s: the file found untouched", what);
+}
+
+static void test_not_ours(void)
+{
+	struct pxfer_partial_id id = make_id("planted/big", MiB);
+	int fd;
+
+	/* data that others may read, with the held bytes */
+	make_held(&id, 4);
+	fd = plant(id.path, ".part", 0644);
+	expect_fresh(&id, fd, PXFER_PARTIAL_CORRUPT, "data of mode 0644");
+	close(fd);
+
+	/* data with a second link: the other name's bytes are kept */
+	make_held(&id, 4);
+	T_EXPECT(!linkat(ps.dirfd, sname(id.path, ".part"), rootfd, "second",
+			 0), "a second link to the data");
+	fd = openat(rootfd, "second", O_RDONLY);
+	expect_fresh(&id, fd, PXFER_PARTIAL_CORRUPT, "data with two links");
+	close(fd);
+	unlinkat(rootfd, "second", 0);
+
+	/* data without its journal, however right it looks */
+	make_held(&id, 4);
+	fd = openat(ps.dirfd, sname(id.path, ".part"), O_RDONLY);
+	T_EXPECT(!unlinkat(ps.dirfd, sname(id.path, ".jnl"), 0),
+		 "remove the journal");
+	expect_fresh(&id, fd, PXFER_PARTIAL_NEW, "data without a journal");
+	close(fd);
+
+	/* a journal that others may read */
+	make_held(&id, 4);
+	fd = plant(id.path, ".jnl", 0644);
+	expect_fresh(&id, -1, PXFER_PARTIAL_NEW, "a journal of mode 0644");
+	close(fd);
+
+	/* a journal with a second link */
+	make_held(&id, 4);
+	T_EXPECT(!linkat(ps.dirfd, sname(id.path, ".jnl"), rootfd, "jlink", 0),
+		 "a second link to the journal");
+	expect_fresh(&id, -1, PXFER_PARTIAL_NEW, "a journal with two links");
+	unlinkat(rootfd, "jlink", 0);
+
+	/* a FIFO as the journal */
+	make_held(&id, 4);
+	unlinkat(ps.dirfd, sname(id.path, ".jnl"), 0);
+	T_EXPECT(!mkfifoat(ps.dirfd, sname(id.path, ".jnl"), 0600), "a FIFO");
+	expect_fresh(&id, -1, PXFER_PARTIAL_NEW, "a FIFO as the journal");
+
+	if (geteuid()) {
+		fprintf(stderr, "note: files of another owner not tried (chown needs root)\n");
+		return;
+	}
+	make_held(&id, 4);
+	T_EXPECT(!fchownat(ps.dirfd, sname(id.path, ".part"), 65534, 65534, 0),
+		 "chown the data");
+	fd = openat(ps.dirfd, sname(id.path, ".part"), O_RDONLY);
+	expect_fresh(&id, fd, PXFER_PARTIAL_CORRUPT, "data of uid 65534");
+	close(fd);
+	make_held(&id, 4);
+	T_EXPECT(!fchownat(ps.dirfd, sname(id.path, ".jnl"), 65534, 65534, 0),
+		 "chown the journal");
+	expect_fresh(&id, -1, PXFER_PARTIAL_NEW, "a journal of uid 65534");
+}
+
+/* truncate @name in @dfd to @len bytes */
+static int truncate_at(int dfd, const char *name, off_t len)
+{
+	int fd = openat(dfd, name, O_WRONLY | O_NOFOLLOW);
+	int ret = fd < 0 || ftruncate(fd, len) ? -1 : 0;
+
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/* a new top directory @name in the test's: its fd */
+static int new_root(const char *name)
+{
+	int fd;
+
+	T_EXPECT(!mkdirat(rootfd, name, 0755), "mkdir %s", name);
+	fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY);
+	T_EXPECT(fd >= 0, "open %s", name);
+	return fd;
+}
+
+/* the store below @fd is refused, @bad named, @what in the problem */
+static void refused(int fd, const char *bad, const char *what, const char *why)
+{
+	struct pxfer_partials s;
+	int ret = pxfer_partials_open(&s, fd);
+
+	T_EXPECT(ret == -EPERM && s.dirfd == -1 && s.bad && !strcmp(s.bad, bad) &&
+		 strstr(s.problem, what), "%s: %d, '%s' %s", why, ret,
+		 s.bad ? s.bad : "", s.problem);
+	if (!ret)
+		pxfer_partials_close(&s);
+}
+
+/* the store below @fd is used */
+static void accepted(int fd, const char *why)
+{
+	struct pxfer_partials s;
+	int ret = pxfer_partials_open(&s, fd);
+
+	T_EXPECT(!ret && s.dirfd >= 0 && !s.bad, "%s: %s %s", why,
+		 strerror(-ret), s.problem);
+	if (!ret)
+		pxfer_partials_close(&s);
+}
+
+static void test_names(void)
+{
+	char a[PXFER_PARTIAL_KEY_LEN + 1], b[PXFER_PARTIAL_KEY_LEN + 1];
+	char plain[PXFER_PARTIAL_KEY_LEN + 1];
+	uint8_t other[PXFER_PARTIAL_SECRET_LEN] = { 1 }, h[16];
+	struct pxfer_partials again;
+	struct stat st;
+
+	pxfer_partial_key(ps.secret, "dir/file", 8, a);
+	pxfer_partial_key(other, "dir/file", 8, b);
+	crypto_generichash(h, sizeof(h), (const uint8_t *)"dir/file", 8, NULL, 0);
+	sodium_bin2hex(plain, sizeof(plain), h, sizeof(h));
+	T_EXPECT(strlen(a) == PXFER_PARTIAL_KEY_LEN && strcmp(a, b) &&
+		 strcmp(a, plain), "keyed names: %s %s %s", a, b, plain);
+	T_EXPECT(!fstatat(rootfd, PXFER_STATE_DIR "/key", &st, AT_SYMLINK_NOFOLLOW) &&
+		 S_ISREG(st.st_mode) && (st.st_mode & 07777) == 0600 &&
+		 st.st_nlink == 1 && st.st_size == PXFER_PARTIAL_SECRET_LEN,
+		 "the key file: mode %o, %lld bytes", st.st_mode,
+		 (long long)st.st_size);
+	T_EXPECT(!pxfer_partials_open(&again, rootfd) &&
+		 !memcmp(again.secret, ps.secret, sizeof(ps.secret)),
+		 "a second open reads the same secret");
+	pxfer_partials_close(&again);
+}
+
+static void test_strict(void)
+{
+	const char *key = PXFER_STATE_DIR "/key";
+	int fd, fd2;
+
+	fd = new_root("wide");
+	T_EXPECT(!mkdirat(fd, PXFER_STATE_DIR, 0700) &&
+		 !fchmodat(fd, PXFER_STATE_DIR, 0777, 0), "a .pxfer of mode 0777");
+	refused(fd, PXFER_STATE_DIR, "writable by its group or others (mode 0777)", "a .pxfer of mode 0777");
+	T_EXPECT(!fchmodat(fd, PXFER_STATE_DIR, 0755, 0), "chmod go-w");
+	accepted(fd, "a .pxfer of mode 0755");
+	T_EXPECT(!fchmodat(fd, PXFER_STATE_DIR "/partial", 0730, 0), "chmod");
+	refused(fd, PXFER_STATE_DIR "/partial", "group or others (mode 0730)", "a partial/ of mode 0730");
+	close(fd);
+
+	fd = new_root("file");
+	T_EXPECT((fd2 = openat(fd, PXFER_STATE_DIR, O_WRONLY | O_CREAT, 0600)) >= 0,
+		 "a file as .pxfer");
+	close(fd2);
+	refused(fd, PXFER_STATE_DIR, "not a directory", "a file as .pxfer");
+	close(fd);
+
+	fd = new_root("keys");
+	accepted(fd, "a new store");
+	T_EXPECT(!truncate_at(fd, key, 5), "a short key");
+	refused(fd, key, "5 bytes", "a key of 5 bytes");
+	T_EXPECT(!unlinkat(fd, key, 0), "rm");
+	accepted(fd, "a key made again");
+	T_EXPECT(!fchmodat(fd, key, 0640, 0), "chmod");
+	refused(fd, key, "mode 0640", "a key of mode 0640");
+	T_EXPECT(!fchmodat(fd, key, 0600, 0), "chmod");
+	T_EXPECT(!linkat(fd, key, fd, "keylink", 0), "link");
+	refused(fd, key, "2 links", "a key with two links");
+	T_EXPECT(!unlinkat(fd, "keylink", 0), "rm");
+	accepted(fd, "the key alone again");
+	T_EXPECT(!unlinkat(fd, key, 0) && !symlinkat("../keylink", fd, key),
+		 "a symbolic link as the key");
+	refused(fd, key, "symbolic link", "a symbolic link as the key");
+	close(fd);
+
+	if (geteuid()) {
+		fprintf(stderr, "note: a store of another owner not tried (chown needs root)\n");
+		return;
+	}
+	fd = new_root("owned");
+	T_EXPECT(!mkdirat(fd, PXFER_STATE_DIR, 0700) &&
+		 !fchownat(fd, PXFER_STATE_DIR, 65534, 65534, 0), "chown .pxfer");
+	refused(fd, PXFER_STATE_DIR, "owned by uid 65534, not this receiver (uid 0)",
+		"a .pxfer of uid 65534");
+	T_EXPECT(!fchownat(fd, PXFER_STATE_DIR, 0, 0, 0), "chown back");
+	accepted(fd, "a .pxfer of uid 0");
+	T_EXPECT(!fchownat(fd, PXFER_STATE_DIR "/partial", 65534, 65534, 0), "chown");
+	refused(fd, PXFER_STATE_DIR "/partial", "owned by uid 65534",
+		"a partial/ of uid 65534");
+	T_EXPECT(!fchownat(fd, PXFER_STATE_DIR "/partial", 0, 0, 0) &&
+		 !fchownat(fd, key, 65534, 65534, 0), "chown the key");
+	refused(fd, key, "owned by uid 65534", "a key of uid 65534");
+	close(fd);
+}
+
 int main(void)
 {
 	int ret;
@@ -801,6 +1059,9 @@ int main(void)
 	test_busy();
 	test_sweep();
 	test_store();
+	test_names();
+	test_not_ours();
+	test_strict();
 	pxfer_partials_close(&ps);
 	close(rootfd);
 	t_rm_rf_at(AT_FDCWD, tmp);
