@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) && __has_include(<xxh_x86dispatch.h>)
@@ -13,8 +14,31 @@
 #include "core/digest.h"
 
 /* what one pread brings in, and the alignment O_DIRECT wants of it */
-#define DIGEST_BUF	(1u << 20)
+#define DIGEST_BUF	PXFER_DIGEST_BUF
 #define DIGEST_ALIGN	4096u
+
+/*
+ * PXFER_CHECK_DELAY_MS=N: sleep N ms (at most 10 s) after each read of
+ * held or compared data, so that the tests can make a check that reads
+ * 40 MiB last as long as one that reads 200 GB (test/e2e/stall.sh).
+ * Looked up at each read: one getenv per MiB is nothing.
+ */
+static long check_delay_ms(void)
+{
+	const char *v = getenv("PXFER_CHECK_DELAY_MS");
+	long d = v ? strtol(v, NULL, 10) : 0;
+
+	return d > 0 && d <= 10000 ? d : 0;
+}
+
+static void check_delay(void)
+{
+	long d = check_delay_ms();
+
+	if (d)
+		nanosleep(&(struct timespec){ .tv_sec = d / 1000,
+					      .tv_nsec = d % 1000 * 1000000 }, NULL);
+}
 
 static void from_xxh(struct pxfer_digest *out, XXH128_hash_t h)
 {
@@ -40,6 +64,7 @@ static int read_full(int fd, uint8_t *buf, size_t len, uint64_t off)
 			return -errno;
 		if (n == 0)
 			return -ENODATA;
+		check_delay();
 		buf += n;
 		off += (uint64_t)n;
 		len -= (size_t)n;
@@ -60,7 +85,7 @@ static int digest_record(int fd, uint8_t *buf, XXH3_state_t *st, uint64_t off,
 			pxfer_digest_range(h, buf, len, off);
 		return ret;
 	}
-	if (XXH3_128bits_reset_withSeed(st, off) != XXH_OK)
+	if (!st || XXH3_128bits_reset_withSeed(st, off) != XXH_OK)
 		return -EINVAL;
 	while (done < len) {
 		size_t piece = len - done < DIGEST_BUF ? len - done : DIGEST_BUF;
@@ -73,6 +98,24 @@ static int digest_record(int fd, uint8_t *buf, XXH3_state_t *st, uint64_t off,
 	}
 	from_xxh(h, XXH3_128bits_digest(st));
 	return 0;
+}
+
+int pxfer_digest_read(int fd, void *buf, uint64_t off, uint64_t len,
+		      struct pxfer_digest *h)
+{
+	XXH3_state_t *st = NULL;
+	int ret;
+
+	if (off + len < off)
+		return -EINVAL;
+	if (len > DIGEST_BUF) {
+		st = XXH3_createState();
+		if (!st)
+			return -ENOMEM;
+	}
+	ret = digest_record(fd, buf, st, off, len, h);
+	XXH3_freeState(st);
+	return ret;
 }
 
 int pxfer_digest_runs(int fd, const struct pxfer_held_run *r, unsigned int n,
@@ -171,6 +214,7 @@ int pxfer_digest_file(int fd, uint64_t size, int direct,
 			n = (ssize_t)(size - off);
 		XXH3_128bits_update(st, buf, (size_t)n);
 		off += (uint64_t)n;
+		check_delay();
 		/* a short read off the alignment: O_DIRECT cannot go on */
 		if (off % DIGEST_ALIGN)
 			direct_off(fd, &flags, 0);

@@ -48,6 +48,19 @@ static inline int pxfer_digest_eq(const struct pxfer_digest *a,
 	return a->lo == b->lo && a->hi == b->hi;
 }
 
+/* the buffer pxfer_digest_read reads into */
+#define PXFER_DIGEST_BUF	(1u << 20)
+
+/*
+ * pxfer_digest_read - the pxfer_digest_range of the @len bytes at @off of
+ * open file @fd, read with pread into @buf (PXFER_DIGEST_BUF bytes); a
+ * range longer than that is hashed in pieces. Any thread; several may
+ * read one @fd at once. 0, -ENODATA if the file ends before the range,
+ * -EINVAL for a range that wraps, or -errno.
+ */
+int pxfer_digest_read(int fd, void *buf, uint64_t off, uint64_t len,
+		      struct pxfer_digest *h);
+
 /*
  * pxfer_digest_runs - the digest of runs @r[0..@n) of open file @fd,
  * recomputed from the file: for each record of each run (@unit bytes
