@@ -42,6 +42,7 @@
 #define FILE_END_LEN		(8 + 8 + 4 + PXFER_DIGEST_LEN)
 #define CREDIT_LEN_MAX		(2 + 2 + 2 * PXFER_CREDIT_MAX)
 #define FIN_LEN			(8 + 8 + 4)
+#define PING_LEN		8
 #define CHUNK_FRAME_MAX		(PXFER_CHUNK_DESC_MAX + PXFER_CHUNK_MAX)
 
 /* Readers size control buffers by PXFER_MSG_MAX: every body must fit. */
@@ -74,7 +75,7 @@ static const uint32_t body_max[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_CREDIT]		= CREDIT_LEN_MAX,
 	[PXFER_MSG_FIN]			= FIN_LEN,
 	[PXFER_MSG_ACK]			= FIN_LEN,
-	[PXFER_MSG_PING]		= 0,
+	[PXFER_MSG_PING]		= PING_LEN,
 	[PXFER_MSG_DATA_LOST]		= DATA_LOST_LEN,
 	[PXFER_MSG_ABORT]		= ERROR_MAX,
 	[PXFER_MSG_CHUNK]		= CHUNK_FRAME_MAX,
@@ -188,6 +189,9 @@ static bool file_ok(const struct pxfer_file *f)
 	if ((f->type != PXFER_FT_REG && f->flags) || (f->flags & ~PXFER_FILE_FLAGS))
 		return false;
 	if (!(f->flags & PXFER_FILE_CHECKSUM) && !zero(f->digest, PXFER_DIGEST_LEN))
+		return false;
+	/* trust is a way of resuming */
+	if ((f->flags & PXFER_FILE_TRUST) && !(f->flags & PXFER_FILE_RESUME))
 		return false;
 	return f->mode <= MODE_MAX &&
 	       f->mtime_nsec < NSEC_PER_SEC &&
@@ -419,7 +423,8 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		put_u32(w, fin->code);
 		break;
 	case PXFER_MSG_PING:
-		break;		/* no body */
+		put_u64(w, m->u.ping.checked);
+		break;
 	case PXFER_MSG_DATA_LOST:
 		put_u16(w, m->u.lost.worker);
 		put_u32(w, m->u.lost.code);
@@ -566,7 +571,8 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		fin->code = get_u32(r);
 		break;
 	case PXFER_MSG_PING:
-		break;		/* no body; trailing bytes are refused */
+		m->u.ping.checked = get_u64(r);
+		break;
 	case PXFER_MSG_DATA_LOST:
 		m->u.lost.worker = get_u16(r);
 		m->u.lost.code = get_u32(r);

@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define PXFER_PROTO_VERSION	4
+#define PXFER_PROTO_VERSION	5
 #define PXFER_MAGIC		0x50584652u	/* "PXFR" */
 
 #define PXFER_HDR_LEN		8
@@ -100,8 +100,11 @@ enum pxfer_file_type {
 #define PXFER_FILE_RESUME	0x1u	/* offer a partial: FILE_OK says what it holds */
 #define PXFER_FILE_SKIP		0x2u	/* a file of this size and mtime is the same */
 #define PXFER_FILE_CHECKSUM	0x4u	/* a file of this size and digest is the same */
+/* with RESUME: offer a partial as its journal says, without reading its
+ * data back (--resume trust) */
+#define PXFER_FILE_TRUST	0x8u
 #define PXFER_FILE_FLAGS	(PXFER_FILE_RESUME | PXFER_FILE_SKIP | \
-				 PXFER_FILE_CHECKSUM)
+				 PXFER_FILE_CHECKSUM | PXFER_FILE_TRUST)
 
 /* FILE_OK states */
 enum pxfer_have {
@@ -222,8 +225,8 @@ struct pxfer_error {
  * mode holds permission bits only (<= 07777); target is empty unless the
  * type is PXFER_FT_SYMLINK, where it is required; size is 0 unless REG,
  * and so are flags (PXFER_FILE_FLAGS); digest is all zero unless flags
- * has PXFER_FILE_CHECKSUM. path is relative, '/'-separated (checked
- * again by path.h).
+ * has PXFER_FILE_CHECKSUM; PXFER_FILE_TRUST only with PXFER_FILE_RESUME.
+ * path is relative, '/'-separated (checked again by path.h).
  */
 struct pxfer_file {
 	uint64_t id;
@@ -299,10 +302,17 @@ struct pxfer_credit {
 };
 
 /*
- * PING body: empty. Sent on the control connection by a side that has sent
- * nothing for a while, so that a peer that vanished without a word (a
- * link down, a host gone) is found by the transport's own timeouts.
+ * PING body: u64 checked. Sent on the control connection by a side that
+ * has sent nothing for a while, so that a peer that vanished without a
+ * word (a link down, a host gone) is found by the transport's own
+ * timeouts. checked: the bytes of held data (what FILE_OKs offered) the
+ * sender has read back and checked so far in the session, which only
+ * grows; a receiver's is 0. A receiver takes a PING whose figure grew,
+ * up to what it offered, as the sender's progress (--idle-timeout).
  */
+struct pxfer_ping {
+	uint64_t checked;
+};
 
 /* FIN and ACK body: u64 files, u64 bytes, u32 code (0 on FIN). */
 struct pxfer_fin {
@@ -353,6 +363,7 @@ struct pxfer_msg {
 		struct pxfer_credit credit;
 		struct pxfer_fin fin;			/* FIN, ACK */
 		struct pxfer_data_lost lost;
+		struct pxfer_ping ping;
 	} u;
 };
 

@@ -349,6 +349,11 @@ static void msgs_file(struct pxfer_msg *m, struct body *body)
 	msg_bad("file-digest-without-checksum", m, FILE_DIGEST, 1, 1);
 	f->flags = PXFER_FILE_RESUME | PXFER_FILE_SKIP;
 	msg_seed("file-reg-resume", m, false, body);
+	msg_bad("file-trust-without-resume", m, FILE_FLAGS,
+		PXFER_FILE_TRUST | PXFER_FILE_SKIP, 1);
+	f->flags = PXFER_FILE_RESUME | PXFER_FILE_TRUST;
+	msg_seed("file-reg-trust", m, false, body);
+	f->flags = PXFER_FILE_RESUME | PXFER_FILE_SKIP;
 	msg_bad("file-digest-with-resume", m,
 		FILE_DIGEST + PXFER_DIGEST_LEN - 1, 0x80, 1);
 	f->flags = PXFER_FILE_FLAGS;
@@ -545,6 +550,8 @@ static void msgs_session(struct pxfer_msg *m, struct body *body)
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_PING;
 	msg_seed("ping", m, true, body);
+	m->u.ping.checked = 44ull << 30;
+	msg_seed("ping-checked", m, true, body);
 
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_DATA_LOST;
@@ -839,6 +846,7 @@ static void make_sealed(void)
 	m[1].u.credit = (struct pxfer_credit){ .worker = 0, .count = 2,
 					       .slots = { 3, 4 } };
 	m[2].type = PXFER_MSG_PING;
+	m[2].u.ping.checked = 1ull << 20;
 	m[3].type = PXFER_MSG_FIN;
 	m[3].u.fin = (struct pxfer_fin){ .files = 1, .bytes = 10 };
 	if (pxfer_aead_init(&a, PXFER_CIPHER_AES_GCM, key, 1)) {

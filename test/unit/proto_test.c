@@ -183,6 +183,9 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		raw_be(r, m->u.lost.code, 4);
 		raw_be(r, m->u.lost.seq, 8);
 		break;
+	case PXFER_MSG_PING:
+		raw_be(r, m->u.ping.checked, 8);
+		break;
 	default:
 		abort();
 	}
@@ -244,7 +247,7 @@ static ssize_t chunk_decode_exact(const void *buf, size_t len,
 /* ------------------------------------------------------------------------ */
 /* Valid sample messages: representative and boundary values */
 
-static struct pxfer_msg samples[64];
+static struct pxfer_msg samples[80];
 static int nsamples;
 
 static struct pxfer_chunk chunks[4];
@@ -424,6 +427,10 @@ static void add_file_flag_samples(void)
 	m->u.file.flags = PXFER_FILE_SKIP | PXFER_FILE_RESUME;
 	m = new_sample(PXFER_MSG_FILE);
 	m->u.file = samples[nsamples - 2].u.file;
+	m->u.file.id = 103;
+	m->u.file.flags = PXFER_FILE_RESUME | PXFER_FILE_TRUST;
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file = samples[nsamples - 3].u.file;
 	m->u.file.id = 102;
 	m->u.file.flags = PXFER_FILE_CHECKSUM;
 	fill_bytes(m->u.file.digest, PXFER_DIGEST_LEN, 13);
@@ -606,6 +613,9 @@ static void add_transfer_samples(void)
 	m = new_sample(PXFER_MSG_ACK);
 	m->u.fin = (struct pxfer_fin){
 		.files = UINT64_MAX, .bytes = UINT64_MAX, .code = ENOSPC };
+	m = new_sample(PXFER_MSG_PING);
+	m = new_sample(PXFER_MSG_PING);
+	m->u.ping.checked = UINT64_MAX;
 }
 
 static void add_chunk_samples(void)
@@ -762,24 +772,34 @@ static void roundtrip_one(const struct pxfer_msg *m, int idx)
 	check_msgsize(m, flen, idx);
 }
 
-/* PING has no body: it round-trips and refuses any byte of one */
+/* PING carries the bytes checked: it round-trips, and any other length
+ * of body is refused */
 static void test_ping(void)
 {
 	struct pxfer_msg m = { .type = PXFER_MSG_PING }, d;
-	uint8_t buf[PXFER_HDR_LEN + 1] = { 0 };
+	uint8_t buf[PXFER_HDR_LEN + 9] = { 0 };
 	struct pxfer_hdr h;
-	ssize_t n = pxfer_msg_encode(buf, sizeof(buf), &m);
+	ssize_t n;
 
-	T_EXPECT(n == PXFER_HDR_LEN, "PING encodes to a bare header, got %zd", n);
+	m.u.ping.checked = 0x0102030405060708ull;
+	n = pxfer_msg_encode(buf, sizeof(buf), &m);
+	T_EXPECT(n == PXFER_HDR_LEN + 8, "PING encodes to 16 bytes, got %zd", n);
 	T_EXPECT(!pxfer_hdr_decode(buf, PXFER_HDR_LEN, &h) &&
-		 h.type == PXFER_MSG_PING && h.len == 0, "PING header");
-	T_EXPECT(!pxfer_msg_decode(PXFER_MSG_PING, buf, 0, &d) &&
-		 d.type == PXFER_MSG_PING, "PING decodes");
-	T_EXPECT(pxfer_msg_decode(PXFER_MSG_PING, buf, 1, &d) == -EPROTO,
-		 "PING with a body byte is refused");
-	pxfer_hdr_encode(buf, PXFER_MSG_PING, 1);
+		 h.type == PXFER_MSG_PING && h.len == 8, "PING header");
+	T_EXPECT(buf[PXFER_HDR_LEN] == 1 && buf[PXFER_HDR_LEN + 7] == 8,
+		 "PING's figure is big-endian");
+	T_EXPECT(!pxfer_msg_decode(PXFER_MSG_PING, buf + PXFER_HDR_LEN, 8, &d) &&
+		 d.type == PXFER_MSG_PING && d.u.ping.checked == m.u.ping.checked,
+		 "PING decodes with its figure");
+	T_EXPECT(pxfer_msg_decode(PXFER_MSG_PING, buf + PXFER_HDR_LEN, 0, &d) == -EPROTO,
+		 "PING without a body (version 4's) is refused");
+	T_EXPECT(pxfer_msg_decode(PXFER_MSG_PING, buf + PXFER_HDR_LEN, 7, &d) == -EPROTO,
+		 "PING with 7 bytes is refused");
+	T_EXPECT(pxfer_msg_decode(PXFER_MSG_PING, buf + PXFER_HDR_LEN, 9, &d) == -EPROTO,
+		 "PING with a byte more is refused");
+	pxfer_hdr_encode(buf, PXFER_MSG_PING, 9);
 	T_EXPECT(pxfer_hdr_decode(buf, PXFER_HDR_LEN, &h) == -EPROTO,
-		 "PING header announcing a body is refused");
+		 "PING header announcing 9 bytes is refused");
 }
 
 static void test_roundtrip(void)
@@ -1084,7 +1104,11 @@ static void test_bad_file(void)
 	    m.u.file.type = PXFER_FT_SYMLINK; m.u.file.size = 0;
 	    set_str(m.u.file.target, &m.u.file.target_len, "t");
 	    m.u.file.flags = PXFER_FILE_SKIP);
-	BAD("FILE flag 0x8", PXFER_MSG_FILE, m.u.file.flags = 0x8);
+	BAD("FILE TRUST without RESUME", PXFER_MSG_FILE,
+	    m.u.file.flags = PXFER_FILE_TRUST);
+	BAD("FILE TRUST and SKIP without RESUME", PXFER_MSG_FILE,
+	    m.u.file.flags = PXFER_FILE_TRUST | PXFER_FILE_SKIP);
+	BAD("FILE flag 0x10", PXFER_MSG_FILE, m.u.file.flags = 0x10);
 	BAD("FILE flag 0x80 with the others", PXFER_MSG_FILE,
 	    m.u.file.flags = PXFER_FILE_FLAGS | 0x80);
 	BAD("FILE flags 0xff", PXFER_MSG_FILE, m.u.file.flags = 0xff);
