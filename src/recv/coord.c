@@ -194,8 +194,9 @@ static void refuse_file(struct recv_session *s, const struct pxfer_file *f,
 	reply_status(s, PXFER_MSG_FILE_ERR, f->id, err, text);
 }
 
-/* file @f was created, or is there already: FILE_OK says which */
-static int file_ok(struct recv_session *s, const struct pxfer_file *f)
+/* file @id of @size bytes was created, or is there already: FILE_OK
+ * says which */
+static int file_ok(struct recv_session *s, uint64_t id, uint64_t size)
 {
 	struct pxfer_file_ok *ok = &s->ok.u.ok;
 	int ret;
@@ -204,12 +205,12 @@ static int file_ok(struct recv_session *s, const struct pxfer_file *f)
 	if (ok->state == PXFER_HAVE_SAME) {
 		/* nothing was opened: the sender is done with it at once */
 		s->files_same++;
-		s->bytes_same += f->size;
+		s->bytes_same += size;
 	} else {
-		if (pxfer_filetab_open(&s->tab, f->id, f->size))
+		if (pxfer_filetab_open(&s->tab, id, size))
 			return -EPROTO;	/* checked by on_file */
 		for (unsigned int i = 0; i < ok->nrun; i++) {
-			ret = pxfer_filetab_hold(&s->tab, f->id, ok->run[i].off,
+			ret = pxfer_filetab_hold(&s->tab, id, ok->run[i].off,
 						 ok->run[i].len);
 			if (ret)
 				return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
@@ -223,12 +224,68 @@ static int file_ok(struct recv_session *s, const struct pxfer_file *f)
 	return 0;
 }
 
+/* the data file @id's partial holds is read back first: its FILE_OK waits */
+static int check_file(struct recv_session *s, uint64_t id)
+{
+	int ret = pxfer_check_submit(&s->check, pxfer_rfile_get(&s->files, id)->check);
+
+	if (ret)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				  "cannot start the threads that check partial files: %s",
+				  strerror(-ret));
+	return 0;
+}
+
+/* a partial was read back: FILE_OK says what it holds, or that it was
+ * discarded */
+static int checked(struct recv_session *s, uint64_t id)
+{
+	struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, id);
+	char key[PXFER_PARTIAL_KEY_LEN + 1], why[PXFER_TEXT_MAX + 1];
+	char q[PXFER_QUOTE_MAX], qp[PXFER_QUOTE_MAX];
+	int ret;
+
+	memcpy(key, rf->part->key, sizeof(key));
+	ret = pxfer_rfile_checked(&s->files, id, &s->ok.u.ok, why, sizeof(why));
+	if (s->ok.u.ok.state == PXFER_HAVE_BAD && !s->o->quiet) {
+		char part[sizeof(PXFER_STATE_DIR "/partial/.part") + PXFER_PARTIAL_KEY_LEN];
+
+		snprintf(part, sizeof(part), "%s/partial/%s.part", PXFER_STATE_DIR, key);
+		warning("discarded the partial file %s of %s (from %s): %s; the file is sent whole",
+			pxfer_quote_str(qp, sizeof(qp), part),
+			pxfer_quote_str(q, sizeof(q), rf->path), s->b.cconn->peer, why);
+	}
+	if (ret) {
+		snprintf(why, sizeof(why), "cannot start its partial file anew: %s",
+			 strerror(-ret));
+		if (!s->o->quiet)
+			error("%s: %s", pxfer_quote_str(q, sizeof(q), rf->path), why);
+		s->failed++;
+		reply_status(s, PXFER_MSG_FILE_ERR, id, -ret, why);
+		pxfer_rfile_drop(&s->files, id, PXFER_DROP_DISCARD);
+		return 0;
+	}
+	return file_ok(s, id, rf->size);
+}
+
+/* the checks that are done, answered */
+static int reap_checks(struct recv_session *s)
+{
+	struct pxfer_check_job *j;
+
+	while (!pxfer_failed(&s->b.fail) && (j = pxfer_check_reap(&s->check)))
+		if (checked(s, j->id))
+			return -1;
+	return pxfer_failed(&s->b.fail) ? -1 : 0;
+}
+
 static int on_file(struct recv_session *s, const struct pxfer_file *f)
 {
 	const char *what = "unsafe path";
 	int ret;
 
-	if (f->id >= s->b.wel.max_files || pxfer_filetab_in_use(&s->tab, f->id))
+	if (f->id >= s->b.wel.max_files || pxfer_filetab_in_use(&s->tab, f->id) ||
+	    pxfer_rfile_get(&s->files, f->id)->check)
 		return -EPROTO;
 	ret = pxfer_path_check(f->path, f->path_len);
 	if (!ret) {
@@ -244,8 +301,10 @@ static int on_file(struct recv_session *s, const struct pxfer_file *f)
 			break;
 		default:
 			ret = pxfer_rfile_create(&s->files, f, &what, &s->ok.u.ok);
+			if (ret == 1)
+				return check_file(s, f->id);
 			if (!ret)
-				return file_ok(s, f);
+				return file_ok(s, f->id, f->size);
 			break;
 		}
 	}
@@ -278,7 +337,7 @@ static int on_fin(struct recv_session *s, const struct pxfer_fin *fin)
 {
 	struct pxfer_msg m = { .type = PXFER_MSG_ACK };
 
-	if (pxfer_filetab_count(&s->tab))
+	if (pxfer_filetab_count(&s->tab) || pxfer_check_pending(&s->check))
 		return -EPROTO;
 	pxfer_rfiles_apply_dirs(&s->files);
 	atomic_store(&s->fin_seen, 1);
@@ -307,6 +366,21 @@ static int on_data_lost(struct recv_session *s, const struct pxfer_data_lost *l)
 	return 0;
 }
 
+/*
+ * While the sender reads its source back to check what a partial holds,
+ * its PINGs say how far it got: a figure that grew, up to what this side
+ * offered, is progress (--idle-timeout). A sender cannot stretch the
+ * session further than the data it was offered.
+ */
+static int on_ping(struct recv_session *s, const struct pxfer_ping *p)
+{
+	if (p->checked > s->ping_checked && p->checked <= s->bytes_resumed) {
+		s->ping_checked = p->checked;
+		recv_progress(s);
+	}
+	return 0;
+}
+
 static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 {
 	if (m->type == PXFER_MSG_FILE || m->type == PXFER_MSG_FILE_END ||
@@ -320,7 +394,7 @@ static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 	case PXFER_MSG_FIN:
 		return on_fin(s, &m->u.fin);
 	case PXFER_MSG_PING:
-		return 0;
+		return on_ping(s, &m->u.ping);
 	case PXFER_MSG_DATA_LOST:
 		return on_data_lost(s, &m->u.lost);
 	case PXFER_MSG_ABORT:
@@ -393,7 +467,8 @@ static int grant_credits(struct recv_session *s)
 /*
  * --idle-timeout: a sender that got nothing done for so long (no chunk
  * arrived or was written, no FILE, FILE_END or FIN; PINGs are no
- * progress) while the receiver finished no file of its own is told so
+ * progress, but for the figure of a sender's check that grew) while the
+ * receiver finished and checked no file of its own is told so
  * (ABORT) and let go, so that it cannot hold the receiver for ever.
  */
 static int idle_check(struct recv_session *s)
@@ -403,7 +478,9 @@ static int idle_check(struct recv_session *s)
 	int secs = s->o->idle_timeout;
 	double now = pxfer_now();
 
-	if (progress != s->progress_seen || atomic_load(&s->busy)) {
+	/* a partial being read back is the receiver's own work */
+	if (progress != s->progress_seen || atomic_load(&s->busy) ||
+	    pxfer_check_pending(&s->check)) {
 		s->progress_seen = progress;
 		s->idle_since = now;
 		return 0;
@@ -476,6 +553,8 @@ int recv_coordinate(struct recv_session *s)
 			break;
 		while (file_done_pop(s, &id))
 			finalize(s, id);
+		if (reap_checks(s))
+			break;
 		if (failover(s) || pxfer_session_keepalive(&s->b) ||
 		    idle_check(s) || grant_credits(s))
 			break;

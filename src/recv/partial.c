@@ -403,7 +403,10 @@ int pxfer_partial_open(struct pxfer_partials *ps,
 	p->held = l.held;
 	p->digest = l.digest;
 	p->ignored = l.ignored;
+	p->recs = l.recs;
+	p->nrecs = l.nrecs;
 	l.runs = NULL;
+	l.recs = NULL;
 	pxfer_partial_load_free(&l);
 	p->is_open = 1;
 	return 0;
@@ -530,6 +533,7 @@ static void release(struct pxfer_partial *p)
 	close(p->fd);
 	close(p->jfd);
 	free(p->runs);
+	free(p->recs);
 	free(p->pend);
 	free(p->batch);
 	pthread_cond_destroy(&p->flushed);

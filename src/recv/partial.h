@@ -145,6 +145,10 @@ struct pxfer_partial {
 	uint64_t held;		/* bytes in runs */
 	struct pxfer_digest digest;	/* sum of the held records' hashes */
 	unsigned int ignored;	/* records dropped as torn or corrupt when loading */
+	/* the records runs[] are made of, sorted: what the data is checked
+	 * against before it is offered */
+	struct pxfer_partial_rec *recs;
+	unsigned int nrecs;
 
 	/* private */
 	int is_open;		/* 0: nothing to close (zeroed, or a failed open) */
@@ -166,7 +170,7 @@ struct pxfer_partial {
 /*
  * pxfer_partial_open - open (or make) the partial of @id in @ps. With
  * @resume, what a valid journal for the same path, size and mtime holds
- * is kept (state HELD, runs/held/digest filled; or NEW when it held
+ * is kept (state HELD, runs/held/digest/recs filled; or NEW when it held
  * nothing), and the journal is rewritten with exactly the records kept,
  * under a new nonce. Without @resume the journal is not read (state NEW);
  * without @resume, and for a journal that is stale or corrupt (CORRUPT as

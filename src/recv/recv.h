@@ -18,6 +18,7 @@
 #include "core/container_of.h"
 #include "core/idq.h"
 #include "core/ring.h"
+#include "engine/check.h"
 #include "engine/handshake.h"
 #include "engine/rails.h"
 #include "engine/session.h"
@@ -164,6 +165,9 @@ struct recv_session {
 	uint64_t files_same, bytes_same;	/* there already: skipped */
 	uint64_t bytes_resumed;		/* held by partials, not sent again */
 	struct pxfer_msg ok;		/* a FILE_OK being made (coord.c) */
+	/* partials read back before they are offered; their FILE_OK waits */
+	struct pxfer_check check;
+	uint64_t ping_checked;		/* the highest figure of the sender's PINGs */
 };
 
 /* session.c */

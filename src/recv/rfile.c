@@ -274,6 +274,10 @@ void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, enum pxfer_drop how)
 		free(rf->part);
 		rf->fd = -1;
 	}
+	if (rf->check) {
+		free(rf->check->pieces);
+		free(rf->check);
+	}
 	if (rf->fd >= 0)
 		close(rf->fd);
 	dcache_put(r, rf->dirfd);
@@ -412,14 +416,13 @@ static int create_empty(int dfd, const char *base, uint32_t mode,
 	return 0;
 }
 
-/* the path of @m from the top directory, for the partial's name */
-static char *top_path(const struct pxfer_rfiles *r, const struct pxfer_file *m)
+char *pxfer_rfile_top_path(const struct pxfer_rfiles *r, const char *path)
 {
 	char *p;
 
 	if (!*r->dest)
-		return strdup(m->path);
-	if (asprintf(&p, "%s/%s", r->dest, m->path) < 0)
+		return strdup(path);
+	if (asprintf(&p, "%s/%s", r->dest, path) < 0)
 		return NULL;
 	return p;
 }
@@ -459,7 +462,7 @@ static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	}
 	if (r->parts.dirfd < 0 || !pxfer_partial_same_fs(&r->parts, dfd))
 		return 1;
-	top = top_path(r, m);
+	top = pxfer_rfile_top_path(r, m->path);
 	p = calloc(1, sizeof(*p));
 	if (!top || !p) {
 		free(top);
@@ -643,7 +646,15 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	rf->mode = mode;
 	rf->mode_set = mode_set;
 	pxfer_rfile_times(rf->times, m);
-	return 0;
+	/* what the journal says is held is read back before it is offered */
+	if (ok->state != PXFER_HAVE_PART || (m->flags & PXFER_FILE_TRUST))
+		return 0;
+	ret = pxfer_rfile_check_job(r, m->id);
+	if (ret) {
+		pxfer_rfile_drop(r, m->id, PXFER_DROP_KEEP);
+		return ret;
+	}
+	return 1;
 }
 
 /* ---- finishing -------------------------------------------------------- */

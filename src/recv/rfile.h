@@ -22,6 +22,7 @@
 #include <time.h>
 #include "core/digest.h"
 #include "core/proto.h"
+#include "engine/check.h"
 #include "recv/partial.h"
 
 /* files up to this size are made unnamed, larger ones are sized at once */
@@ -50,6 +51,9 @@ struct pxfer_rfile {
 	int finished;		/* a worker named it */
 	int finish_err;		/* ... or failed to, with this errno */
 	int verify_bad;		/* ... because it read back wrong */
+	/* its partial's data, to read back before it is offered: made by
+	 * create, run by the coordinator's check pool (recv/rcheck.c) */
+	struct pxfer_check_job *check;
 };
 
 /*
@@ -144,7 +148,10 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r);
  * receiver has of it already (its id is @m's): PXFER_HAVE_SAME (nothing
  * was created: the file is there, the same by the test @m's flags ask
  * for), or what a partial copy holds (PXFER_HAVE_PART, and the runs), or
- * nothing. -EBUSY: another session is writing the same file.
+ * nothing. -EBUSY: another session is writing the same file. 1: a
+ * partial holds data that is to be read back first (unless @m has
+ * PXFER_FILE_TRUST): rf->check is the job, and pxfer_rfile_checked says
+ * what to answer once it is done.
  */
 int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		       const char **what, struct pxfer_file_ok *ok);
@@ -193,7 +200,34 @@ void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, enum pxfer_drop how);
  * times, deepest first (at the end of a session) */
 void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r);
 
-/* ---- shared by rfile.c and rdir.c (the directories) ---- */
+/*
+ * pxfer_rfile_checked - file @id's check (rf->check, reaped) is done: the
+ * job freed, and *@ok filled as pxfer_rfile_create would. Every record
+ * read back as its journal says: PXFER_HAVE_PART. Otherwise the partial
+ * is discarded and the file starts empty (PXFER_HAVE_BAD), and @why
+ * (@len bytes) says what was wrong, for the log. 0, or -errno when the
+ * file could not start over (the caller refuses it; its partial is gone).
+ * Coordinator.
+ */
+int pxfer_rfile_checked(struct pxfer_rfiles *r, uint64_t id,
+			struct pxfer_file_ok *ok, char *why, size_t len);
+
+/* ---- shared by rfile.c, rcheck.c and rdir.c ---- */
+
+/* the path of @path (@len bytes) from the top directory, for a
+ * partial's name: NULL when out of memory */
+char *pxfer_rfile_top_path(const struct pxfer_rfiles *r, const char *path);
+
+/*
+ * pxfer_rfile_restart - discard file @id's partial and open it anew,
+ * empty (state CORRUPT); rf->fd follows. 0 or -errno (rf->part is then
+ * NULL and rf->fd -1).
+ */
+int pxfer_rfile_restart(struct pxfer_rfiles *r, uint64_t id);
+
+/* pxfer_rfile_check_job - the job that reads file @id's held records
+ * back (rf->check): 0 or -ENOMEM */
+int pxfer_rfile_check_job(struct pxfer_rfiles *r, uint64_t id);
 
 /* is @path (@len bytes) the receiver's own state directory, or in it? */
 int pxfer_rfile_reserved(const char *path, size_t len);

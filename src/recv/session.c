@@ -366,6 +366,13 @@ static void run(struct recv_session *s)
 
 	if (pxfer_session_ctrl_start(&s->b))
 		return;
+	/* its threads are started by the first check */
+	ret = pxfer_check_init(&s->check, 0, s->b.ctrl.wake_fd);
+	if (ret) {
+		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "cannot set up the checks of partial files: %s",
+			   strerror(-ret));
+		return;
+	}
 	ret = pxfer_rfiles_init(&s->files, s->srv->rootfd, h->dest, h->dest_len,
 				RECV_MAX_FILES, s->o->fsync ||
 				(h->flags & PXFER_HELLO_FSYNC),
@@ -432,6 +439,8 @@ static void session_release(struct recv_session *s)
 		free(s->w);
 		s->w = NULL;
 	}
+	/* no check reads a file once it is dropped */
+	pxfer_check_release(&s->check);
 	/* what did not complete never shows under its real name */
 	if (s->files_init)
 		pxfer_rfiles_release(&s->files);

@@ -313,6 +313,9 @@ static int file_flags(struct send_session *s, struct sentry *se,
 	if (s->o->overwrite)
 		return 0;
 	fm->flags = PXFER_FILE_RESUME;
+	/* the receiver's disk is taken at its journal's word too */
+	if (s->o->resume_trust)
+		fm->flags |= PXFER_FILE_TRUST;
 	if (!s->o->checksum) {
 		fm->flags |= PXFER_FILE_SKIP;
 		return 0;
