@@ -216,6 +216,8 @@ int pxfer_ctrl_keepalive(struct pxfer_ctrl *c)
 	struct pxfer_msg ping = { .type = PXFER_MSG_PING };
 	double now = pxfer_now();
 
+	ping.u.ping.checked = c->ping_checked;
+
 	if (pxfer_ctrl_paused(c)) {
 		/* not reading is our choice, not the peer's silence; a peer
 		 * that takes nothing of what waits for it is stuck */

@@ -28,6 +28,7 @@ struct pxfer_ctrl {
 	pthread_t owner;	/* the coordinator: flushes without a wake-up */
 	int eof;
 	double last_tx, last_rx;	/* when bytes last left / arrived */
+	uint64_t ping_checked;	/* what a PING says (the owner sets it) */
 	size_t read_pause;	/* stop reading above this many unsent
 				   bytes; 0: never (see above) */
 	/* once sealed (pxfer_ctrl_seal), every message each way is sealed

@@ -49,7 +49,8 @@ void pxfer_progress_draw(struct pxfer_progress *p, uint64_t bytes,
 			 uint64_t total, uint64_t there, uint64_t files,
 			 uint64_t files_total, int more, int final)
 {
-	char line[200], b[32], t[32], r[32], h[32], eta[32] = "--:--", extra[64] = "";
+	char line[260], b[32], t[32], r[32], h[32], eta[32] = "--:--", extra[64] = "";
+	char check[80] = "", cd[32], ct[32];
 	double now = pxfer_now(), dt = now - p->last;
 	int n;
 
@@ -71,13 +72,17 @@ void pxfer_progress_draw(struct pxfer_progress *p, uint64_t bytes,
 	if (there)
 		snprintf(extra, sizeof(extra), "  (%s there already)",
 			 pxfer_human(h, sizeof(h), there));
+	if (p->check_total)
+		snprintf(check, sizeof(check), "  checking %s of %s",
+			 pxfer_human(cd, sizeof(cd), p->check_done),
+			 pxfer_human(ct, sizeof(ct), p->check_total));
 	n = snprintf(line, sizeof(line),
-		     "\r\033[K%s / %s%s  %s/s  ETA %s  files %llu/%llu%s%s",
+		     "\r\033[K%s / %s%s  %s/s  ETA %s  files %llu/%llu%s%s%s",
 		     pxfer_human(b, sizeof(b), bytes),
 		     pxfer_human(t, sizeof(t), total), more ? "+" : "",
 		     pxfer_human(r, sizeof(r), p->rate), eta,
 		     (unsigned long long)files, (unsigned long long)files_total,
-		     more ? "+" : "", extra);
+		     more ? "+" : "", extra, check);
 	if (n > (int)sizeof(line) - 1)
 		n = sizeof(line) - 1;
 	if (write(STDERR_FILENO, line, n) < 0)

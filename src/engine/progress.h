@@ -12,6 +12,9 @@ struct pxfer_progress {
 	double start, last;
 	double rate;		/* smoothed bytes per second */
 	uint64_t last_bytes;
+	/* held data being read back (engine/check.h): shown while
+	 * check_total is not 0; the caller sets them */
+	uint64_t check_done, check_total;
 };
 
 void pxfer_progress_init(struct pxfer_progress *p, int enabled);

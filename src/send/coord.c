@@ -28,43 +28,120 @@ static int runs_fit(const struct pxfer_file_ok *k, uint64_t size)
 	return r->off <= size && r->len <= size - r->off;
 }
 
+static void wake_workers(struct send_session *s)
+{
+	for (unsigned int i = 0; i < s->b.workers.n; i++)
+		pxfer_wake(s->w[i].b.wake_fd);
+}
+
+/* the receiver's runs of file @e are taken up: only the rest is sent */
+static void take_held(struct send_session *s, struct sentry *e)
+{
+	char q[PXFER_QUOTE_MAX];
+
+	e->f.held = e->held;
+	s->st->bytes_resumed += e->held_bytes;
+	s->there += e->held_bytes;
+	verbose("%s: the receiver holds %llu bytes of it from before; sending the rest",
+		pxfer_quote_str(q, sizeof(q), e->f.src),
+		(unsigned long long)e->held_bytes);
+}
+
 /*
  * The receiver holds part of file @e (a partial from an earlier session).
  * It is taken up, unless the source's data in those runs no longer hashes
- * to what the receiver recorded (checked unless --resume=trust): then the
- * file ends at once as changed, the receiver discards its partial, and
- * the file is sent whole in a second pass.
+ * to what the receiver recorded (checked unless --resume=trust, on the
+ * check threads: the file waits for it, the session does not; see
+ * checked()). 1: the check is under way.
  */
 static int take_partial(struct send_session *s, struct sentry *e,
 			const struct pxfer_file_ok *k)
 {
-	struct pxfer_digest want, got;
-	char q[PXFER_QUOTE_MAX];
+	struct pxfer_check_job *j;
 	int ret;
 
 	e->held = malloc(k->nrun * sizeof(*e->held));
 	if (!e->held)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
 	memcpy(e->held, k->run, k->nrun * sizeof(*e->held));
-	if (!s->o->resume_trust) {
-		ret = pxfer_digest_runs(e->f.fd, e->held, k->nrun, &got);
-		pxfer_digest_unwire(&want, k->digest);
-		if (ret || !pxfer_digest_eq(&want, &got)) {
-			info("pxfer: %s: the receiver's partial copy does not match the source%s; it is sent whole",
-			     pxfer_quote_str(q, sizeof(q), e->f.src),
-			     ret ? " (it could not be read)" : "");
-			e->f.err = PXFER_CODE_CHANGED;
-			e->partial_bad = 1;
-			return 0;
-		}
-	}
-	e->f.held = e->held;
 	e->f.nheld = k->nrun;
-	s->st->bytes_resumed += k->held;
-	s->there += k->held;
-	verbose("%s: the receiver holds %llu bytes of it from before; sending the rest",
-		pxfer_quote_str(q, sizeof(q), e->f.src), (unsigned long long)k->held);
-	return 0;
+	e->held_bytes = k->held;
+	if (s->o->resume_trust) {
+		take_held(s, e);
+		return 0;
+	}
+	memcpy(e->want, k->digest, PXFER_DIGEST_LEN);
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	e->check = j;
+	ret = pxfer_check_runs(e->held, k->nrun, &j->pieces, &j->n);
+	if (ret)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	j->fd = e->f.fd;
+	j->id = k->id;
+	ret = pxfer_check_submit(&s->check, j);
+	if (ret)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				  "cannot start the threads that check partial files: %s",
+				  strerror(-ret));
+	return 1;
+}
+
+/* file @e goes to the workers, or ends here when it has nothing to send */
+static void file_go(struct send_session *s, struct sentry *e, int *work)
+{
+	/* an empty file has no chunk for a worker to send: it ends here (no
+	 * worker has seen it, so it needs no scheduler's lock) */
+	if (!e->f.size && e->f.fd < 0) {
+		e->f.ended = 1;
+		send_file_end(s, &e->f);
+		return;
+	}
+	pxfer_sched_add(&s->sched, &e->f);
+	*work = 1;
+}
+
+/*
+ * The check of file @j->id is done: the receiver's runs are taken up, or
+ * (the source no longer hashes to what the receiver recorded there) the
+ * file ends at once, the receiver discards its partial, and the file is
+ * sent whole again in this session.
+ */
+static void checked(struct send_session *s, struct pxfer_check_job *j,
+		    int *work)
+{
+	struct sentry *e = send_manifest_get(s, j->id);
+	struct pxfer_digest want;
+	char q[PXFER_QUOTE_MAX];
+
+	pxfer_digest_unwire(&want, e->want);
+	if (j->err || !pxfer_digest_eq(&want, &j->sum)) {
+		info("pxfer: %s: the receiver's partial copy does not match the source%s; it is sent whole",
+		     pxfer_quote_str(q, sizeof(q), e->f.src),
+		     j->err ? " (it could not be read)" : "");
+		e->f.err = PXFER_CODE_CHANGED;
+		e->partial_bad = 1;
+		e->f.nheld = 0;
+	} else {
+		take_held(s, e);
+	}
+	free(j->pieces);
+	free(j);
+	e->check = NULL;
+	file_go(s, e, work);
+}
+
+/* the checks that are done: their files go on */
+static void reap_checks(struct send_session *s)
+{
+	struct pxfer_check_job *j;
+	int work = 0;
+
+	while ((j = pxfer_check_reap(&s->check)))
+		checked(s, j, &work);
+	if (work)
+		wake_workers(s);
 }
 
 static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
@@ -72,6 +149,7 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 {
 	struct sentry *e = send_manifest_get(s, k->id);
 	char q[PXFER_QUOTE_MAX];
+	int ret;
 
 	if (!e || e->type != PXFER_FT_REG || e->ok || !runs_fit(k, e->f.size))
 		return -EPROTO;
@@ -85,8 +163,9 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		send_manifest_done(s, k->id);
 		return 0;
 	case PXFER_HAVE_PART:
-		if (take_partial(s, e, k))
-			return -1;
+		ret = take_partial(s, e, k);
+		if (ret)
+			return ret < 0 ? -1 : 0;
 		break;
 	case PXFER_HAVE_STALE:
 	case PXFER_HAVE_BAD:
@@ -98,15 +177,7 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 	default:
 		break;
 	}
-	/* an empty file has no chunk for a worker to send: it ends here (no
-	 * worker has seen it, so it needs no scheduler's lock) */
-	if (!e->f.size && e->f.fd < 0) {
-		e->f.ended = 1;
-		send_file_end(s, &e->f);
-		return 0;
-	}
-	pxfer_sched_add(&s->sched, &e->f);
-	*work = 1;
+	file_go(s, e, work);
 	return 0;
 }
 
@@ -253,12 +324,6 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 	}
 }
 
-static void wake_workers(struct send_session *s)
-{
-	for (unsigned int i = 0; i < s->b.workers.n; i++)
-		pxfer_wake(s->w[i].b.wake_fd);
-}
-
 static int read_control(struct send_session *s)
 {
 	int ret, work = 0;
@@ -294,6 +359,9 @@ void send_draw_progress(struct send_session *s, int final)
 {
 	uint64_t done = s->st->files + s->st->files_failed + s->st->files_same;
 
+	/* what the check threads read back, while they do */
+	s->prog.check_done = pxfer_check_done(&s->check);
+	s->prog.check_total = pxfer_check_pending(&s->check) ? s->check.queued : 0;
 	pxfer_progress_draw(&s->prog, atomic_load(&s->bytes_sent),
 			    s->man.bytes_walked, s->there, done, s->man.files_walked,
 			    !send_manifest_done_all(s), final);
@@ -404,8 +472,12 @@ int send_coordinate(struct send_session *s)
 				       s->prog.enabled || pxfer_session_data_lost_any(&s->b) ? 200 : 1000,
 				       "interrupted; the same command run again sends only what is missing"))
 			break;
-		if (read_control(s) || failover(s) ||
-		    pxfer_session_keepalive(&s->b))
+		if (read_control(s))
+			break;
+		reap_checks(s);
+		/* the receiver counts a check that goes on as progress */
+		s->b.ctrl.ping_checked = pxfer_check_done(&s->check);
+		if (failover(s) || pxfer_session_keepalive(&s->b))
 			break;
 		send_draw_progress(s, 0);
 	}

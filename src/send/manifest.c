@@ -60,6 +60,10 @@ static void entry_free(struct manifest *m, uint64_t id)
 	free(e->f.src);
 	free(e->rel);
 	free(e->held);
+	if (e->check) {
+		free(e->check->pieces);
+		free(e->check);
+	}
 	free(e);
 	m->win[id] = NULL;
 	m->free_ids[m->nfree++] = id;

@@ -249,6 +249,8 @@ static void workers_stop(struct send_session *s)
 static void session_release(struct send_session *s)
 {
 	workers_stop(s);
+	/* no check reads a file once it is closed */
+	pxfer_check_release(&s->check);
 	send_manifest_release(s);
 	pxfer_session_release(&s->b);
 	if (s->sched_init)
@@ -323,7 +325,8 @@ static int session_start(struct send_session *s)
 	    pxfer_session_seal(&s->b, 1))
 		return -1;
 	ret = pxfer_sched_init(&s->sched, s->b.wel.chunk_size, PXFER_SEG_MAX);
-	if (ret || send_manifest_init(s))
+	if (ret || send_manifest_init(s) ||
+	    pxfer_check_init(&s->check, 0, s->b.ctrl.wake_fd))
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
 	s->sched_init = 1;
 	return workers_start(s);

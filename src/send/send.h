@@ -15,6 +15,7 @@
 #include "core/container_of.h"
 #include "core/digest.h"
 #include "core/ring.h"
+#include "engine/check.h"
 #include "engine/handshake.h"
 #include "engine/progress.h"
 #include "engine/rails.h"
@@ -79,6 +80,11 @@ struct sentry {
 	struct pxfer_sfile f;
 	struct pxfer_held_run *held;	/* what the receiver holds, f.held */
 	char *rel;			/* its wire path (regular files: to resend) */
+	/* the source read back where the receiver holds data, before the
+	 * file goes to the workers (coord.c) */
+	struct pxfer_check_job *check;
+	uint8_t want[PXFER_DIGEST_LEN];	/* the FILE_OK's digest */
+	uint64_t held_bytes;		/* the FILE_OK's held */
 };
 
 /* a file that changed while it was sent, to announce again at the end of
@@ -140,6 +146,7 @@ struct send_session {
 	atomic_uint_fast64_t chunks;
 	struct pxfer_stats *st;
 	struct pxfer_progress prog;
+	struct pxfer_check check;	/* the source's runs, read back */
 };
 
 /* manifest.c */
