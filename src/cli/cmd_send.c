@@ -202,8 +202,11 @@ static struct cli_opt send_opts[] = {
 	  "a file the receiver holds part of (an interrupted\n"
 	  "transfer) is resumed when the source's size and\n"
 	  "mtime match and, with check (default), the data it\n"
-	  "holds hashes the same as the source's (a read);\n"
-	  "trust: without that read" },
+	  "holds, read back from the receiver's disk, hashes\n"
+	  "the same as its journal and as the source's (a read\n"
+	  "on each side); trust: without those reads, taking\n"
+	  "both the source and the receiver's disk at their\n"
+	  "word (a damaged partial is then resumed as it is)" },
 	{ "verify", 0, NULL, set_verify,
 	  "the receiver reads each file back from its storage\n"
 	  "and compares it with the source before naming it" },
