@@ -121,7 +121,7 @@ discarded()
 	if grep -q "discarded.*$key\.part" <<<"$lines"; then
 		ok "the receiver says: $(grep -m 1 "discarded.*$key\.part" <<<"$lines")"
 	else
-		sed 's/^/    recv: /' <<<"$lines" >&2
+		printf '    recv: %s\n' "${lines//$'\n'/$'\n'    recv: }" >&2
 		fail_later "$1: the receiver's log does not name the discarded partial $key.part"
 	fi
 	check_num "$1: bytes resumed" "${J[bytes_resumed]}" -eq 0
@@ -140,7 +140,8 @@ discarded "zeroed"
 
 note "the data file truncated to nothing and extended back: the same"
 put_back
-truncate -s 0 "$part" && truncate -s "$size" "$part" || fail "truncate"
+truncate -s 0 "$part" || fail "truncate"
+truncate -s "$size" "$part" || fail "truncate"
 run_ok -j 2 "$big" "$(target)"
 file_equal "$big" "$dst/big"
 discarded "truncated"

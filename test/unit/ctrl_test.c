@@ -142,6 +142,8 @@ static void make_msg(unsigned int th, unsigned int seq, struct pxfer_msg *m)
 		f->id = (uint64_t)th << 32 | seq;
 		f->type = PXFER_FT_REG;
 		f->flags = seq % (PXFER_FILE_FLAGS + 1);
+		if (f->flags & PXFER_FILE_TRUST)	/* only with RESUME */
+			f->flags |= PXFER_FILE_RESUME;
 		if (f->flags & PXFER_FILE_CHECKSUM)
 			make_digest(f->digest, th, seq);
 		f->mode = 0644;
