@@ -5,8 +5,8 @@
 # takes to read (minutes for hundreds of GB), and the session goes on
 # meanwhile (docs/protocol.md, FILE_OK and PING). The tests cannot read
 # 200 GB: PXFER_CHECK_DELAY_MS makes each read of a check (1 MiB at
-# most) take a second longer, so that the 44 MiB or so a partial holds
-# here take 10 s or more to check, on either side. A 120 MiB file is
+# most) take 2 s longer, so that the 16 to 44 MiB a partial holds
+# here take 16 s or more to check, on either side. A 120 MiB file is
 # interrupted once 16 MiB of it are on the receiver's disk, and:
 #   - the sender's check slowed, against a receiver with --idle-timeout
 #     8: the sender's PINGs say how much it has checked, which the
@@ -95,7 +95,7 @@ mkdir "$dst" || fail "mkdir"
 start_server "$dst" --json --idle-timeout "$IDLE"
 interrupt "$dst"
 timer_start
-SEND_WRAP=(env PXFER_CHECK_DELAY_MS=1000)
+SEND_WRAP=(env PXFER_CHECK_DELAY_MS=2000)
 psend --json -j 2 "$big" "$(target)"
 SEND_WRAP=()
 secs=$(timer_secs)
@@ -105,7 +105,7 @@ stop_recv
 note "the receiver's check takes longer than its --idle-timeout $IDLE"
 dst=$T/dst2
 mkdir "$dst" || fail "mkdir"
-RECV_WRAP=(env PXFER_CHECK_DELAY_MS=1000)
+RECV_WRAP=(env PXFER_CHECK_DELAY_MS=2000)
 start_server "$dst" --json --idle-timeout "$IDLE"
 RECV_WRAP=()
 interrupt "$dst"
