@@ -28,8 +28,6 @@
 			  (size_t)PXFER_PARTIAL_RECORDS_MAX * PXFER_JOURNAL_REC_LEN)
 /* records encoded for one write */
 #define WRITE_RECS	128
-/* pending records a partial has room for when it opens */
-#define PEND_MIN	64
 
 static void name_of(char *buf, const char *key, const char *suffix)
 {
@@ -172,10 +170,9 @@ static int journal_lock(int dfd, const char *name, int make, int wait,
 
 /* ---- a partial's journal and data --------------------------------------- */
 
-/* records @r[0..@n) at @off of journal @fd, checked with @nonce */
-static int write_records(int fd, uint64_t off,
-			 const struct pxfer_partial_rec *r, unsigned int n,
-			 uint64_t nonce)
+int pxfer_partial_write_records(int fd, uint64_t off,
+				const struct pxfer_partial_rec *r, unsigned int n,
+				uint64_t nonce)
 {
 	uint8_t buf[WRITE_RECS * PXFER_JOURNAL_REC_LEN];
 	int ret = 0;
@@ -229,7 +226,7 @@ static int journal_replace(struct pxfer_partial *p,
 	if (!ret)
 		ret = pwrite_full(tfd, hdr, hlen, 0);
 	if (!ret)
-		ret = write_records(tfd, hlen, r, n, nonce);
+		ret = pxfer_partial_write_records(tfd, hlen, r, n, nonce);
 	if (!ret && fdatasync(tfd))
 		ret = -errno;
 	if (!ret && renameat(p->dirfd, tmp, p->dirfd, jnl))
@@ -244,6 +241,12 @@ static int journal_replace(struct pxfer_partial *p,
 	p->jfd = tfd;
 	p->nonce = nonce;
 	p->jend = hlen + (uint64_t)n * PXFER_JOURNAL_REC_LEN;
+	p->jrecs = n;
+	p->jsmall = 0;
+	for (unsigned int i = 0; i < n; i++)
+		p->jsmall += r[i].len < PXFER_PARTIAL_SMALL;
+	p->full = p->jrecs >= PXFER_PARTIAL_RECORDS_MAX;
+	p->small_full = p->jsmall >= PXFER_PARTIAL_SMALL_MAX;
 	return fsync(p->dirfd) ? -errno : 0;
 }
 
@@ -321,28 +324,6 @@ static int data_open(struct pxfer_partial *p, uint64_t size, int adopt,
 	return -EEXIST;
 }
 
-static int pend_init(struct pxfer_partial *p)
-{
-	p->pend = malloc(PEND_MIN * sizeof(*p->pend));
-	p->batch = malloc(PEND_MIN * sizeof(*p->batch));
-	if (!p->pend || !p->batch)
-		goto out_free;
-	p->pend_cap = p->batch_cap = PEND_MIN;
-	if (pthread_mutex_init(&p->lock, NULL))
-		goto out_free;
-	if (pthread_cond_init(&p->flushed, NULL))
-		goto out_mutex;
-	return 0;
-
-out_mutex:
-	pthread_mutex_destroy(&p->lock);
-out_free:
-	free(p->pend);
-	free(p->batch);
-	p->pend = p->batch = NULL;
-	return -ENOMEM;
-}
-
 int pxfer_partial_open(struct pxfer_partials *ps,
 		       const struct pxfer_partial_id *id, int resume,
 		       struct pxfer_partial *p)
@@ -363,6 +344,7 @@ int pxfer_partial_open(struct pxfer_partials *ps,
 	if (id->size > INT64_MAX)
 		return -EFBIG;
 	p->dirfd = ps->dirfd;
+	p->room = &ps->pend_room;
 	pxfer_partial_key(ps->secret, id->path, id->path_len, p->key);
 	name_of(jnl, p->key, SUFFIX_JNL);
 	ret = journal_lock(p->dirfd, jnl, 1, 1, &created);
@@ -394,7 +376,7 @@ int pxfer_partial_open(struct pxfer_partials *ps,
 			ret = -errno;
 	}
 	if (!ret)
-		ret = pend_init(p);
+		ret = pxfer_partial_pend_init(p);
 	if (ret)
 		goto out_load;
 	p->state = l.state;
@@ -421,111 +403,6 @@ out_jfd:
 	return ret;
 }
 
-/* ---- recording ---------------------------------------------------------- */
-
-/* room for one more pending record; with the lock held */
-static int pend_grow(struct pxfer_partial *p)
-{
-	unsigned int cap = p->pend_cap * 2;
-	struct pxfer_partial_rec *r;
-
-	if (cap < p->pend_cap)
-		return -ENOMEM;
-	r = realloc(p->pend, cap * sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	p->pend = r;
-	p->pend_cap = cap;
-	return 0;
-}
-
-/* the pending records become the flush's batch: how many; lock held */
-static unsigned int take_batch(struct pxfer_partial *p)
-{
-	struct pxfer_partial_rec *t = p->batch;
-	unsigned int cap = p->batch_cap, n = p->npend;
-
-	p->batch = p->pend;
-	p->batch_cap = p->pend_cap;
-	p->pend = t;
-	p->pend_cap = cap;
-	p->npend = 0;
-	p->pend_bytes = 0;
-	p->flushing = 1;
-	return n;
-}
-
-/*
- * Make the batch's @n records durable: the data first, then the records
- * appended. Every record of the batch was added after its write
- * completed, and before this fdatasync started, so the fdatasync covers
- * its bytes. Without the lock: only the one flushing touches the batch,
- * the journal's end and the error.
- */
-static int flush_batch(struct pxfer_partial *p, unsigned int n)
-{
-	int ret = 0;
-
-	if (n && p->err)
-		ret = p->err;
-	/* after a failed fdatasync the kernel may have dropped dirty pages
-	 * and the next one succeeds: nothing can be trusted as durable */
-	else if (n && fdatasync(p->fd))
-		ret = p->err = -errno;
-	/*
-	 * A failed append leaves the journal's end where it was: the next
-	 * batch overwrites what landed, and a whole record that stays
-	 * describes durable data anyway, a torn one is ignored.
-	 */
-	if (!ret && n) {
-		ret = write_records(p->jfd, p->jend, p->batch, n, p->nonce);
-		if (!ret)
-			p->jend += (uint64_t)n * PXFER_JOURNAL_REC_LEN;
-	}
-	pthread_mutex_lock(&p->lock);
-	p->flushing = 0;
-	pthread_cond_broadcast(&p->flushed);
-	pthread_mutex_unlock(&p->lock);
-	return ret;
-}
-
-int pxfer_partial_add(struct pxfer_partial *p, uint64_t off, uint32_t len,
-		      const struct pxfer_digest *h)
-{
-	unsigned int n;
-	int ret = 0;
-
-	pthread_mutex_lock(&p->lock);
-	if (p->npend == p->pend_cap)
-		ret = pend_grow(p);
-	if (ret) {
-		pthread_mutex_unlock(&p->lock);
-		return ret;
-	}
-	p->pend[p->npend++] = (struct pxfer_partial_rec){ .off = off, .len = len,
-							   .h = *h };
-	p->pend_bytes += len;
-	if (p->flushing || p->pend_bytes < PXFER_PARTIAL_FLUSH) {
-		pthread_mutex_unlock(&p->lock);
-		return 0;
-	}
-	n = take_batch(p);
-	pthread_mutex_unlock(&p->lock);
-	return flush_batch(p, n);
-}
-
-int pxfer_partial_flush(struct pxfer_partial *p)
-{
-	unsigned int n;
-
-	pthread_mutex_lock(&p->lock);
-	while (p->flushing)
-		pthread_cond_wait(&p->flushed, &p->lock);
-	n = take_batch(p);
-	pthread_mutex_unlock(&p->lock);
-	return flush_batch(p, n);
-}
-
 /* ---- the end of a partial ----------------------------------------------- */
 
 static void release(struct pxfer_partial *p)
@@ -534,10 +411,7 @@ static void release(struct pxfer_partial *p)
 	close(p->jfd);
 	free(p->runs);
 	free(p->recs);
-	free(p->pend);
-	free(p->batch);
-	pthread_cond_destroy(&p->flushed);
-	pthread_mutex_destroy(&p->lock);
+	pxfer_partial_pend_free(p);
 	memset(p, 0, sizeof(*p));
 	p->fd = p->jfd = -1;
 }

@@ -9,7 +9,8 @@
  * detected and ignored; a journal is replaced by rename.
  * docs/architecture.md, "Partial files", has the format; recv/journal.c
  * encodes and parses it, recv/store.c makes and checks the store,
- * recv/partial.c keeps the files.
+ * recv/partial.c keeps the files, recv/record.c the records until they
+ * reach the journal.
  *
  * The store is the receiver's alone: its directories and key are used
  * only when owned by the effective uid and not writable by group or
@@ -39,7 +40,17 @@
 #define PXFER_STATE_DIR ".pxfer"            /* top-level name in DIR reserved for the receiver */
 #define PXFER_PARTIAL_FLUSH (16u << 20)     /* pending bytes that trigger a flush */
 #define PXFER_PARTIAL_RUNS_MAX PXFER_RUNS_MAX	/* runs a partial offers: what a FILE_OK holds */
-#define PXFER_PARTIAL_RECORDS_MAX (1u << 20) /* records read from a journal at most */
+/* records a journal is read for, and written with, at most */
+#define PXFER_PARTIAL_RECORDS_MAX (1u << 20)
+/* a record shorter is small: merged with the pending small ones it
+ * touches, up to this length, and hashed again at the flush */
+#define PXFER_PARTIAL_SMALL (64u << 10)
+#define PXFER_PARTIAL_SMALL_MAX 4096u	/* small records a journal takes */
+#define PXFER_PARTIAL_PEND_MAX 4096u	/* pending records that trigger a flush */
+/* pending records the partials of a store (a session) have room for at
+ * once, beyond PXFER_PARTIAL_PEND_MIN in each of their two arrays */
+#define PXFER_PARTIAL_PEND_ROOM 65536u
+#define PXFER_PARTIAL_PEND_MIN 32u
 
 /* the journal's format (big-endian): a header, then records */
 #define PXFER_JOURNAL_MAGIC	0x50584a31u	/* "PXJ1" */
@@ -61,6 +72,9 @@ struct pxfer_partials {
 	 * what is wrong with it and what to do; else NULL and "" */
 	const char *bad;
 	char problem[128];
+	/* private: the pending records' room its partials took, of
+	 * PXFER_PARTIAL_PEND_ROOM */
+	atomic_uint pend_room;
 };
 
 /*
@@ -133,6 +147,7 @@ enum pxfer_partial_state {
 struct pxfer_partial_rec {
 	uint64_t off;
 	uint32_t len;
+	uint32_t merged;	/* pending only: small records merged, @h not known yet */
 	struct pxfer_digest h;
 };
 
@@ -156,7 +171,10 @@ struct pxfer_partial {
 	char key[PXFER_PARTIAL_KEY_LEN + 1];
 	uint64_t nonce;		/* the journal's: seeds each record's check */
 	uint64_t jend;		/* the journal's length: where records go next */
+	unsigned int jrecs;	/* records in the journal, */
+	unsigned int jsmall;	/* of them small */
 	int err;		/* a failed fdatasync: nothing is recorded after it */
+	atomic_uint *room;	/* the store's pend_room */
 	pthread_mutex_t lock;	/* what follows */
 	pthread_cond_t flushed;	/* a flush ended */
 	struct pxfer_partial_rec *pend;	/* records remembered, not yet flushed */
@@ -165,6 +183,8 @@ struct pxfer_partial {
 	struct pxfer_partial_rec *batch;	/* the other array: the flush's */
 	unsigned int batch_cap;
 	int flushing;		/* a flush is under way */
+	int small_full;		/* the journal takes no more small records */
+	int full;		/* the journal takes no more records */
 };
 
 /*
@@ -187,13 +207,20 @@ int pxfer_partial_open(struct pxfer_partials *ps,
  * pxfer_partial_add - @len bytes at @off were written to p->fd (the write
  * completed) and hash to @h (pxfer_digest_range of those bytes at @off).
  * The record reaches the journal only after the data is durable: when
- * PXFER_PARTIAL_FLUSH bytes are pending, this call flushes (fdatasync of
+ * PXFER_PARTIAL_FLUSH bytes or PXFER_PARTIAL_PEND_MAX records are pending,
+ * or the store has no more room for them, this call flushes (fdatasync of
  * the data, then the records appended to the journal), blocking the
- * calling thread; otherwise it only remembers. Thread-safe; one flush at
- * a time (a call that finds a flush under way does not wait for it). 0 or
- * -errno: a failed flush, whose records are dropped (their data is sent
- * again in a later session); after a failed fdatasync nothing more is
- * recorded, since what it failed to write is unknown.
+ * calling thread; otherwise it only remembers. A small record (shorter
+ * than PXFER_PARTIAL_SMALL) is merged with a pending small one that it
+ * touches (among the last few added), and the merged bytes are read back
+ * and hashed at the flush. A journal holds at most PXFER_PARTIAL_SMALL_MAX
+ * small records and PXFER_PARTIAL_RECORDS_MAX in all: beyond them, what
+ * is added is not recorded (its data is sent again after an
+ * interruption). Thread-safe; one flush at a time (a call that finds a
+ * flush under way does not wait for it, unless nothing more can be
+ * pending). 0 or -errno: a failed flush, whose records are dropped (their
+ * data is sent again in a later session); after a failed fdatasync
+ * nothing more is recorded, since what it failed to write is unknown.
  */
 int pxfer_partial_add(struct pxfer_partial *p, uint64_t off, uint32_t len,
 		      const struct pxfer_digest *h);
@@ -269,5 +296,17 @@ size_t pxfer_partial_header_encode(uint8_t *buf,
  * @buf, checked with @nonce */
 void pxfer_partial_record_encode(uint8_t *buf, const struct pxfer_partial_rec *r,
 				 uint64_t nonce);
+
+/*
+ * Between recv/partial.c and recv/record.c: the pending records' arrays
+ * and lock, made with a partial's open (0 or -ENOMEM) and freed with it,
+ * their room given back to the store; records @r[0..@n) written at @off
+ * of journal @fd, checked with @nonce (0 or -errno).
+ */
+int pxfer_partial_pend_init(struct pxfer_partial *p);
+void pxfer_partial_pend_free(struct pxfer_partial *p);
+int pxfer_partial_write_records(int fd, uint64_t off,
+				const struct pxfer_partial_rec *r, unsigned int n,
+				uint64_t nonce);
 
 #endif

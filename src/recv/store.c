@@ -191,6 +191,7 @@ int pxfer_partials_open(struct pxfer_partials *ps, int rootfd)
 	ps->dirfd = -1;
 	ps->bad = NULL;
 	ps->problem[0] = 0;
+	atomic_init(&ps->pend_room, 0);
 	/* the keys (BLAKE2b) and nonces (randombytes) are libsodium's */
 	if (sodium_init() < 0)
 		return -EIO;

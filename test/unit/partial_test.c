@@ -26,6 +26,14 @@
  *    starts another; gaps; records out of the file ignored), parsed from
  *    bytes made with the encoders; at most PXFER_PARTIAL_RUNS_MAX runs,
  *    and the journal then keeps exactly their records;
+ *  - one-byte records: in order they merge into records of
+ *    PXFER_PARTIAL_SMALL bytes, a byte between two pending ones joins
+ *    them, and out of order (no byte next to the one before) the journal
+ *    takes PXFER_PARTIAL_SMALL_MAX of them and no more; pending records
+ *    stay within PXFER_PARTIAL_PEND_MAX all along, and what the journal
+ *    holds parses into runs whose digest the data file has (also with
+ *    two threads adding at once); partials of
+ *    one store share PXFER_PARTIAL_PEND_ROOM, given back at close;
  *  - commit gives the data its final name over an existing file and
  *    leaves no state; to another file system it says -EXDEV and removes
  *    nothing;
@@ -630,6 +638,215 @@ static void test_runs_max(void)
 		pxfer_partial_close(&p, 0);
 }
 
+/* ---- tiny records ------------------------------------------------------- */
+
+#define TINY_SIZE	(4 * MiB)
+
+/* the source's bytes, written into @p's data at once; then @n adds of one
+ * byte each at @order(i), the pending records bounded after each */
+static void add_bytes(struct pxfer_partial *p, unsigned int n,
+		      uint64_t (*order)(unsigned int i), const char *what)
+{
+	static uint8_t buf[TINY_SIZE];
+	unsigned int most = 0;
+
+	fill(buf, TINY_SIZE, 0, 0);
+	T_EXPECT(pwrite(p->fd, buf, TINY_SIZE, 0) == TINY_SIZE, "pwrite");
+	for (unsigned int i = 0; i < n; i++) {
+		uint64_t off = order(i);
+		struct pxfer_digest h;
+		int ret;
+
+		pxfer_digest_range(&h, buf + off, 1, off);
+		ret = pxfer_partial_add(p, off, 1, &h);
+		if (ret)
+			T_EXPECT(!ret, "%s: add %u: %s", what, i, strerror(-ret));
+		if (p->npend > most)
+			most = p->npend;
+	}
+	T_EXPECT(most <= PXFER_PARTIAL_PEND_MAX &&
+		 p->pend_cap <= PXFER_PARTIAL_PEND_MAX &&
+		 p->batch_cap <= PXFER_PARTIAL_PEND_MAX,
+		 "%s: at most %u records pending, not %u", what,
+		 PXFER_PARTIAL_PEND_MAX, most);
+}
+
+/* closed (kept) and opened again: its journal holds @recs records, which
+ * make runs of @held bytes whose digest the data file has */
+static void check_kept(struct pxfer_partial *p, const struct pxfer_partial_id *id,
+		       unsigned int recs, uint64_t held, const char *what)
+{
+	off_t want = (off_t)(PXFER_JOURNAL_HDR_LEN(id->path_len) +
+			     (size_t)recs * PXFER_JOURNAL_REC_LEN);
+
+	pxfer_partial_close(p, 1);
+	T_EXPECT(jsize(id->path) == want, "%s: a journal of %lld bytes, not %lld",
+		 what, (long long)jsize(id->path), (long long)want);
+	if (open_p(id, 1, p))
+		return;
+	T_EXPECT(p->state == PXFER_PARTIAL_HELD && !p->ignored &&
+		 p->held == held, "%s: state %d, %llu bytes held, not %llu",
+		 what, p->state, (unsigned long long)p->held,
+		 (unsigned long long)held);
+	check_digest(p, what);
+	pxfer_partial_close(p, 0);
+}
+
+static uint64_t in_order(unsigned int i)
+{
+	return i;
+}
+
+/* in blocks of 128 bytes, the odd ones, then the even ones: no byte comes
+ * next to one among the 64 before it */
+static uint64_t interleaved(unsigned int i)
+{
+	return (uint64_t)i / 128 * 128 + (i % 128 < 64 ? i % 64 * 2 + 1 : i % 64 * 2);
+}
+
+static void test_tiny(void)
+{
+	struct pxfer_partial_id id = make_id("tiny/in-order", TINY_SIZE);
+	struct pxfer_partial p;
+	const unsigned int n = 200000;
+	uint8_t b[3] = { 0 };
+	struct pxfer_digest h;
+
+	/* in order: merged into records of PXFER_PARTIAL_SMALL bytes */
+	if (open_p(&id, 0, &p))
+		return;
+	add_bytes(&p, n, in_order, "in order");
+	T_EXPECT(p.npend == 4, "in order: %u records pending", p.npend);
+	check_kept(&p, &id, (n + PXFER_PARTIAL_SMALL - 1) / PXFER_PARTIAL_SMALL,
+		   n, "in order");
+	T_EXPECT(p.nruns == 0, "closed");
+
+	/* a byte between two pending ones joins them */
+	id = make_id("tiny/join", TINY_SIZE);
+	if (open_p(&id, 0, &p))
+		return;
+	fill(b, 3, 10, 0);
+	T_EXPECT(pwrite(p.fd, b, 3, 10) == 3, "pwrite");
+	for (int i = 0; i < 3; i++) {
+		uint64_t off = 10 + (uint64_t)(i == 0 ? 0 : i == 1 ? 2 : 1);
+
+		pxfer_digest_range(&h, b + off - 10, 1, off);
+		pxfer_partial_add(&p, off, 1, &h);
+	}
+	T_EXPECT(p.npend == 1 && p.pend[0].off == 10 && p.pend[0].len == 3,
+		 "joined: %u pending", p.npend);
+	check_kept(&p, &id, 1, 3, "joined");
+
+	/*
+	 * Out of order, no byte next to the one before: the first
+	 * PXFER_PARTIAL_SMALL_MAX are recorded (bytes 0..4095, whole blocks),
+	 * the rest not, and pending records stay bounded meanwhile.
+	 */
+	id = make_id("tiny/interleaved", TINY_SIZE);
+	if (open_p(&id, 0, &p))
+		return;
+	add_bytes(&p, 5 * PXFER_PARTIAL_SMALL_MAX, interleaved, "interleaved");
+	T_EXPECT(p.npend == 0, "interleaved: %u pending past the journal's cap",
+		 p.npend);
+	check_kept(&p, &id, PXFER_PARTIAL_SMALL_MAX, PXFER_PARTIAL_SMALL_MAX,
+		   "interleaved");
+}
+
+struct tiny_adder {
+	struct pxfer_partial *p;
+	const uint8_t *buf;
+	unsigned int from, n;
+};
+
+/* one-byte records, interleaved, from byte @from */
+static void *tiny_adder(void *arg)
+{
+	struct tiny_adder *a = arg;
+
+	for (unsigned int i = 0; i < a->n; i++) {
+		uint64_t off = a->from + interleaved(i);
+		struct pxfer_digest h;
+
+		pxfer_digest_range(&h, a->buf + off, 1, off);
+		pxfer_partial_add(a->p, off, 1, &h);
+	}
+	return NULL;
+}
+
+/* two threads at once, past the pending records' cap and the journal's */
+static void test_tiny_threads(void)
+{
+	struct pxfer_partial_id id = make_id("tiny/threads", TINY_SIZE);
+	static uint8_t buf[TINY_SIZE];
+	struct tiny_adder a[2];
+	struct pxfer_partial p;
+	pthread_t t[2];
+
+	if (open_p(&id, 0, &p))
+		return;
+	fill(buf, TINY_SIZE, 0, 0);
+	T_EXPECT(pwrite(p.fd, buf, TINY_SIZE, 0) == TINY_SIZE, "pwrite");
+	for (int i = 0; i < 2; i++) {
+		a[i] = (struct tiny_adder){ .p = &p, .buf = buf,
+					    .from = i * TINY_SIZE / 2,
+					    .n = 3 * PXFER_PARTIAL_PEND_MAX };
+		pthread_create(&t[i], NULL, tiny_adder, &a[i]);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pxfer_partial_close(&p, 1);
+	T_EXPECT(jsize(id.path) == (off_t)(PXFER_JOURNAL_HDR_LEN(id.path_len) +
+			PXFER_PARTIAL_SMALL_MAX * PXFER_JOURNAL_REC_LEN),
+		 "threads: a journal of %lld bytes", (long long)jsize(id.path));
+	if (open_p(&id, 1, &p))
+		return;
+	T_EXPECT(p.state == PXFER_PARTIAL_HELD && !p.ignored, "threads: state %d",
+		 p.state);
+	check_digest(&p, "threads");
+	pxfer_partial_close(&p, 0);
+}
+
+/* the partials of one store share room for their pending records */
+static void test_room(void)
+{
+	enum { N = 20, EACH = 4000 };
+	struct pxfer_partial p[N];
+	struct pxfer_digest h = { 1, 2 };
+	unsigned int most = 0, taken;
+	char path[32];
+	int ok = 1;
+
+	for (int k = 0; k < N; k++) {
+		struct pxfer_partial_id id;
+
+		snprintf(path, sizeof(path), "room/%d", k);
+		id = make_id(path, MiB);
+		if (open_p(&id, 0, &p[k])) {
+			while (k--)
+				pxfer_partial_close(&p[k], 0);
+			return;
+		}
+	}
+	/* every other byte: nothing merges (the hash does not matter here) */
+	for (unsigned int i = 0; i < EACH; i++) {
+		for (int k = 0; k < N; k++)
+			pxfer_partial_add(&p[k], 2 * (uint64_t)i, 1, &h);
+		taken = atomic_load(&ps.pend_room);
+		if (taken > most)
+			most = taken;
+	}
+	for (int k = 0; k < N; k++)
+		ok &= p[k].pend_cap + p[k].batch_cap <=
+		      2 * PXFER_PARTIAL_PEND_MAX;
+	T_EXPECT(ok && most <= PXFER_PARTIAL_PEND_ROOM && most > PXFER_PARTIAL_PEND_ROOM / 2,
+		 "the store's room: at most %u taken, of %u", most,
+		 PXFER_PARTIAL_PEND_ROOM);
+	for (int k = 0; k < N; k++)
+		pxfer_partial_close(&p[k], 0);
+	T_EXPECT(atomic_load(&ps.pend_room) == 0, "room given back: %u",
+		 atomic_load(&ps.pend_room));
+}
+
 /* ---- commit, locking ---------------------------------------------------- */
 
 static int count_store(void)
@@ -1055,6 +1272,9 @@ int main(void)
 	test_no_resume();
 	test_damage();
 	test_runs_max();
+	test_tiny();
+	test_tiny_threads();
+	test_room();
 	test_commit();
 	test_busy();
 	test_sweep();
