@@ -15,6 +15,11 @@
 #     the reply queue to 99 MB): the receiver stops taking them, then
 #     answers every one once the sender reads, and the session completes;
 #     the log names 20 refusals, not all of them
+#   - tinysegs: a 256 MiB file as 20000 chunks of 64 one-byte segments,
+#     no byte next to the one before (1.28 million records of a partial
+#     file: the receiver grew by 100 MiB holding them, and wrote a 40 MB
+#     journal): pending records stay within their room, and the journal
+#     the interrupted file leaves holds at most 4096 small records
 # Each scenario has a receiver of its own, so that memory one freed does
 # not hide what the next one takes. Its peak resident memory over the
 # scenario (VmHWM, reset through /proc/PID/clear_refs once it listens) may
@@ -40,7 +45,7 @@ else
 fi
 export ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=4:thread_local_quarantine_size_kb=256"
 SLACK=12	# MiB: allocator and sanitizer overhead, stacks, page tables
-TOTAL=105	# MiB: docs/protocol.md, a session beyond its rings
+TOTAL=109	# MiB: docs/protocol.md, a session beyond its rings
 
 dir=$T/dir
 mkdir -p "$dir" || fail "mkdir"
@@ -56,6 +61,7 @@ scenario()
 {
 	local sc=$1 limit=$2 want=$3 out=$T/bounds.$1.out base peak grew secs
 
+	find "$dir" -mindepth 1 -delete
 	note "$sc: $("$HS" -b | awk -v s="$sc" '$1 == s { $1 = ""; print substr($0, 2) }')"
 	[ -z "$RECV_PID" ] || stop_recv
 	start_server "$dir" --ring-mem 1M --idle-timeout 30
@@ -80,7 +86,6 @@ scenario()
 		[ "$grew" -le "$TOTAL" ] ||
 			fail_later "$sc: the receiver's peak memory grew by $grew MiB, more than a session's $TOTAL MiB"
 	fi
-	find "$dir" -mindepth 1 -delete
 }
 
 # the receiver has no connection left from the last session
@@ -120,7 +125,20 @@ named=$(grep -c "refused 'a//b'" "$RECV_LOG")
 check_grep "more files refused from .* are not named here" "$RECV_LOG" \
 	"replies-unread: the log says it stops naming refusals"
 
+# 4 MiB of pending records at most; a journal of 4096 records of 32 bytes
+# after its header
+scenario tinysegs 4 completed
+jnl=$(find "$dir/.pxfer/partial" -name '*.jnl' 2>/dev/null)
+[ -n "$jnl" ] || fail "tinysegs: the interrupted file left no journal"
+jsize=$(stat -c %s "$jnl")
+if [ "$jsize" -gt $((4096 * 32 + 4096)) ]; then
+	fail_later "tinysegs: a journal of $jsize bytes, more than 4096 records"
+else
+	ok "tinysegs: a journal of $jsize bytes"
+fi
+
 note "a normal transfer to the same receiver"
+find "$dir" -mindepth 1 -delete
 send_check_tree "$dir"
 
 stop_recv

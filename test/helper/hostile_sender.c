@@ -12,7 +12,8 @@
  *
  * The secret comes from $PXFER_SECRET; $PXFER_HS_RECV_PID, when set, is
  * the receiver's pid, which data-reset stops while it resets a connection
- * (so that the reset arrives first). OUTSIDE is an absolute directory
+ * (so that the reset arrives first); $PXFER_HS_CHUNKS, when set, is how
+ * many chunks tinysegs sends (TINY_CHUNKS). OUTSIDE is an absolute directory
  * the scenarios aim at (default /tmp/pxfer-outside); it is never touched
  * here. Every message the receiver sends is printed ("<- ..."), then:
  *
@@ -49,6 +50,7 @@
 #define TIMEOUT_MS	5000
 #define CHUNK_REQ	65536u	/* chunk size asked for */
 #define MAX_IDS		16	/* file ids whose paths are remembered */
+#define TINY_CHUNKS	20000	/* chunks of one-byte segments tinysegs sends */
 
 enum outcome {
 	O_FAILED = 1,	/* this program failed (0 is never an outcome) */
@@ -88,6 +90,7 @@ struct hs {
 	unsigned int nslots;
 	char path[MAX_IDS][PXFER_PATH_MAX + 1];
 	int ended;			/* the receiver ended the session */
+	int quiet;			/* chunks and CREDITs are not printed */
 	struct pxfer_hello sent_hello;
 	struct pxfer_msg m;
 };
@@ -332,7 +335,8 @@ static int next_msg(struct hs *h)
 	ret = recv_msg(h);
 	if (ret != 1)
 		return ret;
-	show("<-", m);
+	if (!h->quiet || m->type != PXFER_MSG_CREDIT)
+		show("<-", m);
 	if (m->type == PXFER_MSG_ABORT) {
 		h->ended = 1;
 		return GONE;
@@ -641,6 +645,8 @@ static int send_chunk(struct hs *h, int slot, const struct pxfer_seg *seg,
 	}
 	memmove(buf + PXFER_HDR_LEN + dlen, buf + desc_max, ch.len);
 	pxfer_hdr_encode(buf, PXFER_MSG_CHUNK, dlen + ch.len);
+	if (h->quiet)
+		goto send;
 	printf("-> CHUNK slot=%d seq=%llu len=%u", slot,
 	       (unsigned long long)ch.seq, ch.len);
 	for (unsigned int i = 0; i < nseg; i++)
@@ -650,6 +656,7 @@ static int send_chunk(struct hs *h, int slot, const struct pxfer_seg *seg,
 	printf("%s\n", flaw == FLAW_CHECKSUM ? " (bad checksum)" :
 		       flaw == FLAW_SEQ ? " (bad sequence)" : "");
 	fflush(stdout);
+send:
 	ret = send_raw(h->data, buf, PXFER_HDR_LEN + dlen + ch.len);
 	free(buf);
 	return ret;
@@ -1923,6 +1930,52 @@ static enum outcome sc_half_chunk(struct hs *h)
 	return ping_until_ended(h);
 }
 
+/*
+ * One large file (a partial on the receiver) sent as chunks of 64
+ * one-byte segments, in blocks of 128 bytes, the odd ones first, then
+ * the even ones, so that no byte touches one of the 64 before it: each
+ * is a record of its own. Once the receiver has written them all (every
+ * slot granted back), the sender disappears ("completed") and the
+ * partial is kept.
+ * Without a bound on the records it remembers, the receiver held 32
+ * bytes for each, and wrote as many to the journal.
+ */
+static enum outcome sc_tinysegs(struct hs *h)
+{
+	const char *env = getenv("PXFER_HS_CHUNKS");
+	unsigned long chunks = env ? strtoul(env, NULL, 10) : TINY_CHUNKS;
+	struct pxfer_seg seg[PXFER_SEG_MAX];
+	uint64_t i = 0;
+	int slot, ret = 0;
+
+	if (session(h, NULL))
+		return O_FAILED;
+	ret = send_file(h, 0, PXFER_FT_REG, 0644, 256 << 20, "tiny", NULL);
+	if (ret || file_reply(h, 0) != PXFER_MSG_FILE_OK) {
+		session_close(h);
+		return ret < 0 ? O_FAILED : O_REFUSED;
+	}
+	printf("-> CHUNK x %lu, each 64 segments of one byte, out of order\n",
+	       chunks);
+	h->quiet = 1;
+	for (unsigned long c = 0; c < chunks && !ret; c++) {
+		for (unsigned int k = 0; k < PXFER_SEG_MAX; k++, i++)
+			seg[k] = (struct pxfer_seg){ .file = 0, .len = 1,
+				.offset = i / 128 * 128 + i % 64 * 2 + (i % 128 < 64) };
+		slot = take_slot(h);
+		ret = slot < 0 ? 1 : send_chunk(h, slot, seg, PXFER_SEG_MAX,
+						 FLAW_NONE);
+	}
+	/* every slot back: every chunk written and recorded */
+	while (!ret && h->nslots < h->wel.slots)
+		ret = wait_for(h, PXFER_MSG_CREDIT, 0) == 1 ? 0 : 1;
+	h->quiet = 0;
+	say(ret ? "the receiver stopped taking chunks" :
+		  "every chunk written; closing both connections");
+	session_close(h);
+	return ret < 0 ? O_FAILED : ret ? O_ABORTED : O_COMPLETED;
+}
+
 /* pause between steps of sc_trickle */
 static void step(void)
 {
@@ -2038,6 +2091,7 @@ static const struct scenario bounds_scenarios[] = {
 	{ "ping-only", sc_ping_only, "nothing but PINGs after the handshake" },
 	{ "half-chunk", sc_half_chunk, "a chunk and half the next one, then nothing but PINGs" },
 	{ "trickle", sc_trickle, "slow but never idle: a step every 0.8 s" },
+	{ "tinysegs", sc_tinysegs, "a large file as chunks of 64 one-byte segments, no byte next to the one before; then gone" },
 };
 
 #define NSCENARIOS (sizeof(scenarios) / sizeof(scenarios[0]))
