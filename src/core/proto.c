@@ -30,6 +30,7 @@
 #define WELCOME_MAX		(PXFER_MAC_LEN + 8 + 4 + 2 + 2 + 4 + 4 + 1 + \
 				 PXFER_WIRE_RAILS_MAX * RAIL_LEN)
 #define DATA_LOST_LEN		(2 + 4 + 8)
+#define DATA_SENT_LEN		(2 + 8)
 #define DATA_HELLO_LEN		(8 + 2 + PXFER_MAC_LEN)
 #define DATA_WELCOME_MAX	(2 + PXFER_MAC_LEN + 2 + PXFER_BLOB_MAX)
 #define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
@@ -77,6 +78,7 @@ static const uint32_t body_max[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_ACK]			= FIN_LEN,
 	[PXFER_MSG_PING]		= PING_LEN,
 	[PXFER_MSG_DATA_LOST]		= DATA_LOST_LEN,
+	[PXFER_MSG_DATA_SENT]		= DATA_SENT_LEN,
 	[PXFER_MSG_ABORT]		= ERROR_MAX,
 	[PXFER_MSG_CHUNK]		= CHUNK_FRAME_MAX,
 };
@@ -98,6 +100,7 @@ static const char *const msg_names[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_ACK]			= "ACK",
 	[PXFER_MSG_PING]		= "PING",
 	[PXFER_MSG_DATA_LOST]		= "DATA_LOST",
+	[PXFER_MSG_DATA_SENT]		= "DATA_SENT",
 	[PXFER_MSG_ABORT]		= "ABORT",
 	[PXFER_MSG_CHUNK]		= "CHUNK",
 };
@@ -281,6 +284,8 @@ static bool msg_ok(const struct pxfer_msg *m)
 	case PXFER_MSG_DATA_LOST:
 		return m->u.lost.worker < PXFER_WORKERS_MAX &&
 		       m->u.lost.code > 0 && m->u.lost.code < 4096;
+	case PXFER_MSG_DATA_SENT:
+		return m->u.sent.worker < PXFER_WORKERS_MAX;
 	default:
 		/* unknown, or CHUNK, which has its own codec */
 		return false;
@@ -430,6 +435,10 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		put_u32(w, m->u.lost.code);
 		put_u64(w, m->u.lost.seq);
 		break;
+	case PXFER_MSG_DATA_SENT:
+		put_u16(w, m->u.sent.worker);
+		put_u64(w, m->u.sent.chunks);
+		break;
 	default:
 		break;
 	}
@@ -577,6 +586,10 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		m->u.lost.worker = get_u16(r);
 		m->u.lost.code = get_u32(r);
 		m->u.lost.seq = get_u64(r);
+		break;
+	case PXFER_MSG_DATA_SENT:
+		m->u.sent.worker = get_u16(r);
+		m->u.sent.chunks = get_u64(r);
 		break;
 	default:
 		r->err = 1;

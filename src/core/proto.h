@@ -69,7 +69,9 @@ enum pxfer_msg_type {
 	PXFER_MSG_PING,			/* either way, control: still here */
 	PXFER_MSG_DATA_LOST,		/* either way, control: a data
 					 * connection is gone */
-	PXFER_MSG_TYPE_MAX = PXFER_MSG_DATA_LOST,
+	PXFER_MSG_DATA_SENT,		/* s -> r, control: the chunks sent
+					 * on a data connection so far */
+	PXFER_MSG_TYPE_MAX = PXFER_MSG_DATA_SENT,
 };
 
 enum pxfer_file_type {
@@ -192,6 +194,27 @@ struct pxfer_data_lost {
 	uint32_t code;
 	uint64_t seq;
 };
+
+/*
+ * DATA_SENT body: u16 worker, u64 chunks. The sender has sent @chunks
+ * chunks on data connection @worker (the next seq it would use), and
+ * nothing more for a while: the receiver that does not see that many
+ * arrive soon knows the last ones were dropped on the way.
+ */
+struct pxfer_data_sent {
+	uint16_t worker;	/* < PXFER_WORKERS_MAX */
+	uint64_t chunks;
+};
+
+/* seconds a data connection sends nothing before DATA_SENT says so */
+#define PXFER_DATA_SENT_QUIET	1
+/* seconds after DATA_SENT (or the last chunk that arrived on that
+ * connection, whichever is later) that a receiver waits for the chunks
+ * it names: then they were dropped, an integrity error. Twice the 10 s
+ * in which a stalled connection is found lost (tcp's TCP_USER_TIMEOUT),
+ * so that a link that went down is failover, not an integrity error,
+ * and room for a slow link's last chunk */
+#define PXFER_DATA_SENT_GRACE	20
 
 /* DATA_HELLO body: u64 session, u16 worker, mac[32]. */
 struct pxfer_data_hello {
@@ -363,6 +386,7 @@ struct pxfer_msg {
 		struct pxfer_credit credit;
 		struct pxfer_fin fin;			/* FIN, ACK */
 		struct pxfer_data_lost lost;
+		struct pxfer_data_sent sent;
 		struct pxfer_ping ping;
 	} u;
 };

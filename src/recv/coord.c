@@ -381,6 +381,57 @@ static int on_ping(struct recv_session *s, const struct pxfer_ping *p)
 	return 0;
 }
 
+/* the sender sent @d->chunks chunks on data connection @d->worker: they
+ * must arrive (check_sent) */
+static int on_data_sent(struct recv_session *s, const struct pxfer_data_sent *d)
+{
+	struct rworker *w;
+
+	if (d->worker >= s->b.workers.n)
+		return -EPROTO;
+	w = &s->w[d->worker];
+	/* it cannot have sent fewer than it said before, or than arrived */
+	if (d->chunks < w->claimed ||
+	    d->chunks < atomic_load_explicit(&w->taken, memory_order_relaxed))
+		return -EPROTO;
+	w->claimed = d->chunks;
+	w->claimed_at = pxfer_now();
+	return 0;
+}
+
+/*
+ * Chunks the sender said it sent (DATA_SENT) that have not arrived, with
+ * nothing arriving on their connection for PXFER_DATA_SENT_GRACE seconds,
+ * were dropped on the way: the last chunk of a connection has no chunk
+ * after it whose sequence number would show the gap.
+ */
+static int check_sent(struct recv_session *s)
+{
+	double now = pxfer_now();
+
+	for (unsigned int i = 0; i < s->b.workers.n; i++) {
+		struct rworker *w = &s->w[i];
+		uint64_t t = atomic_load_explicit(&w->taken, memory_order_relaxed);
+		char what[32], detail[200];
+
+		if (t != w->taken_seen) {
+			w->taken_seen = t;
+			w->moved_at = now;
+		}
+		if (t >= w->claimed || !pxfer_worker_alive(&w->b) ||
+		    now - w->claimed_at < PXFER_DATA_SENT_GRACE ||
+		    now - w->moved_at < PXFER_DATA_SENT_GRACE)
+			continue;
+		snprintf(what, sizeof(what), "data connection %u", i);
+		snprintf(detail, sizeof(detail),
+			 "the sender sent %llu chunks on it, %llu arrived, and nothing more for %d s: the last were dropped on the way",
+			 (unsigned long long)w->claimed, (unsigned long long)t,
+			 PXFER_DATA_SENT_GRACE);
+		return pxfer_session_integrity(&s->b, what, detail);
+	}
+	return 0;
+}
+
 static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 {
 	if (m->type == PXFER_MSG_FILE || m->type == PXFER_MSG_FILE_END ||
@@ -397,6 +448,8 @@ static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 		return on_ping(s, &m->u.ping);
 	case PXFER_MSG_DATA_LOST:
 		return on_data_lost(s, &m->u.lost);
+	case PXFER_MSG_DATA_SENT:
+		return on_data_sent(s, &m->u.sent);
 	case PXFER_MSG_ABORT:
 		return pxfer_session_peer_abort(&s->b, &m->u.error);
 	default:
@@ -555,7 +608,7 @@ int recv_coordinate(struct recv_session *s)
 			finalize(s, id);
 		if (reap_checks(s))
 			break;
-		if (failover(s) || pxfer_session_keepalive(&s->b) ||
+		if (failover(s) || check_sent(s) || pxfer_session_keepalive(&s->b) ||
 		    idle_check(s) || grant_credits(s))
 			break;
 	}

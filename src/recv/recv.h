@@ -91,6 +91,11 @@ struct rworker {
 	struct rslot *slots;
 	struct pxfer_chunk desc;
 	uint64_t seq;
+	atomic_uint_fast64_t taken;	/* seq, for the coordinator */
+	/* the coordinator's: the chunks DATA_SENT named and when, and when
+	 * taken last moved */
+	uint64_t claimed, taken_seen;
+	double claimed_at, moved_at;
 	struct pxfer_tagger tag;	/* made once the keys are agreed */
 	int tag_init;
 	struct pxfer_idq finq;	/* files to finish here; guarded by b.lock */

@@ -166,6 +166,7 @@ static int rw_chunk(struct rworker *w)
 	int ret;
 
 	w->seq++;
+	atomic_store_explicit(&w->taken, w->seq, memory_order_relaxed);
 	if (pxfer_tagger_open(&w->tag, d, buf)) {
 		char what[32], detail[160];
 

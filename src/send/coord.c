@@ -460,6 +460,40 @@ static int send_fin(struct send_session *s)
 	return 0;
 }
 
+/*
+ * A data connection that has sent nothing for PXFER_DATA_SENT_QUIET
+ * seconds says how many chunks it sent (DATA_SENT), once for each count:
+ * the last chunk on a connection has nothing after it to show that it
+ * was dropped on the way, and a receiver that knows the count does not
+ * wait for it for its idle timeout.
+ */
+static int tell_sent(struct send_session *s)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_DATA_SENT };
+	double now = pxfer_now();
+
+	for (unsigned int i = 0; i < s->b.workers.n; i++) {
+		struct sworker *w = &s->w[i];
+		uint64_t n = atomic_load_explicit(&w->sent, memory_order_relaxed);
+
+		if (!pxfer_worker_alive(&w->b))
+			continue;
+		if (n != w->sent_seen) {
+			w->sent_seen = n;
+			w->sent_since = now;
+			continue;
+		}
+		if (n == w->sent_told || now - w->sent_since < PXFER_DATA_SENT_QUIET)
+			continue;
+		m.u.sent.worker = i;
+		m.u.sent.chunks = n;
+		if (pxfer_ctrl_queue(&s->b.ctrl, &m))
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+		w->sent_told = n;
+	}
+	return 0;
+}
+
 int send_coordinate(struct send_session *s)
 {
 	while (!pxfer_failed(&s->b.fail) && !s->acked) {
@@ -477,7 +511,7 @@ int send_coordinate(struct send_session *s)
 		reap_checks(s);
 		/* the receiver counts a check that goes on as progress */
 		s->b.ctrl.ping_checked = pxfer_check_done(&s->check);
-		if (failover(s) || pxfer_session_keepalive(&s->b))
+		if (failover(s) || tell_sent(s) || pxfer_session_keepalive(&s->b))
 			break;
 		send_draw_progress(s, 0);
 	}

@@ -64,6 +64,10 @@ struct sworker {
 	struct pxfer_chunk desc;
 	uint64_t seq;
 	struct pxfer_tagger tag;
+	atomic_uint_fast64_t sent;	/* chunks sent on it: seq, for the coordinator */
+	/* the coordinator's: what DATA_SENT said, and since when sent stayed */
+	uint64_t sent_seen, sent_told;
+	double sent_since;
 };
 
 static inline struct sworker *to_sworker(struct pxfer_worker *w)

@@ -141,6 +141,7 @@ static void sw_sent(struct sworker *w, uint32_t len)
 {
 	atomic_fetch_add(&w->s->bytes_sent, len);
 	atomic_fetch_add(&w->s->chunks, 1);
+	atomic_store_explicit(&w->sent, w->seq, memory_order_relaxed);
 }
 
 static int sw_send_slot(struct sworker *w, unsigned int slot)

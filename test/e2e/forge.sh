@@ -23,7 +23,9 @@
 #   - drop (a CREDIT) and cut the control connection mid-transfer: both
 #     sides exit non-zero within 60 s; a dropped
 #     FILE_END, after which both sides wait, is found by the next PING
-#     (5 s): both exit 7
+#     (5 s): both exit 7; a dropped last chunk of a data connection, which
+#     no later chunk reveals, is found from the sender's DATA_SENT within
+#     40 s: both exit 7
 #   - downgrade (the HELLO asks for the plain checksum instead of
 #     --encrypt): the receiver refuses the sender, nothing is written
 #   - whatever happened, no file under the receiver's directory differs
@@ -220,6 +222,14 @@ nothing_wrong "cut-ctl"
 tree=$T/one
 tamper drop 7 -t FILE_END
 nothing_wrong "drop FILE_END"
+# the last of the file's four chunks: no chunk after it shows the gap,
+# but the sender says how many it sent (DATA_SENT) once its connection
+# is quiet, and the receiver waits 20 s for them, not its idle timeout
+tamper drop 7 -t CHUNK -n 4 -- -j 1
+nothing_wrong "drop the last CHUNK"
+check_num "seconds to fail after the last chunk was dropped" "${SECS%.*}" -le 40
+check_grep "nothing more for [0-9]+ s: the last were dropped" "$RECV_LOG" \
+	"drop the last CHUNK: the receiver"
 tree=$src
 
 note "downgrade: the HELLO asks for the plain checksum, not --encrypt"

@@ -559,6 +559,12 @@ static void msgs_session(struct pxfer_msg *m, struct body *body)
 	msg_seed("data_lost", m, true, body);
 	msg_bad("data_lost-worker-over", m, 0, PXFER_WORKERS_MAX, 2);
 	msg_bad("data_lost-code-0", m, 2, 0, 4);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_DATA_SENT;
+	m->u.sent = (struct pxfer_data_sent){ .worker = 3, .chunks = 12345 };
+	msg_seed("data_sent", m, true, body);
+	msg_bad("data_sent-worker-over", m, 0, PXFER_WORKERS_MAX, 2);
 }
 
 /* Types the control decoders must refuse whatever the body. */

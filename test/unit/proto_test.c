@@ -186,6 +186,10 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 	case PXFER_MSG_PING:
 		raw_be(r, m->u.ping.checked, 8);
 		break;
+	case PXFER_MSG_DATA_SENT:
+		raw_be(r, m->u.sent.worker, 2);
+		raw_be(r, m->u.sent.chunks, 8);
+		break;
 	default:
 		abort();
 	}
@@ -247,7 +251,7 @@ static ssize_t chunk_decode_exact(const void *buf, size_t len,
 /* ------------------------------------------------------------------------ */
 /* Valid sample messages: representative and boundary values */
 
-static struct pxfer_msg samples[80];
+static struct pxfer_msg samples[96];
 static int nsamples;
 
 static struct pxfer_chunk chunks[4];
@@ -377,6 +381,13 @@ static void add_handshake_samples(void)
 	m = new_sample(PXFER_MSG_DATA_LOST);
 	m->u.lost = (struct pxfer_data_lost){
 		.worker = PXFER_WORKERS_MAX - 1, .code = 4095, .seq = UINT64_MAX,
+	};
+
+	m = new_sample(PXFER_MSG_DATA_SENT);
+	m->u.sent = (struct pxfer_data_sent){ .worker = 0, .chunks = 0 };
+	m = new_sample(PXFER_MSG_DATA_SENT);
+	m->u.sent = (struct pxfer_data_sent){
+		.worker = PXFER_WORKERS_MAX - 1, .chunks = UINT64_MAX,
 	};
 
 	m = new_sample(PXFER_MSG_DATA_HELLO);
@@ -1028,6 +1039,8 @@ static void test_bad_handshake(void)
 	    (m.u.lost.worker = PXFER_WORKERS_MAX, m.u.lost.code = EIO));
 	BAD("DATA_LOST code 0", PXFER_MSG_DATA_LOST, m.u.lost.code = 0);
 	BAD("DATA_LOST code 4096", PXFER_MSG_DATA_LOST, m.u.lost.code = 4096);
+	BAD("DATA_SENT worker 64", PXFER_MSG_DATA_SENT,
+	    m.u.sent.worker = PXFER_WORKERS_MAX);
 
 	BAD("DATA_HELLO worker 64", PXFER_MSG_DATA_HELLO,
 	    m.u.data_hello.worker = PXFER_WORKERS_MAX);
@@ -1558,7 +1571,7 @@ static void test_names(void)
 		"CHALLENGE", "HELLO", "WELCOME", "DATA_HELLO", "DATA_WELCOME",
 		"REFUSE", "FILE", "FILE_OK", "FILE_ERR", "FILE_END",
 		"FILE_DONE", "CREDIT", "FIN", "ACK", "ABORT", "CHUNK", "PING",
-		"DATA_LOST",
+		"DATA_LOST", "DATA_SENT",
 	};
 	int t;
 
