@@ -549,18 +549,24 @@ static int idle_check(struct recv_session *s)
 			  s->b.cconn->peer, text);
 }
 
+/* seconds a sender told that its last data connection is gone has to
+ * end the session itself (naming each, as only it can) */
+#define ALL_LOST_WAIT	3.0
+
 /*
  * Failover: a data connection that broke (or that the sender gave up,
  * DATA_LOST) carries nothing more; once its worker stopped taking chunks
  * off it, the sender hears how many it took (DATA_LOST) and sends the
  * rest over the others. One that broke on this side first waits a
  * second before that, in which a sender that ended the session (ABORT)
- * or went away (the control connection) says so. The session fails when
- * no data connection is left.
+ * or went away (the control connection) says so. When no data
+ * connection is left the sender hears of the last one too, and the
+ * session fails ALL_LOST_WAIT seconds later if the sender did not end
+ * it first.
  */
 static int failover(struct recv_session *s)
 {
-	unsigned int alive = pxfer_workers_alive(&s->b.workers);
+	unsigned int alive = pxfer_workers_alive(&s->b.workers), told = 0;
 	double now = pxfer_now();
 
 	if (s->acked)
@@ -569,27 +575,36 @@ static int failover(struct recv_session *s)
 		struct rworker *w = &s->w[i];
 		int err = atomic_load(&w->b.lost);
 
+		told += w->b.lost_told;
 		if (!err || w->b.lost_told || !atomic_load(&w->b.parked))
 			continue;
 		if (!w->b.lost_at)
 			w->b.lost_at = now;
 		if (!w->b.lost_heard && now - w->b.lost_at < 1.0)
 			continue;
-		if (!alive)
-			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
-					  "the sender %s lost every data connection before the transfer completed (the last: %u, %s)",
-					  s->b.cconn->peer, i, strerror(-err));
 		if (pxfer_session_send_lost(&s->b, i, err, w->b.lost_seq))
 			return -1;
 		w->b.lost_told = 1;
-		if (!s->o->quiet)
+		told++;
+		if (!s->o->quiet && alive)
 			warning("data connection %u from %s failed (%s) after %llu chunks; the sender goes on over the %u left",
 				i, w->b.conn->peer, strerror(-err),
 				(unsigned long long)w->b.lost_seq, alive);
+		else if (!s->o->quiet)
+			warning("data connection %u from %s failed (%s) after %llu chunks; no data connection is left",
+				i, w->b.conn->peer, strerror(-err),
+				(unsigned long long)w->b.lost_seq);
 	}
-	return 0;
+	if (alive || told < s->b.workers.n)
+		return 0;
+	if (!s->all_lost_at)
+		s->all_lost_at = now;
+	if (now - s->all_lost_at < ALL_LOST_WAIT)
+		return 0;
+	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+			  "the sender %s lost every data connection before the transfer completed",
+			  s->b.cconn->peer);
 }
-
 
 int recv_coordinate(struct recv_session *s)
 {

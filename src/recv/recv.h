@@ -166,6 +166,8 @@ struct recv_session {
 	double idle_since;
 	uint64_t refused;	/* files refused, for the log (coord.c) */
 	int acked;
+	double all_lost_at;		/* the sender was told its last data
+					 * connection is gone (coord.c) */
 	uint64_t files_ok, bytes, failed;
 	uint64_t files_same, bytes_same;	/* there already: skipped */
 	uint64_t bytes_resumed;		/* held by partials, not sent again */
