@@ -12,12 +12,6 @@
 #   W/int-checksum   pxfer --integrity checksum: unkeyed XXH3, the reference
 #   W/int-scp        scp to an sshd of the benchmark's own
 #   W/int-rsync-ssh  rsync -a -e ssh to the same sshd
-#   A/int-mac-sf, A/int-checksum-sf
-#                    mac and checksum with PXFER_SENDFILE=1: each chunk
-#                    tagged in a mapping of the page cache and sent from it
-#                    with sendfile, instead of read into the ring, tagged
-#                    and sent from there (the default); B's files are too
-#                    small for sendfile either way
 #
 # The sshd runs from a directory under the work directory with a host key
 # and an authorized key made for the run, on the run's port, as the
@@ -46,8 +40,6 @@ int_sections() {        # the group's lines for SECTIONS
 			   "$w/int-scp;$w;scp;peer_scp $w"
 			   "$w/int-rsync-ssh;$w;rsync -e ssh;peer_rsync_ssh $w")
 	done
-	SECTIONS+=("A/int-mac-sf;A;pxfer mac, sendfile;peer_int A mac-sf"
-		   "A/int-checksum-sf;A;checksum, sendfile;peer_int A checksum-sf")
 }
 
 int_selected() {        # $1 pattern: does the run have such a section?
@@ -80,18 +72,15 @@ int_verify() {
 	else verify_tree "$DATA/tree" "$DST/tree"; fi
 }
 
-peer_int() {            # $1 workload, $2 mac, poly, encrypt or checksum[-sf]
-	local flags='' env=''
-	case $2 in
-	*-sf) env='PXFER_SENDFILE=1 ';;
-	esac
+peer_int() {            # $1 workload, $2 mac, poly, encrypt or checksum
+	local flags=''
 	case $2 in
 	poly) flags='--cipher chacha20-poly1305';;
 	encrypt) flags='--encrypt';;
 	checksum*) flags='--integrity checksum';;
 	esac
 	measure "exec '$PXFER' recv --dir '$DST' --once --bind 127.0.0.1 --port $PORT --transport tcp -q" \
-		"${env}exec '$PXFER' send $flags --transport tcp -q '$(int_src "$1")' 127.0.0.1:$PORT" &&
+		"exec '$PXFER' send $flags --transport tcp -q '$(int_src "$1")' 127.0.0.1:$PORT" &&
 		int_verify "$1"
 }
 
@@ -223,8 +212,6 @@ int_report() {          # the group's ratios and targets, in report
 		fi
 	done
 	ratio_line "A: pxfer mac, poly1305 / mac (default, gmac)" A/int-poly A/int-mac
-	ratio_line "A: mac / checksum, both with sendfile" A/int-mac-sf A/int-checksum-sf
-	ratio_line "A: mac with sendfile / mac (default)" A/int-mac-sf A/int-mac
 	selected A/int-mac || selected A/int-checksum || selected A/int-encrypt || return 0
 	t=$(ge A/int-mac A/int-checksum 0.85)
 	target "A: pxfer default (mac) >= 0.85x --integrity checksum" "$t" \

@@ -67,42 +67,6 @@ int pxfer_tagger_seal(struct pxfer_tagger *g, struct pxfer_chunk *ch,
 			       enc ? buf : NULL, enc ? ch->len : 0, ch->tag);
 }
 
-struct file_tag {
-	struct pxfer_tagger *g;
-	struct pxfer_chunk *ch;
-};
-
-static int tag_mapped(void *arg, const void *p, size_t len)
-{
-	struct file_tag *ft = arg;
-	struct pxfer_tagger *g = ft->g;
-	uint8_t nonce[PXFER_AEAD_NONCE_LEN];
-
-	if (g->prot == PXFER_PROT_CHECKSUM) {
-		checksum_tag(ft->ch->tag, pxfer_hash(p, len));
-		return 0;
-	}
-	nonce_of(g, ft->ch, nonce);
-	return pxfer_aead_seal(&g->aead, nonce, g->desc, g->desc_len, p, len,
-			       NULL, 0, ft->ch->tag);
-}
-
-int pxfer_tagger_seal_file(struct pxfer_tagger *g, struct pxfer_chunk *ch,
-			   int fd)
-{
-	struct file_tag ft = { g, ch };
-	int ret;
-
-	if (g->prot == PXFER_PROT_ENCRYPT || ch->nseg != 1)
-		return -EINVAL;
-	if (g->prot != PXFER_PROT_CHECKSUM) {
-		ret = desc_ad(g, ch);
-		if (ret)
-			return ret;
-	}
-	return pxfer_file_apply(fd, ch->seg[0].offset, ch->len, tag_mapped, &ft);
-}
-
 int pxfer_tagger_open(struct pxfer_tagger *g, const struct pxfer_chunk *ch,
 		      void *buf)
 {

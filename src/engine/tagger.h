@@ -56,15 +56,6 @@ int pxfer_tagger_seal(struct pxfer_tagger *g, struct pxfer_chunk *ch,
 		      void *buf);
 
 /*
- * pxfer_tagger_seal_file - sender, not encrypting: fill ch->tag for a
- * payload of one segment that is still in the file @fd, read through the
- * page cache (pxfer_file_apply: -ENODATA if the file shrank, or mmap's
- * errors, then read it into the ring instead). 0 or -errno.
- */
-int pxfer_tagger_seal_file(struct pxfer_tagger *g, struct pxfer_chunk *ch,
-			   int fd);
-
-/*
  * pxfer_tagger_open - receiver: check @ch's tag over the payload @buf
  * (and decrypt it in place). 0, or -EBADMSG: the chunk is not what the
  * sender sent, and nothing of @buf may be used.

@@ -299,15 +299,6 @@ static int session_start(struct send_session *s)
 	    pxfer_pool_init(&s->pool, pxfer_pool_size(PXFER_DEFAULT_RING_MEM,
 						      s->b.t->ring_hdr)))
 		verbose("ring memory made when the session starts");
-	/*
-	 * Every chunk goes through the ring: read into the slot, tagged
-	 * there and sent from there costs less than a tag over a fresh
-	 * mapping of the page cache and a sendfile (docs/benchmarks.md), and
-	 * what is tagged is what is sent. PXFER_SENDFILE=1: large chunks
-	 * from the file itself (tcp), for comparison.
-	 */
-	atomic_store(&s->direct, s->b.t->send_chunk_fd && !o->encrypt &&
-		     pxfer_env_flag("PXFER_SENDFILE"));
 	ret = pxfer_walk_init(&s->walk, o->paths, o->npaths, &bad);
 	if (ret == -EINVAL)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_USAGE,

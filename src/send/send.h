@@ -43,7 +43,6 @@ struct sslot {
 	unsigned int pending;		/* reads in flight */
 	uint8_t state;			/* enum sslot_state */
 	uint8_t counted;		/* the scheduler counted its segments sent */
-	uint8_t direct;			/* its payload went from the file (sendfile) */
 	uint8_t sealed;			/* sealed in place (--encrypt: ciphertext) */
 	uint64_t seq;
 };
@@ -139,7 +138,6 @@ struct send_session {
 	unsigned int workers;		/* asked for in the HELLO */
 	double all_lost_at;		/* when no data connection was left */
 	int fin_sent, acked;
-	atomic_int direct;		/* large chunks bypass the ring (send_chunk_fd) */
 	unsigned int pass;		/* 0, or 1: changed files sent again */
 	const char *transport;		/* instead of o->transport, or NULL */
 	unsigned int again;		/* files to send in another session */

@@ -18,7 +18,6 @@
 #include "send/send.h"
 
 #define REAP_BATCH 64
-#define DIRECT_MIN (64u << 10)	/* smaller chunks always go through the ring */
 #define READ_NOW_MAX (64u << 10)	/* segments read by the worker itself */
 
 static void sw_wait(struct sworker *w)
@@ -253,55 +252,6 @@ static int sw_read_done(struct sworker *w, uint64_t tag, int res)
 }
 
 /*
- * A chunk of one large segment, where the transport can take the payload
- * from the file itself (tcp: sendfile): checksum it in the page cache and
- * hand it over without reading it into the ring. 1 when it is sent (or
- * dropped because the file shrank), 0 to read it through the ring after
- * all (the file cannot be mapped), -1 when the session failed.
- */
-static int sw_send_direct(struct sworker *w, unsigned int slot)
-{
-	struct send_session *s = w->s;
-	struct sslot *ss = &w->slots[slot];
-	struct pxfer_plan_seg *seg = &ss->plan.seg[0];
-	struct pxfer_chunk *d = &w->desc;
-	int ret;
-
-	d->slot = slot;
-	d->nseg = 1;
-	d->len = seg->len;
-	d->seq = w->seq;
-	d->seg[0].file = seg->f->id;
-	d->seg[0].offset = seg->off;
-	d->seg[0].len = seg->len;
-	ret = pxfer_tagger_seal_file(&w->tag, d, seg->f->fd);
-	if (ret == -ENODATA) {
-		ss->pending = 0;
-		ss->err[0] = ENODATA;
-		return sw_send_slot(w, slot) ? -1 : 1;
-	}
-	if (ret) {
-		atomic_store(&s->direct, 0);
-		return 0;
-	}
-	w->seq++;
-	ss->direct = 1;
-	ss->counted = 0;
-	ss->state = SS_SENT;
-	ss->seq = d->seq;
-	ret = s->b.t->send_chunk_fd(w->b.conn, d, seg->f->fd,
-				    pxfer_ring_slot(&w->b.ring, slot));
-	if (ret == -ENODATA)
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
-				  "'%s' shrank while being sent, after the checksum of a chunk went out; the session cannot go on",
-				  seg->f->src);
-	if (ret)
-		return sw_conn_failed(w, ret);
-	sw_sent(w, d->len);
-	return sw_reap_sent(w) ? -1 : 1;
-}
-
-/*
  * A chunk a lost connection's worker holds, into granted slot @slot of
  * this one: its bytes are in that worker's ring, which stays until the
  * session ends, and its files cannot have completed without it. 1 when
@@ -377,10 +327,6 @@ int send_worker_requeue(struct send_session *s, struct sworker *w)
 		}
 		if (ss->state != SS_SENT && ss->state != SS_FILLED)
 			continue;
-		if (ss->direct)
-			return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
-					  "data connection %u to %s failed with a chunk sent from the file itself (PXFER_SENDFILE) in flight",
-					  w->b.idx, s->b.cconn->peer);
 		if (ss->state == SS_FILLED &&
 		    !sw_settle(w, ss, pxfer_ring_slot(&w->b.ring, i)))
 			continue;
@@ -415,7 +361,6 @@ static int sw_fill_one(struct sworker *w)
 	ss = &w->slots[slot];
 	ss->state = SS_READING;
 	ss->counted = 0;
-	ss->direct = 0;
 	ss->sealed = 0;
 	if (atomic_load(&s->resend_n))
 		return sw_resend(w, slot);
@@ -423,12 +368,6 @@ static int sw_fill_one(struct sworker *w)
 		ss->state = SS_IDLE;
 		sw_unuse(w, slot);
 		return 0;
-	}
-	if (ss->plan.nseg == 1 && ss->plan.len >= DIRECT_MIN &&
-	    atomic_load(&s->direct)) {
-		ret = sw_send_direct(w, slot);
-		if (ret)
-			return ret;
 	}
 	ss->pending = 1;	/* not sent before every read is under way */
 	for (unsigned int i = 0; i < ss->plan.nseg; i++) {

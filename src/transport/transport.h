@@ -93,14 +93,6 @@ struct pxfer_transport_ops {
 	/* sender: put the chunk in flight into remote slot ch->slot */
 	int (*send_chunk)(struct pxfer_conn *c, const struct pxfer_chunk *ch,
 			  const void *payload);
-	/*
-	 * sender, optional: like send_chunk for a chunk of one segment, but
-	 * the transport takes the payload from @fd at ch->seg[0].offset
-	 * itself; the slot's own memory @scratch may serve as a bounce
-	 * buffer. -ENODATA if the file ended first.
-	 */
-	int (*send_chunk_fd)(struct pxfer_conn *c, const struct pxfer_chunk *ch,
-			     int fd, void *scratch);
 	/* sender: slots whose sends completed, so they may be reused;
 	 * a negative errno if the connection failed */
 	int (*reap_sent)(struct pxfer_conn *c, uint16_t *slots,

@@ -270,7 +270,6 @@ const struct pxfer_transport_ops pxfer_tcp_ops = {
 	.ring_register = tcp_ring_register,
 	.ring_remote = tcp_ring_remote,
 	.send_chunk = tcp_send_chunk,
-	.send_chunk_fd = tcp_send_chunk_fd,
 	.reap_sent = tcp_reap_sent,
 	.recv_chunk = tcp_recv_chunk,
 	.recv_payload = tcp_recv_payload,

@@ -43,8 +43,6 @@ int tcp_ring_remote(struct pxfer_conn *c, const uint8_t *blob,
 		    uint16_t blob_len);
 int tcp_send_chunk(struct pxfer_conn *c, const struct pxfer_chunk *ch,
 		   const void *payload);
-int tcp_send_chunk_fd(struct pxfer_conn *c, const struct pxfer_chunk *ch,
-		      int fd, void *scratch);
 int tcp_reap_sent(struct pxfer_conn *c, uint16_t *slots, unsigned int max);
 int tcp_recv_chunk(struct pxfer_conn *c, const struct pxfer_ring *r,
 		   struct pxfer_chunk *ch);
