@@ -30,10 +30,23 @@ enum cli_side { CLI_SEND, CLI_RECV, CLI_DOCTOR, CLI_SIDES };
 #define CLI_HELP 1
 
 /*
+ * What a shell completes an argument to, in an option's values (below)
+ * or a command's operands: words starting with '@' name a kind of word
+ * the completion scripts (completion/) find themselves.
+ */
+#define CLI_FILE	"@file"		/* a path */
+#define CLI_DIR		"@dir"		/* a directory */
+#define CLI_HOST	"@host"		/* a host name */
+#define CLI_ADDR	"@address"	/* an address of this host */
+#define CLI_DEVICE	"@rdma-device"	/* RDMA devices, separated by commas */
+
+/*
  * One option of a command: --name (and -c), the name of its argument in
  * the help (NULL if it takes none), its help (lines separated by '\n'),
- * and set(), which takes the argument into @ctx, the command's own
- * struct: it returns 0, or -1 after saying what is wrong.
+ * set(), which takes the argument into @ctx, the command's own struct: it
+ * returns 0, or -1 after saying what is wrong; and the values the argument
+ * completes to, separated by spaces (NULL: none to offer). An option that
+ * takes one of a few words checks it against the same string (cli_choice).
  */
 struct cli_opt {
 	const char *name;
@@ -41,6 +54,7 @@ struct cli_opt {
 	const char *arg;
 	int (*set)(void *ctx, const char *arg);
 	const char *help;
+	const char *values;
 };
 
 /*
@@ -67,6 +81,7 @@ struct cli_cmd {
 	const char *usage;		/* the help before the options */
 	const struct cli_opt *opts;	/* its own, up to one with no name */
 	const char *epilog;		/* the help after them */
+	const char *operands;		/* what they complete to, as values */
 };
 
 /*
@@ -74,12 +89,29 @@ struct cli_cmd {
  * name) into @ctx and @common. Returns the index of the first operand, or
  * -1 if the command is to return *@status now: 0 after printing the help
  * on stdout, PXFER_EXIT_USAGE after saying what is wrong with an option.
+ * Its one argument being --complete-words, it prints cli_complete_words
+ * and returns -1 with status 0.
  */
 int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *ctx,
 	      const struct cli_common *common, int *status);
 
 /* cli_usage - the command's help: usage, its options, the shared ones */
 void cli_usage(FILE *f, const struct cli_cmd *cmd);
+
+/*
+ * cli_complete_words - what the shell completions read ('pxfer CMD
+ * --complete-words', not in the help): a line for each option the command
+ * takes, as --help lists them, "--name|-c|ARG|values|first line of its
+ * help" (a field empty where the option has none), then "||||" and what
+ * its operands complete to (values as in struct cli_opt).
+ */
+void cli_complete_words(FILE *f, const struct cli_cmd *cmd);
+
+/*
+ * cli_choice - 0 if @arg is one of the words of @values (separated by
+ * spaces); otherwise say what option @opt takes, and return -1
+ */
+int cli_choice(const char *opt, const char *arg, const char *values);
 
 /* parse "64M", "1G", "4096" into bytes; 0 or -EINVAL */
 int cli_parse_size(const char *s, uint64_t *out);

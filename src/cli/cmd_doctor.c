@@ -224,6 +224,7 @@ static const struct cli_cmd doctor_cmd = {
 	"--gid-index), and with auto when an active RDMA port routes to HOST\n"
 	"(without HOST: when any port is active).\n",
 	.opts = doctor_opts,
+	.operands = CLI_HOST,
 	.epilog =
 	"exit status:\n"
 	"  0  no problem: nothing found would stop a transfer with these options\n"

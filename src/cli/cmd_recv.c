@@ -143,34 +143,34 @@ static int set_partial_ttl(void *ctx, const char *arg)
 
 static const struct cli_opt recv_opts[] = {
 	{ "dir", 'd', "DIR", set_dir,
-	  "directory to receive into (default: the current one)" },
-	{ "once", 0, NULL, set_once, "exit after one session" },
+	  "directory to receive into (default: the current one)", CLI_DIR },
+	{ "once", 0, NULL, set_once, "exit after one session", NULL },
 	{ "max-sessions", 0, "N", set_max_sessions,
-	  "senders served at once (default 8); others wait" },
+	  "senders served at once (default 8); others wait", NULL },
 	{ "ring-mem", 0, "SIZE", set_ring_mem,
 	  "memory for the rings of all sessions, each\n"
-	  "getting SIZE / N (default: 32M a session)" },
+	  "getting SIZE / N (default: 32M a session)", NULL },
 	{ "grace", 0, "SEC", set_grace,
 	  "on SIGTERM or SIGINT, let running sessions\n"
-	  "finish for up to SEC seconds (default 30)" },
+	  "finish for up to SEC seconds (default 30)", NULL },
 	{ "json", 0, NULL, set_json,
-	  "print a JSON line for each session on stdout" },
+	  "print a JSON line for each session on stdout", NULL },
 	{ "max-chunk", 0, "SIZE", set_max_chunk,
-	  "largest chunk accepted (default 16M)" },
+	  "largest chunk accepted (default 16M)", NULL },
 	{ "perms", 0, NULL, set_perms,
 	  "keep the modes the sender sent (but set-uid and\n"
-	  "set-gid); default: less what the umask takes away" },
+	  "set-gid); default: less what the umask takes away", NULL },
 	{ "idle-timeout", 0, "SEC", set_idle_timeout,
 	  "end a session whose sender sent no file data and\n"
 	  "no file for SEC seconds (default "
-	  STR(PXFER_DEFAULT_IDLE_TIMEOUT) "; 0: never)" },
+	  STR(PXFER_DEFAULT_IDLE_TIMEOUT) "; 0: never)", NULL },
 	{ "require-encrypt", 0, NULL, set_require_encrypt,
-	  "refuse senders that do not use --encrypt" },
+	  "refuse senders that do not use --encrypt", NULL },
 	{ "partial-ttl", 0, "TIME", set_partial_ttl,
 	  "keep what arrived of an interrupted file (beneath\n"
 	  "DIR/.pxfer) this long for the sender to resume it:\n"
 	  "seconds, or 90m, 12h, 7d (default 7d; 0: remove it\n"
-	  "when the session ends)" },
+	  "when the session ends)", NULL },
 	{ 0 },
 };
 

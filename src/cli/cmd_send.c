@@ -76,12 +76,17 @@ static int set_json(void *ctx, const char *arg)
 	return 0;
 }
 
+/* the words --integrity, --cipher and --resume take, as they complete */
+static const char integrity_modes[] = "mac checksum";
+static const char ciphers[] = "aes-256-gcm chacha20-poly1305";
+static const char resume_modes[] = "check trust";
+
 static int set_integrity(void *ctx, const char *arg)
 {
 	struct send_args *a = ctx;
 
-	if (strcmp(arg, "mac") && strcmp(arg, "checksum"))
-		return error("--integrity takes mac or checksum, not '%s'", arg);
+	if (cli_choice("--integrity", arg, integrity_modes))
+		return -1;
 	a->o.integrity = !strcmp(arg, "mac") ? "mac" : "checksum";
 	return 0;
 }
@@ -98,13 +103,10 @@ static int set_cipher(void *ctx, const char *arg)
 {
 	struct send_args *a = ctx;
 
-	if (!strcmp(arg, "aes-256-gcm"))
-		a->o.cipher = "aes-256-gcm";
-	else if (!strcmp(arg, "chacha20-poly1305"))
-		a->o.cipher = "chacha20-poly1305";
-	else
-		return error("--cipher takes aes-256-gcm or chacha20-poly1305, not '%s'",
-			     arg);
+	if (cli_choice("--cipher", arg, ciphers))
+		return -1;
+	a->o.cipher = !strcmp(arg, "aes-256-gcm") ? "aes-256-gcm" :
+		      "chacha20-poly1305";
 	return 0;
 }
 
@@ -136,12 +138,9 @@ static int set_resume(void *ctx, const char *arg)
 {
 	struct send_args *a = ctx;
 
-	if (!strcmp(arg, "trust"))
-		a->o.resume_trust = 1;
-	else if (!strcmp(arg, "check"))
-		a->o.resume_trust = 0;
-	else
-		return error("--resume takes check or trust, not '%s'", arg);
+	if (cli_choice("--resume", arg, resume_modes))
+		return -1;
+	a->o.resume_trust = !strcmp(arg, "trust");
 	return 0;
 }
 
@@ -171,33 +170,33 @@ static int set_retry_wait(void *ctx, const char *arg)
 static char jobs_help[160];
 
 static struct cli_opt send_opts[] = {
-	{ "jobs", 'j', "N", set_jobs, jobs_help },
+	{ "jobs", 'j', "N", set_jobs, jobs_help, NULL },
 	{ "chunk-size", 0, "SIZE", set_chunk_size,
 	  "bytes per chunk (4K-64M; the receiver may lower it;\n"
 	  "default: up to 4M, as large as leaves the receiver\n"
-	  "8 slots per worker, at least 1M)" },
+	  "8 slots per worker, at least 1M)", NULL },
 	{ "timeout", 0, "SEC", set_timeout,
-	  "connect and handshake timeout (default 15)" },
+	  "connect and handshake timeout (default 15)", NULL },
 	{ "wait", 0, "SEC", set_wait,
 	  "while the receiver is busy, try again for up\n"
-	  "to SEC seconds (default 60; 0: fail at once)" },
-	{ "json", 0, NULL, set_json, "print a JSON summary on stdout" },
+	  "to SEC seconds (default 60; 0: fail at once)", NULL },
+	{ "json", 0, NULL, set_json, "print a JSON summary on stdout", NULL },
 	{ "encrypt", 0, NULL, set_encrypt,
 	  "encrypt file data too (file names and the other\n"
-	  "control messages always are; docs/security.md)" },
+	  "control messages always are; docs/security.md)", NULL },
 	{ "integrity", 0, "HOW", set_integrity,
 	  "how chunks are checked when not encrypting: mac, a\n"
 	  "keyed tag (default), or checksum, the plain XXH3,\n"
-	  "which catches corruption but not an attacker" },
+	  "which catches corruption but not an attacker", integrity_modes },
 	{ "cipher", 0, "NAME", set_cipher,
 	  "aes-256-gcm (default) or chacha20-poly1305, for\n"
-	  "the tags and encryption" },
+	  "the tags and encryption", ciphers },
 	{ "checksum", 0, NULL, set_checksum,
 	  "skip a file the receiver has when its content is\n"
 	  "the same (read on both sides), not when its size\n"
-	  "and modification time are (the default)" },
+	  "and modification time are (the default)", NULL },
 	{ "overwrite", 0, NULL, set_overwrite,
-	  "send every file whole: skip nothing, resume nothing" },
+	  "send every file whole: skip nothing, resume nothing", NULL },
 	{ "resume", 0, "HOW", set_resume,
 	  "a file the receiver holds part of (an interrupted\n"
 	  "transfer) is resumed when the source's size and\n"
@@ -206,16 +205,17 @@ static struct cli_opt send_opts[] = {
 	  "the same as its journal and as the source's (a read\n"
 	  "on each side); trust: without those reads, taking\n"
 	  "both the source and the receiver's disk at their\n"
-	  "word (a damaged partial is then resumed as it is)" },
+	  "word (a damaged partial is then resumed as it is)",
+	  resume_modes },
 	{ "verify", 0, NULL, set_verify,
 	  "the receiver reads each file back from its storage\n"
-	  "and compares it with the source before naming it" },
+	  "and compares it with the source before naming it", NULL },
 	{ "retries", 0, "N", set_retries,
 	  "when the connection fails, reconnect and go on up\n"
-	  "to N times (default " STR(PXFER_DEFAULT_RETRIES) "; 0: fail at once)" },
+	  "to N times (default " STR(PXFER_DEFAULT_RETRIES) "; 0: fail at once)", NULL },
 	{ "retry-wait", 0, "SEC", set_retry_wait,
 	  "seconds before the first reconnection, doubling\n"
-	  "each time up to 60 (default " STR(PXFER_DEFAULT_RETRY_WAIT) ")" },
+	  "each time up to 60 (default " STR(PXFER_DEFAULT_RETRY_WAIT) ")", NULL },
 	{ 0 },
 };
 
@@ -235,6 +235,7 @@ static const struct cli_cmd send_cmd = {
 	"The shared secret comes from $" PXFER_SECRET_ENV " (the token 'pxfer recv' prints)\n"
 	"or --secret-file.\n",
 	.opts = send_opts,
+	.operands = CLI_FILE " " CLI_HOST,
 	.epilog =
 	"exit status:\n"
 	"  0  everything arrived        3  authentication refused\n"

@@ -44,6 +44,29 @@ static void usage(FILE *f)
 }
 
 /*
+ * For the shell completions (completion/), not in the help: 'pxfer
+ * --complete-words' prints the commands and the options that go before
+ * them, "word|summary" a line; with a command after it, that command's
+ * options (cli_complete_words).
+ */
+static int complete_words(int argc, char **argv)
+{
+	if (argc > 2) {
+		char *sub[] = { argv[2], "--complete-words", NULL };
+
+		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (!strcmp(commands[i].name, argv[2]))
+				return commands[i].fn(2, sub);
+		error("'%s' is not a pxfer command (see 'pxfer --help')", argv[2]);
+		return PXFER_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		printf("%s|%s\n", commands[i].name, commands[i].summary);
+	printf("--help|the commands\n--version|the version of pxfer\n");
+	return 0;
+}
+
+/*
  * The command is done and has said how it went: what is left is the
  * libraries' teardown at exit, which must not hold the process for ever
  * (a verbs provider waiting on a device). After EXIT_WAIT_S the process
@@ -97,6 +120,8 @@ int main(int argc, char **argv)
 		printf("pxfer %s (protocol %d)\n", PXFER_VERSION, PXFER_PROTO_VERSION);
 		return 0;
 	}
+	if (!strcmp(argv[1], "--complete-words"))
+		return complete_words(argc, argv);
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(commands[i].name, argv[1]))
 			return exit_bounded(commands[i].fn(argc - 1, argv + 1));

@@ -61,23 +61,26 @@ int cli_parse_uint(const char *s, unsigned long min, unsigned long max,
 	return 0;
 }
 
-static const char *const transports[] = { "auto", "rdma", "tcp", NULL };
-static const char *const io_kinds[] = { "auto", "uring", "sync", NULL };
+static const char transports[] = "auto rdma tcp";
+static const char io_kinds[] = "auto uring sync";
 
-/*
- * accept @arg for option @opt if it is one of the NULL-terminated @choices;
- * otherwise say what is accepted and return -1
- */
-static int choice(const char *opt, const char *arg, const char *const *choices)
+int cli_choice(const char *opt, const char *arg, const char *values)
 {
 	char list[128] = "";
-	size_t n = 0;
+	size_t n = 0, len = strlen(arg);
+	const char *w = values;
 
-	for (int i = 0; choices[i]; i++) {
-		if (!strcmp(arg, choices[i]))
+	while (*w) {
+		size_t wlen = strcspn(w, " ");
+		const char *next = w + wlen + (w[wlen] == ' ');
+
+		if (wlen == len && !memcmp(w, arg, len))
 			return 0;
-		n += snprintf(list + n, sizeof(list) - n, "%s%s",
-			      i ? (choices[i + 1] ? ", " : " or ") : "", choices[i]);
+		if (n < sizeof(list))
+			n += snprintf(list + n, sizeof(list) - n, "%s%.*s",
+				      w == values ? "" : (*next ? ", " : " or "),
+				      (int)wlen, w);
+		w = next;
 	}
 	return error("%s takes %s, not '%s'", opt, list, arg);
 }
@@ -173,7 +176,7 @@ static int set_secret_file(const struct cli_common *c, const char *arg)
 
 static int set_transport(const struct cli_common *c, const char *arg)
 {
-	if (choice("--transport", arg, transports))
+	if (cli_choice("--transport", arg, transports))
 		return -1;
 	*c->transport = arg;
 	return 0;
@@ -232,7 +235,7 @@ static int set_fsync(const struct cli_common *c, const char *arg)
 
 static int set_io(const struct cli_common *c, const char *arg)
 {
-	if (choice("--io", arg, io_kinds))
+	if (cli_choice("--io", arg, io_kinds))
 		return -1;
 	*c->io = arg;
 	return 0;
@@ -266,6 +269,7 @@ struct common_opt {
 	const char *arg;
 	int (*set)(const struct cli_common *c, const char *arg);
 	const char *help[CLI_SIDES];
+	const char *values;
 };
 
 #define BOTH(text)	{ [CLI_SEND] = text, [CLI_RECV] = text }
@@ -277,50 +281,55 @@ static const struct common_opt common_opts[] = {
 	{ "port", 'p', "PORT", set_port, {
 		[CLI_SEND] = "receiver port, 1-65535 (default " PXFER_DEFAULT_PORT ";\n"
 			     "or HOST:PORT)",
-		[CLI_RECV] = "port to listen on, 1-65535 (default " PXFER_DEFAULT_PORT ")" } },
+		[CLI_RECV] = "port to listen on, 1-65535 (default " PXFER_DEFAULT_PORT ")" },
+	  NULL },
 	{ "bind", 0, "ADDR", set_bind, {
 		[CLI_SEND] = "source address for the connections",
 		[CLI_RECV] = "address to listen on (default: all)",
 		[CLI_DOCTOR] = "the source address 'pxfer send --bind' would\n"
-			       "use toward HOST" } },
+			       "use toward HOST" }, CLI_ADDR },
 	{ "secret-file", 0, "FILE", set_secret_file,
 	  BOTH("read the shared secret from FILE ('-': stdin),\n"
-	       "which only its owner may read (chmod 600)") },
+	       "which only its owner may read (chmod 600)"), CLI_FILE },
 	{ "transport", 0, "T", set_transport,
 	  WITH_DOCTOR("auto, rdma or tcp (default auto)",
 		      "auto, rdma or tcp: the transport a transfer\n"
-		      "would be asked for (default auto)") },
+		      "would be asked for (default auto)"), transports },
 	{ "device", 0, "NAME", set_device,
 	  WITH_DOCTOR("rdma: use this RDMA device (see 'rdma link');\n"
 		      "several, separated by commas: one rail each",
 		      "rdma: check this device (or these, separated\n"
-		      "by commas) as 'pxfer send --device' would use it") },
+		      "by commas) as 'pxfer send --device' would use it"),
+	  CLI_DEVICE },
 	{ "rails", 0, "LIST", set_rails, {
 		[CLI_SEND] = "spread the data connections over these local\n"
 			     "addresses (A,B,...), or over every one that is up\n"
 			     "(auto), each paired with an address the receiver\n"
 			     "offers on its subnet",
 		[CLI_RECV] = "offer senders these addresses (A,B,...) for data,\n"
-			     "or every one that is up (auto), at most 8" } },
+			     "or every one that is up (auto), at most 8" },
+	  "auto " CLI_ADDR },
 	{ "gid-index", 0, "N", set_gid_index,
 	  WITH_DOCTOR("rdma: use this GID of the device (default: its\n"
 		      "first RoCE v2 IPv4 GID); both work by binding\n"
 		      "the address the GID holds",
 		      "rdma: check this GID as 'pxfer send\n"
-		      "--gid-index' would use it") },
+		      "--gid-index' would use it"), NULL },
 	{ "fsync", 0, NULL, set_fsync, {
 		[CLI_SEND] = "have the receiver fsync each file before naming it",
-		[CLI_RECV] = "fsync every file before naming it" } },
+		[CLI_RECV] = "fsync every file before naming it" }, NULL },
 	{ "io", 0, "KIND", set_io,
-	  BOTH("file I/O: auto, uring or sync (default auto)") },
+	  BOTH("file I/O: auto, uring or sync (default auto)"), io_kinds },
 	{ "quiet", 'q', NULL, set_quiet, {
 		[CLI_SEND] = "no progress line and no summary",
-		[CLI_RECV] = "print only errors" } },
+		[CLI_RECV] = "print only errors" }, NULL },
 	{ "verbose", 'v', NULL, set_verbose, {
 		[CLI_SEND] = "say what was chosen (transport, chunk size, ...);\n"
 			     "-vv: with the seconds since the start",
-		[CLI_RECV] = "say more; -vv: with the seconds since the start" } },
-	{ "help", 'h', NULL, set_help, WITH_DOCTOR("this text", "this text") },
+		[CLI_RECV] = "say more; -vv: with the seconds since the start" },
+	  NULL },
+	{ "help", 'h', NULL, set_help, WITH_DOCTOR("this text", "this text"),
+	  NULL },
 };
 
 #define N_COMMON	(sizeof(common_opts) / sizeof(common_opts[0]))
@@ -360,6 +369,30 @@ void cli_usage(FILE *f, const struct cli_cmd *cmd)
 				  common_opts[i].help[cmd->side]);
 	fputs("\n", f);
 	fputs(cmd->epilog, f);
+}
+
+static void complete_opt(FILE *f, int short_name, const char *name,
+			 const char *arg, const char *values, const char *help)
+{
+	fprintf(f, "--%s|", name);
+	if (short_name)
+		fprintf(f, "-%c", short_name);
+	fprintf(f, "|%s|%s|%.*s\n", arg ? arg : "", values ? values : "",
+		(int)strcspn(help, "\n"), help);
+}
+
+void cli_complete_words(FILE *f, const struct cli_cmd *cmd)
+{
+	for (const struct cli_opt *o = cmd->opts; o->name; o++)
+		complete_opt(f, o->short_name, o->name, o->arg, o->values,
+			     o->help);
+	for (size_t i = 0; i < N_COMMON; i++)
+		if (common_opts[i].help[cmd->side])
+			complete_opt(f, common_opts[i].short_name,
+				     common_opts[i].name, common_opts[i].arg,
+				     common_opts[i].values,
+				     common_opts[i].help[cmd->side]);
+	fprintf(f, "|||%s|\n", cmd->operands ? cmd->operands : "");
 }
 
 /* getopt_long's view of an option: the value it returns for it is its
@@ -404,6 +437,12 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *ctx,
 			common_opts[j].short_name, common_opts[j].arg);
 	}
 
+	/* for the shell completions, which read the options from here */
+	if (argc == 2 && !strcmp(argv[1], "--complete-words")) {
+		cli_complete_words(stdout, cmd);
+		*status = 0;
+		return -1;
+	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, so, lo, NULL)) != -1) {
 		for (i = 0; i < n && lo[i].val != c; i++)
