@@ -6,6 +6,8 @@
 #   make bench           release build, then the benchmarks (bench/);
 #                        BASELINE=<rev> compares with that commit's build
 #   make install PREFIX=/usr/local DESTDIR=   (and uninstall)
+#   make progs           only what make install installs: the command and
+#                        libpxfer.so (the Debian package builds this)
 #   make demo            the README's loopback demo
 #   make docs            the diagrams in docs/ from their .dot sources
 
@@ -17,6 +19,8 @@ INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 MANDIR ?= $(PREFIX)/share/man
 SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR ?= $(PREFIX)/share/zsh/vendor-completions
 CC ?= gcc
 
 SAN ?= 0
@@ -86,6 +90,8 @@ SO_NOUNDEF := $(if $(SANFLAGS),,-z defs)
 
 all: $(BUILD)/pxfer $(BUILD)/$(SHLIB) $(TEST_BIN) $(HELPER_BIN) $(BENCH_BIN)
 
+progs: $(BUILD)/pxfer $(BUILD)/$(SHLIB)
+
 # Objects are rebuilt when the compiler or the flags change, not only
 # their sources: a stamp holds the command line, rewritten (when make
 # reads this file) only when it differs.
@@ -136,9 +142,10 @@ tsan:
 	$(MAKE) SAN=thread all
 	PXFER_BUILD=$(CURDIR)/build/tsan PXFER_SKIP_VM=1 test/runtests.sh
 
-# shellcheck on every shell script: the *.sh files, and those whose first
-# line runs sh or bash (test/vm/run, .ci/run, ...); options in .shellcheckrc
-LINT_PICK := FNR == 1 && (FILENAME ~ /\.sh$$/ || /^\#!.*[\/ ](ba|da)?sh( |$$)/) { print FILENAME } { nextfile }
+# shellcheck on every shell script: the *.sh and *.bash files, and those
+# whose first line runs sh or bash (test/vm/run, .ci/run, ...); options in
+# .shellcheckrc
+LINT_PICK := FNR == 1 && (FILENAME ~ /\.(ba)?sh$$/ || /^\#!.*[\/ ](ba|da)?sh( |$$)/) { print FILENAME } { nextfile }
 lint:
 	@command -v shellcheck >/dev/null || { echo "lint: shellcheck is not installed (tools/install-deps.sh)" >&2; exit 1; }
 	@find . \( -path ./build -o -path ./.git \) -prune -o -type f -print0 | \
@@ -179,7 +186,7 @@ pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 install: $(BUILD)/pxfer $(BUILD)/$(SHLIB)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(INCLUDEDIR)/pxfer $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(SYSTEMDUNITDIR)
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(BASHCOMPDIR) $(DESTDIR)$(ZSHCOMPDIR)
 	install -m 0755 $(BUILD)/pxfer $(DESTDIR)$(BINDIR)/pxfer
 	install -m 0755 $(BUILD)/$(SHLIB) $(DESTDIR)$(LIBDIR)/$(SHLIB)
 	ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$(SONAME)
@@ -194,19 +201,22 @@ install: $(BUILD)/pxfer $(BUILD)/$(SHLIB)
 	sed 's|@bindir@|$(BINDIR)|' examples/pxfer-recv.service.in \
 	    >$(DESTDIR)$(SYSTEMDUNITDIR)/pxfer-recv.service
 	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/pxfer-recv.service
+	install -m 0644 completion/pxfer.bash $(DESTDIR)$(BASHCOMPDIR)/pxfer
+	install -m 0644 completion/_pxfer $(DESTDIR)$(ZSHCOMPDIR)/_pxfer
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/pxfer $(DESTDIR)$(LIBDIR)/$(SHLIB) \
 	      $(DESTDIR)$(LIBDIR)/$(SONAME) $(DESTDIR)$(LIBDIR)/libpxfer.so \
 	      $(DESTDIR)$(INCLUDEDIR)/pxfer/pxfer.h $(DESTDIR)$(PKGCONFIGDIR)/pxfer.pc \
 	      $(DESTDIR)$(MANDIR)/man1/pxfer.1 \
-	      $(DESTDIR)$(SYSTEMDUNITDIR)/pxfer-recv.service
+	      $(DESTDIR)$(SYSTEMDUNITDIR)/pxfer-recv.service \
+	      $(DESTDIR)$(BASHCOMPDIR)/pxfer $(DESTDIR)$(ZSHCOMPDIR)/_pxfer
 	rmdir $(DESTDIR)$(INCLUDEDIR)/pxfer 2>/dev/null || true
 
 clean:
 	rm -rf build/release build/san build/tsan
 
-.PHONY: all test check tsan lint bench bench-baseline demo docs install uninstall clean
+.PHONY: all progs test check tsan lint bench bench-baseline demo docs install uninstall clean
 # keep test and tool objects between builds
 .SECONDARY:
 

@@ -3,8 +3,9 @@
 #
 # e2e_install: the library as a program outside the tree uses it.
 #   - make install DESTDIR=... PREFIX=/usr puts the command, libpxfer.so
-#     with its soname and development links, <pxfer/pxfer.h>, pxfer.pc and
-#     the man page in place; make uninstall takes them all away again
+#     with its soname and development links, <pxfer/pxfer.h>, pxfer.pc,
+#     the man page, the systemd unit and the shell completions in place;
+#     make uninstall takes them all away again
 #   - libpxfer.so exports the calls pxfer.h marks PXFER_API and nothing
 #     else (not the engine's error(), die(), info()...)
 #   - the header compiles on its own, as C99 and as C++
@@ -47,7 +48,8 @@ version=$("$PXFER" --version | awk '{ print $2 }')
 lib=$root/usr/lib
 for f in bin/pxfer lib/libpxfer.so.$version include/pxfer/pxfer.h \
 	 lib/pkgconfig/pxfer.pc share/man/man1/pxfer.1 \
-	 lib/systemd/system/pxfer-recv.service; do
+	 lib/systemd/system/pxfer-recv.service \
+	 share/bash-completion/completions/pxfer share/zsh/vendor-completions/_pxfer; do
 	[ -f "$root/usr/$f" ] || fail "make install did not install /usr/$f"
 done
 [ -x "$root/usr/bin/pxfer" ] || fail "/usr/bin/pxfer is not executable"
