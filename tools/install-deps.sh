@@ -6,13 +6,15 @@ set -euo pipefail
 
 build_pkgs=(build-essential pkg-config liburing-dev libibverbs-dev librdmacm-dev
 	    libxxhash-dev libsodium-dev libssl-dev)
-test_pkgs=(iproute2 procps psmisc libseccomp-dev python3)
+test_pkgs=(iproute2 procps psmisc libseccomp-dev python3 bash-completion zsh)
 bench_pkgs=(iperf3 rsync netcat-openbsd time openssh-client openssh-server)
 # CI's checks: the clang build and make lint
 check_pkgs=(clang shellcheck graphviz)
 rdma_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)
 # make fuzz: the libFuzzer runtime clang only recommends
 fuzz_pkgs=(libclang-rt-dev)
+# the Debian packages (debian/, dpkg-buildpackage) and test/e2e/package.sh
+pkg_pkgs=(dpkg-dev debhelper fakeroot lintian)
 
 want_vm=1
 [ "${1:-}" = --no-vm ] && want_vm=0
@@ -25,7 +27,7 @@ fi
 
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}" "${check_pkgs[@]}" \
-	 "${rdma_pkgs[@]}" "${fuzz_pkgs[@]}"; do
+	 "${rdma_pkgs[@]}" "${fuzz_pkgs[@]}" "${pkg_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
