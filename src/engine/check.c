@@ -21,16 +21,36 @@ static void job_done(struct pxfer_check *c, struct pxfer_check_job *j)
 		pxfer_wake(c->wake_fd);
 }
 
-/* the next piece to hash, its job in *@jp; lock held. NULL: none */
-static struct pxfer_check_piece *take_piece(struct pxfer_check *c,
-					    struct pxfer_check_job **jp)
+/* the next piece of @j into @p: its array's, or cut from its runs */
+static void next_piece(struct pxfer_check_job *j, struct pxfer_check_piece *p)
+{
+	const struct pxfer_held_run *r;
+	uint64_t end;
+
+	if (j->pieces) {
+		*p = j->pieces[j->next++];
+		return;
+	}
+	while (!j->runs[j->run].len || j->run_off >= j->runs[j->run].len) {
+		j->run++;
+		j->run_off = 0;
+	}
+	r = &j->runs[j->run];
+	end = r->len - j->run_off < r->unit ? r->len - j->run_off : r->unit;
+	*p = (struct pxfer_check_piece){ .off = r->off + j->run_off, .len = end };
+	j->run_off += end;
+	j->next++;
+}
+
+/* the next piece to hash into @p, its job in *@jp; lock held. 0: none */
+static int take_piece(struct pxfer_check *c, struct pxfer_check_job **jp,
+		      struct pxfer_check_piece *p)
 {
 	struct pxfer_check_job *j = c->queue;
-	struct pxfer_check_piece *p;
 
 	if (!j)
-		return NULL;
-	p = &j->pieces[j->next++];
+		return 0;
+	next_piece(j, p);
 	if (j->next == j->n) {
 		/* every piece handed out: the job leaves the queue */
 		c->queue = j->link;
@@ -39,7 +59,7 @@ static struct pxfer_check_piece *take_piece(struct pxfer_check *c,
 		j->link = NULL;
 	}
 	*jp = j;
-	return p;
+	return 1;
 }
 
 static void *check_main(void *arg)
@@ -50,11 +70,11 @@ static void *check_main(void *arg)
 	pthread_mutex_lock(&c->lock);
 	for (;;) {
 		struct pxfer_check_job *j = NULL;
-		struct pxfer_check_piece *p = NULL;
+		struct pxfer_check_piece piece, *p = &piece;
 		struct pxfer_digest h = { 0, 0 };
 		int err;
 
-		while (!c->stop && !(p = take_piece(c, &j)))
+		while (!c->stop && !take_piece(c, &j, p))
 			pthread_cond_wait(&c->work, &c->lock);
 		if (c->stop)
 			break;
@@ -145,9 +165,13 @@ int pxfer_check_submit(struct pxfer_check *c, struct pxfer_check_job *j)
 	j->bad_off = 0;
 	j->err = 0;
 	j->next = j->done = 0;
+	j->run = 0;
+	j->run_off = 0;
 	j->link = NULL;
-	for (unsigned int i = 0; i < j->n; i++)
+	for (unsigned int i = 0; j->pieces && i < j->n; i++)
 		c->queued += j->pieces[i].len;
+	for (unsigned int i = 0; !j->pieces && i < j->nruns; i++)
+		c->queued += j->runs[i].len;
 	c->jobs++;
 	pthread_mutex_lock(&c->lock);
 	if (!j->n) {
@@ -179,38 +203,24 @@ struct pxfer_check_job *pxfer_check_reap(struct pxfer_check *c)
 	return j;
 }
 
-int pxfer_check_runs(const struct pxfer_held_run *r, unsigned int n,
-		     struct pxfer_check_piece **out, unsigned int *nout)
+int pxfer_check_job_runs(struct pxfer_check_job *j,
+			 const struct pxfer_held_run *r, unsigned int n)
 {
-	struct pxfer_check_piece *p;
 	uint64_t count = 0;
-	unsigned int k = 0;
 
-	*out = NULL;
-	*nout = 0;
 	for (unsigned int i = 0; i < n; i++) {
 		if (!r[i].len)
 			continue;
 		if (!r[i].unit || r[i].off + r[i].len < r[i].off)
 			return -EINVAL;
 		count += (r[i].len + r[i].unit - 1) / r[i].unit;
+		if (count > UINT32_MAX / 2)
+			return -EINVAL;
 	}
-	if (count > UINT32_MAX / 2)
-		return -EINVAL;
-	p = malloc((count ? count : 1) * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	for (unsigned int i = 0; i < n; i++) {
-		uint64_t end = r[i].off + r[i].len;
-
-		for (uint64_t off = r[i].off; r[i].len && off < end;) {
-			uint64_t len = end - off < r[i].unit ? end - off : r[i].unit;
-
-			p[k++] = (struct pxfer_check_piece){ .off = off, .len = len };
-			off += len;
-		}
-	}
-	*out = p;
-	*nout = k;
+	j->pieces = NULL;
+	j->runs = r;
+	j->nruns = n;
+	j->n = (unsigned int)count;
+	j->compare = 0;
 	return 0;
 }

@@ -32,13 +32,20 @@ struct pxfer_check_piece {
 
 /*
  * A file to check: the caller fills the first fields and owns the job
- * (and @pieces, and @fd) until it is reaped, or the pool released.
+ * (and @pieces or @runs, and @fd) until it is reaped, or the pool
+ * released. Its pieces are either @pieces[0..@n), or, when @pieces is
+ * NULL, the records runs @runs[0..@nruns) are made of (a FILE_OK's: each
+ * run in records of its unit, the last one shorter), cut as they are
+ * handed out so that no array of them is made: a peer's runs of 1-byte
+ * units over a large range cost time bounded by the data, not memory.
  */
 struct pxfer_check_job {
 	int fd;
 	struct pxfer_check_piece *pieces;
-	unsigned int n;
-	int compare;		/* each piece against its want */
+	const struct pxfer_held_run *runs;
+	unsigned int nruns;
+	unsigned int n;		/* pieces: given, or set by pxfer_check_job_runs */
+	int compare;		/* each piece against its want (@pieces only) */
 	uint64_t id;		/* the caller's */
 
 	/* the outcome, once reaped */
@@ -49,6 +56,8 @@ struct pxfer_check_job {
 
 	/* private: the pool's lock guards them */
 	unsigned int next;	/* the next piece to hand out */
+	unsigned int run;	/* ... of @runs: its run, and where in it */
+	uint64_t run_off;
 	unsigned int done;	/* pieces hashed */
 	struct pxfer_check_job *link;
 };
@@ -105,12 +114,12 @@ static inline uint64_t pxfer_check_done(struct pxfer_check *c)
 }
 
 /*
- * pxfer_check_runs - the pieces of runs @r[0..@n) (a FILE_OK's: each run
- * recorded in pieces of its unit, the last one shorter), into a new array
- * (*@out, *@nout; free() it). 0, -EINVAL for a run of unit 0 or one that
- * wraps, -ENOMEM.
+ * pxfer_check_job_runs - make @j the check of runs @r[0..@n) (kept by
+ * pointer: they must outlive the job): its pieces are their records,
+ * j->n of them. 0, or -EINVAL for a run of unit 0, one that wraps, or
+ * more than 2^31 records in all.
  */
-int pxfer_check_runs(const struct pxfer_held_run *r, unsigned int n,
-		     struct pxfer_check_piece **out, unsigned int *nout);
+int pxfer_check_job_runs(struct pxfer_check_job *j,
+			 const struct pxfer_held_run *r, unsigned int n);
 
 #endif

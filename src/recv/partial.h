@@ -161,7 +161,7 @@ struct pxfer_partial {
 	struct pxfer_digest digest;	/* sum of the held records' hashes */
 	unsigned int ignored;	/* records dropped as torn or corrupt when loading */
 	/* the records runs[] are made of, sorted: what the data is checked
-	 * against before it is offered */
+	 * against before it is offered; freed once it was (rcheck.c) */
 	struct pxfer_partial_rec *recs;
 	unsigned int nrecs;
 

@@ -82,6 +82,10 @@ int pxfer_rfile_checked(struct pxfer_rfiles *r, uint64_t id,
 	memset(ok, 0, offsetof(struct pxfer_file_ok, run));
 	ok->id = id;
 	rf->check = NULL;
+	/* the records served the check: the runs are what is kept */
+	free(p->recs);
+	p->recs = NULL;
+	p->nrecs = 0;
 	if (!j->err && !j->bad) {
 		free(j->pieces);
 		free(j);

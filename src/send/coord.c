@@ -75,9 +75,10 @@ static int take_partial(struct send_session *s, struct sentry *e,
 	if (!j)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
 	e->check = j;
-	ret = pxfer_check_runs(e->held, k->nrun, &j->pieces, &j->n);
+	/* the runs fit the file (runs_fit): a unit of 0 is all that is left */
+	ret = pxfer_check_job_runs(j, e->held, k->nrun);
 	if (ret)
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+		return -EPROTO;
 	j->fd = e->f.fd;
 	j->id = k->id;
 	ret = pxfer_check_submit(&s->check, j);
@@ -126,7 +127,6 @@ static void checked(struct send_session *s, struct pxfer_check_job *j,
 	} else {
 		take_held(s, e);
 	}
-	free(j->pieces);
 	free(j);
 	e->check = NULL;
 	file_go(s, e, work);
@@ -165,7 +165,7 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 	case PXFER_HAVE_PART:
 		ret = take_partial(s, e, k);
 		if (ret)
-			return ret < 0 ? -1 : 0;
+			return ret < 0 ? ret : 0;
 		break;
 	case PXFER_HAVE_STALE:
 	case PXFER_HAVE_BAD:

@@ -3,8 +3,11 @@
  * check_test: checks of held data off the control thread
  * (src/engine/check.c).
  *
- *  - pieces of runs: each run cut in pieces of its unit, the last one
- *    shorter; a run of unit 0 or one that wraps is -EINVAL;
+ *  - a job of runs: its pieces are the runs' records, cut as they are
+ *    handed out (each run in pieces of its unit, the last one shorter),
+ *    and sum to what pxfer_digest_runs finds; runs of 1-byte units over
+ *    1 MiB (1 Mi pieces) make no array; a run of unit 0, one that wraps,
+ *    or more than 2^31 records is -EINVAL;
  *  - a job of many pieces, hashed by four threads, sums to what
  *    pxfer_digest_runs finds in one pass; compared, every piece matches;
  *    one piece's data changed: one bad piece, at its offset, the rest
@@ -45,6 +48,29 @@ static int make_file(void)
 	return fd;
 }
 
+/* the pieces runs @r[0..@n) are made of, into a new array (for jobs that
+ * compare each piece with a want) */
+static unsigned int pieces_of(const struct pxfer_held_run *r, unsigned int n,
+			      struct pxfer_check_piece **out)
+{
+	unsigned int k = 0, cap = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		cap += (unsigned int)((r[i].len + r[i].unit - 1) / r[i].unit);
+	*out = malloc((cap ? cap : 1) * sizeof(**out));
+	if (!*out)
+		exit(1);
+	for (unsigned int i = 0; i < n; i++)
+		for (uint64_t off = r[i].off; off < r[i].off + r[i].len;) {
+			uint64_t len = r[i].off + r[i].len - off;
+
+			len = len < r[i].unit ? len : r[i].unit;
+			(*out)[k++] = (struct pxfer_check_piece){ .off = off, .len = len };
+			off += len;
+		}
+	return k;
+}
+
 /* the job's pieces with their wants, from the data as written */
 static void fill_wants(struct pxfer_check_piece *p, unsigned int n)
 {
@@ -65,28 +91,40 @@ static struct pxfer_check_job *wait_reap(struct pxfer_check *c)
 	return NULL;
 }
 
-static void test_runs(void)
+static void test_runs(int fd)
 {
 	struct pxfer_held_run r[] = {
 		{ .off = 0, .len = 10, .unit = 4 },
 		{ .off = 100, .len = 8, .unit = 8 },
+		{ .off = 200, .len = 0, .unit = 8 },
+		{ .off = 300, .len = 1u << 20, .unit = 1 },
 	};
 	struct pxfer_held_run bad[] = { { .off = UINT64_MAX - 1, .len = 4, .unit = 4 } };
 	struct pxfer_held_run zero[] = { { .off = 0, .len = 4, .unit = 0 } };
-	struct pxfer_check_piece *p;
-	unsigned int n;
+	struct pxfer_held_run many[] = { { .off = 0, .len = 1ull << 40, .unit = 1 } };
+	struct pxfer_check_job j = { .fd = fd }, *got;
+	struct pxfer_digest want;
+	struct pxfer_check c;
 
-	T_EXPECT(!pxfer_check_runs(r, 2, &p, &n), "runs");
-	T_EXPECT(n == 4, "4 pieces, not %u", n);
-	if (n == 4) {
-		T_EXPECT(p[0].off == 0 && p[0].len == 4, "piece 0");
-		T_EXPECT(p[1].off == 4 && p[1].len == 4, "piece 1");
-		T_EXPECT(p[2].off == 8 && p[2].len == 2, "piece 2, shorter");
-		T_EXPECT(p[3].off == 100 && p[3].len == 8, "piece 3");
+	T_EXPECT(!pxfer_check_job_runs(&j, r, 2), "runs");
+	T_EXPECT(j.n == 4 && !j.pieces, "4 pieces, none made, not %u", j.n);
+	T_EXPECT(!pxfer_check_job_runs(&j, r, 4), "runs of 1-byte units");
+	T_EXPECT(j.n == 4 + (1u << 20), "%u pieces", j.n);
+	T_EXPECT(!pxfer_check_init(&c, 2, -1), "init");
+	T_EXPECT(!pxfer_digest_runs(fd, r, 4, &want), "digest_runs");
+	T_EXPECT(!pxfer_check_submit(&c, &j), "submit");
+	got = NULL;
+	for (int i = 0; i < 60000 && !got; i++) {
+		got = pxfer_check_reap(&c);
+		if (!got)
+			nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 	}
-	free(p);
-	T_EXPECT(pxfer_check_runs(bad, 1, &p, &n) == -EINVAL, "a run that wraps");
-	T_EXPECT(pxfer_check_runs(zero, 1, &p, &n) == -EINVAL, "a run of unit 0");
+	T_EXPECT(got == &j && !j.err, "the job is done, err %d", j.err);
+	T_EXPECT(pxfer_digest_eq(&j.sum, &want), "the sum is digest_runs'");
+	pxfer_check_release(&c);
+	T_EXPECT(pxfer_check_job_runs(&j, bad, 1) == -EINVAL, "a run that wraps");
+	T_EXPECT(pxfer_check_job_runs(&j, zero, 1) == -EINVAL, "a run of unit 0");
+	T_EXPECT(pxfer_check_job_runs(&j, many, 1) == -EINVAL, "2^40 records");
 }
 
 static void test_sum_and_compare(int fd)
@@ -102,7 +140,7 @@ static void test_sum_and_compare(int fd)
 	uint64_t v = 0, total = 0;
 
 	T_EXPECT(!pxfer_check_init(&c, 4, efd), "init");
-	T_EXPECT(!pxfer_check_runs(r, 2, &j.pieces, &j.n), "pieces");
+	T_EXPECT((j.n = pieces_of(r, 2, &j.pieces)) > 0, "pieces");
 	fill_wants(j.pieces, j.n);
 	for (unsigned int i = 0; i < j.n; i++)
 		total += j.pieces[i].len;
@@ -162,7 +200,7 @@ static void test_many_jobs(int fd)
 		j[k].fd = fd;
 		j[k].compare = 1;
 		j[k].id = k;
-		T_EXPECT(!pxfer_check_runs(&r, 1, &j[k].pieces, &j[k].n), "pieces");
+		T_EXPECT((j[k].n = pieces_of(&r, 1, &j[k].pieces)) > 0, "pieces");
 		fill_wants(j[k].pieces, j[k].n);
 		if (k == 3)
 			j[k].pieces[2].want.lo ^= 1;	/* a journal that lies */
@@ -205,7 +243,7 @@ static void test_not_held(int fd)
 
 	setenv("PXFER_CHECK_DELAY_MS", "20", 1);
 	T_EXPECT(!pxfer_check_init(&c, 2, -1), "init");
-	T_EXPECT(!pxfer_check_runs(&r, 1, &j.pieces, &j.n), "pieces");
+	T_EXPECT((j.n = pieces_of(&r, 1, &j.pieces)) > 0, "pieces");
 	t0 = pxfer_now();
 	T_EXPECT(!pxfer_check_submit(&c, &j), "submit");
 	T_EXPECT(pxfer_now() - t0 < 0.1, "submit returned after %.3f s",
@@ -230,7 +268,7 @@ static void test_not_held(int fd)
 
 	/* released with jobs queued: the threads stop, the jobs stay */
 	T_EXPECT(!pxfer_check_init(&c, 1, -1), "init");
-	T_EXPECT(!pxfer_check_runs(&r, 1, &j.pieces, &j.n), "pieces");
+	T_EXPECT((j.n = pieces_of(&r, 1, &j.pieces)) > 0, "pieces");
 	T_EXPECT(!pxfer_check_submit(&c, &j), "submit");
 	t0 = pxfer_now();
 	pxfer_check_release(&c);
@@ -244,7 +282,7 @@ int main(void)
 {
 	int fd = make_file();
 
-	test_runs();
+	test_runs(fd);
 	test_sum_and_compare(fd);
 	test_many_jobs(fd);
 	test_not_held(fd);
