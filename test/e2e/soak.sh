@@ -14,7 +14,7 @@
 #   - at every quiet period the receiver's open files, threads and partial
 #     store come back to what they were when it started
 #   - the last receiver's RSS grows by at most 10% between its first quiet
-#     period after 200 sessions and its last
+#     period after 150 sessions and its last
 #   - no sanitizer report; the receiver exits 130 on SIGTERM
 # PXFER_TEST_SEED reproduces the scenarios; bench/soak --help says more.
 # shellcheck source=../lib/common.sh
@@ -31,7 +31,7 @@ out=$T/soak
 # the scenarios for 2.7 minutes; making the sources, the last quiet
 # period and the receiver's exit take the rest of the 3
 PXFER_BUILD=$build timeout -k 10 400 "$top/bench/soak" --minutes 2.7 --seed "$seed" \
-	--quiet-every 50 --restarts 2 --rss-warmup 200 --min-sessions 300 --out "$out"
+	--quiet-every 50 --restarts 1 --rss-warmup 150 --min-sessions 300 --out "$out"
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
 	# what went wrong, for the test's log
