@@ -183,6 +183,11 @@ int pxfer_ctrl_paused(struct pxfer_ctrl *c)
 	return c->read_pause && pxfer_ctrl_pending(c) > c->read_pause;
 }
 
+void pxfer_ctrl_discard(struct pxfer_ctrl *c)
+{
+	c->in_off = c->in_len = 0;
+}
+
 int pxfer_ctrl_fill(struct pxfer_ctrl *c)
 {
 	ssize_t n;

@@ -84,6 +84,9 @@ int pxfer_ctrl_paused(struct pxfer_ctrl *c);
  */
 int pxfer_ctrl_fill(struct pxfer_ctrl *c);
 
+/* pxfer_ctrl_discard - drop what was read and not taken (after an ABORT) */
+void pxfer_ctrl_discard(struct pxfer_ctrl *c);
+
 /*
  * pxfer_ctrl_next - decode the next whole message from what arrived.
  * 1 with @m filled, 0 if no whole message is buffered or reading is

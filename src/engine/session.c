@@ -188,6 +188,28 @@ int pxfer_session_flush(struct pxfer_session *s, int timeout_ms)
 	return 0;
 }
 
+/*
+ * After an ABORT: read and drop what the peer still sends until it
+ * closes (it does once it reads the ABORT), for @ms at most. A socket
+ * closed with bytes unread resets the connection (tcp), and a peer that
+ * gets the reset may lose the ABORT still waiting in its socket unread:
+ * it would report a closed connection instead of why.
+ */
+static void linger(struct pxfer_session *s, int ms)
+{
+	const struct pxfer_transport_ops *t = s->cconn->ops;
+	struct pollfd p = { .fd = t->conn_fd(s->cconn),
+			    .events = t->poll_events(s->cconn, 0) };
+	double end = pxfer_now() + ms / 1000.0;
+
+	while (pxfer_now() < end) {
+		pxfer_ctrl_discard(&s->ctrl);
+		if (pxfer_ctrl_fill(&s->ctrl) < 0)
+			return;
+		poll(&p, 1, 100);
+	}
+}
+
 void pxfer_session_abort(struct pxfer_session *s, int code, const char *text,
 			 int flush_ms)
 {
@@ -199,8 +221,8 @@ void pxfer_session_abort(struct pxfer_session *s, int code, const char *text,
 	snprintf(m.u.error.text, sizeof(m.u.error.text), "%.*s",
 		 PXFER_TEXT_MAX, text);
 	m.u.error.text_len = strlen(m.u.error.text);
-	if (!pxfer_ctrl_queue(&s->ctrl, &m))
-		pxfer_session_flush(s, flush_ms);
+	if (!pxfer_ctrl_queue(&s->ctrl, &m) && !pxfer_session_flush(s, flush_ms))
+		linger(s, flush_ms);
 }
 
 int pxfer_session_start_workers(struct pxfer_session *s, void *(*fn)(void *),
