@@ -278,18 +278,25 @@ static int take_data(struct recv_session *s, struct recv_newconn *nc)
 /*
  * The sender's data connections, each proving itself with a DATA_HELLO.
  * The server reads them as their bytes come (one that says nothing holds
- * up no other) and routes those that name this session here.
+ * up no other) and routes those that name this session here. Meanwhile
+ * the control connection is read too (what the sender says early is kept
+ * for the coordinator): a sender that went away frees the session at
+ * once, not after the handshake's time.
  */
 static int accept_workers(struct recv_session *s)
 {
+	const struct pxfer_transport_ops *t = s->b.cconn->ops;
 	double end = pxfer_now() + PXFER_HANDSHAKE_MS / 1000.0;
-	struct pollfd p[2] = { { .fd = s->in_fd, .events = POLLIN },
-			       { .fd = s->stop_fd, .events = POLLIN } };
+	struct pollfd p[3] = { { .fd = s->in_fd, .events = POLLIN },
+			       { .fd = s->stop_fd, .events = POLLIN },
+			       { .fd = t->conn_fd(s->b.cconn),
+				 .events = t->poll_events(s->b.cconn, 0) } };
 	unsigned int have = 0, want = s->b.workers.n;
 	struct recv_newconn nc;
 
 	while (have < want && !pxfer_failed(&s->b.fail)) {
 		double now = pxfer_now();
+		int ret;
 
 		if (now >= end) {
 			pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
@@ -297,7 +304,7 @@ static int accept_workers(struct recv_session *s)
 				   s->b.cconn->peer, have, want);
 			break;
 		}
-		if (poll(p, 2, (int)((end - now) * 1000) + 1) < 0 && errno != EINTR) {
+		if (poll(p, 3, (int)((end - now) * 1000) + 1) < 0 && errno != EINTR) {
 			pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "poll: %s", strerror(errno));
 			break;
 		}
@@ -307,6 +314,13 @@ static int accept_workers(struct recv_session *s)
 				   s->b.cconn->peer, have, want);
 			break;
 		}
+		/* a full buffer waits for the coordinator: no spin on it */
+		if (p[2].revents && (ret = pxfer_ctrl_fill(&s->b.ctrl)) < 0) {
+			pxfer_session_read_end(&s->b, ret);
+			break;
+		}
+		if (s->b.ctrl.in_len == s->b.ctrl.in_cap)
+			p[2].fd = -1;
 		pxfer_drain(s->in_fd);
 		while (have < want && inbox_pop(s, &nc))
 			have += take_data(s, &nc);
