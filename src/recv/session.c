@@ -9,6 +9,7 @@
  * session's slot.
  */
 #include <errno.h>
+#include <malloc.h>
 #include <poll.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
@@ -594,5 +595,13 @@ unsigned int recv_session_reap(struct recv_server *srv, int *code)
 		session_free(s);
 		n++;
 	}
+	/*
+	 * The last session ended: the memory its threads' malloc arenas
+	 * still hold free goes back to the system. A service otherwise keeps
+	 * each arena at its peak, which grows by steps as sessions come and
+	 * go on new threads (bench/soak: +11% RSS from 1,000 to 10,000).
+	 */
+	if (n && !srv->nsess)
+		malloc_trim(0);
 	return n;
 }
