@@ -23,6 +23,7 @@
 #include "core/container_of.h"
 #include "io/io.h"
 #include "core/log.h"
+#include "core/tsan.h"
 
 enum { SLOT_UNSET, SLOT_FIXED, SLOT_PLAIN };
 
@@ -104,6 +105,16 @@ static int slot_fixed(struct uring_io *u, unsigned int slot)
 	return u->state[slot] == SLOT_FIXED;
 }
 
+/*
+ * liburing maps a ring's queues with its own system calls, which TSan
+ * does not intercept: when one ring is unmapped and the next mapped at
+ * the same address (calls and sessions come and go in one process), the
+ * accesses to the old one look like races with the new one. Each ring's
+ * teardown releases on this address and each one's setup acquires it, so
+ * all that was done with the old rings comes before the new one.
+ */
+static const char ring_handoff;
+
 static int uring_init(struct pxfer_io *io, const struct pxfer_ring *ring,
 		      unsigned int depth)
 {
@@ -117,6 +128,7 @@ static int uring_init(struct pxfer_io *io, const struct pxfer_ring *ring,
 	ret = io_uring_queue_init(depth, &u->ring, 0);
 	if (ret)
 		return ret;
+	pxfer_tsan_acquire(&ring_handoff);
 	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (efd < 0) {
 		ret = -errno;
@@ -141,6 +153,7 @@ static int uring_init(struct pxfer_io *io, const struct pxfer_ring *ring,
 out_close:
 	close(efd);
 out_exit:
+	pxfer_tsan_release(&ring_handoff);
 	io_uring_queue_exit(&u->ring);
 	return ret;
 }
@@ -149,6 +162,7 @@ static void uring_exit(struct pxfer_io *io)
 {
 	struct uring_io *u = to_uring(io);
 
+	pxfer_tsan_release(&ring_handoff);
 	io_uring_queue_exit(&u->ring);
 	if (io->event_fd >= 0)
 		close(io->event_fd);
@@ -261,6 +275,8 @@ int pxfer_io_uring_probe(void)
 
 	if (ret)
 		return ret;
+	pxfer_tsan_acquire(&ring_handoff);
+	pxfer_tsan_release(&ring_handoff);
 	io_uring_queue_exit(&ring);
 	return 0;
 }
