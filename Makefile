@@ -11,7 +11,7 @@
 #   make demo            the README's loopback demo
 #   make docs            the diagrams in docs/ from their .dot sources
 
-VERSION := 0.2.0
+VERSION := 0.3.0
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
@@ -80,7 +80,7 @@ BENCH_BIN := $(BENCH_SRC:%.c=$(BUILD)/%)
 
 # libpxfer.so.VERSION, whose soname libpxfer.so.SOVERSION changes, before
 # 1.0, with any change to a struct or a call in include/pxfer/pxfer.h
-SOVERSION := 2
+SOVERSION := 3
 SONAME := libpxfer.so.$(SOVERSION)
 SHLIB := libpxfer.so.$(VERSION)
 LIB_MAP := src/api/libpxfer.map

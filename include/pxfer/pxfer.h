@@ -19,7 +19,15 @@
  * grows within one N.
  *
  * Both sides report on standard error, as the pxfer command does: errors
- * ("error: ..."), warnings, and what they chose when asked to be verbose.
+ * ("error: ..."), warnings, and what they chose when asked to be verbose;
+ * or, each call, to a function of the caller's (the log option).
+ *
+ * Calls: any number of pxfer_send and pxfer_recv may run at once in one
+ * process, each on its own thread. Each owns its output (log, verbose,
+ * progress) and what stops it (stop); none touches the process's signal
+ * dispositions. What they share: the RDMA device contexts (and the thread
+ * that polls their events, which reports on standard error), and the
+ * process's limit on open files, which each raises (below).
  */
 #ifndef PXFER_PXFER_H
 #define PXFER_PXFER_H
@@ -46,7 +54,7 @@ extern "C" {
 #define PXFER_AUTO_CHUNK_MAX	(4u << 20)
 #define PXFER_DEFAULT_RING_MEM	(32u << 20)	/* per session, all workers */
 #define PXFER_DEFAULT_MAX_SESSIONS 8		/* a receiver's sessions at once */
-#define PXFER_DEFAULT_GRACE_SECS 30		/* for running sessions on SIGTERM */
+#define PXFER_DEFAULT_GRACE_SECS 30		/* for running sessions, once stopped */
 #define PXFER_DEFAULT_WAIT_SECS	60		/* a sender waits for a busy receiver */
 #define PXFER_DEFAULT_MAX_CHUNK	(16u << 20)	/* largest chunk a receiver takes */
 #define PXFER_DEFAULT_TIMEOUT_MS 15000		/* connect and handshake */
@@ -88,6 +96,57 @@ enum pxfer_exit {
 					 * reordered, dropped or corrupted */
 	PXFER_EXIT_INTR = 130,		/* interrupted */
 };
+
+/* What a line a call reports is (the log option). */
+enum pxfer_log_level {
+	PXFER_LOG_ERROR,	/* on stderr: "error: ..." */
+	PXFER_LOG_WARNING,	/* "warning: ..." */
+	PXFER_LOG_INFO,		/* what was done: a receiver's sessions,
+				 * a sender's retries... (stderr: as it is) */
+	PXFER_LOG_VERBOSE,	/* only with verbose set ("pxfer: ...") */
+};
+
+/*
+ * A call's log sink: @line is one line as it would be printed on stderr,
+ * without the newline and without the "error: ", "warning: " or "pxfer: "
+ * its @level says (with verbose 2, a verbose line starts with the seconds
+ * since the call started: "[1.234] "). It is called from any of the
+ * call's threads, one line at a time (never two at once for one call);
+ * it must not call into the library (pxfer_stop_raise excepted), nor take
+ * long.
+ */
+typedef void pxfer_log_fn(void *arg, enum pxfer_log_level level,
+			  const char *line);
+
+/*
+ * What stops a call from outside it: the caller makes one with
+ * pxfer_stop_init, points the call's options at it, and raises it from
+ * any thread or from a signal handler. A raised stop stays raised, so one
+ * stop may serve several calls at once (all of them stop). The fields are
+ * the library's.
+ */
+struct pxfer_stop {
+	int fd;			/* readable once raised */
+	int raised;		/* times raised */
+};
+
+/* pxfer_stop_init - a stop not raised. 0, or -errno (out of files). */
+PXFER_API int pxfer_stop_init(struct pxfer_stop *stop);
+
+/* pxfer_stop_release - once no call uses @stop any more */
+PXFER_API void pxfer_stop_release(struct pxfer_stop *stop);
+
+/*
+ * pxfer_stop_raise - stop the calls that use @stop: a sender ends with
+ * PXFER_EXIT_INTR; a receiver takes no new sessions and ends once its
+ * running ones have finished (grace_secs), or at once on a second raise.
+ * Async-signal-safe (one write(2) and an atomic add): a SIGINT handler
+ * may call it, as the pxfer command's does.
+ */
+PXFER_API void pxfer_stop_raise(struct pxfer_stop *stop);
+
+/* pxfer_stop_raised - how many times @stop was raised (0: not) */
+PXFER_API int pxfer_stop_raised(const struct pxfer_stop *stop);
 
 /* The shared secret both sides prove (HMAC-SHA256); it never crosses the wire. */
 struct pxfer_secret {
@@ -188,6 +247,13 @@ struct pxfer_send_opts {
 	const char *rails;
 	int workers_auto;	/* workers was not chosen: with several rails,
 				 * it is raised to a multiple of them (1) */
+	/* where the call's lines go (pxfer_log_fn), with log_arg; NULL:
+	 * stderr (NULL) */
+	pxfer_log_fn *log;
+	void *log_arg;
+	/* raised: the call ends with PXFER_EXIT_INTR; NULL: nothing stops
+	 * it from outside (NULL) */
+	struct pxfer_stop *stop;
 };
 
 /* What one of a receiver's sessions did, when it ended. */
@@ -236,7 +302,7 @@ struct pxfer_recv_opts {
 				 * (PXFER_DEFAULT_MAX_CHUNK) */
 	unsigned int max_sessions;	/* at once, 1 to 64
 					 * (PXFER_DEFAULT_MAX_SESSIONS) */
-	int grace_secs;		/* after SIGINT or SIGTERM, running sessions
+	int grace_secs;		/* after stop is raised, running sessions
 				 * may finish for this long (0: stopped at
 				 * once) (PXFER_DEFAULT_GRACE_SECS) */
 	/* called as each session ends, on that session's thread (sessions
@@ -263,6 +329,13 @@ struct pxfer_recv_opts {
 	 * interfaces that is up), or "A,B,..."; with a device list in
 	 * device, those devices' addresses. NULL: none (NULL) */
 	const char *rails;
+	/* where the call's lines go, as for pxfer_send_opts (NULL) */
+	pxfer_log_fn *log;
+	void *log_arg;
+	/* raised: no new sessions, and the call returns PXFER_EXIT_INTR
+	 * once the running ones end (grace_secs); raised again, they are
+	 * stopped at once. NULL: it serves until opts->once ends it (NULL) */
+	struct pxfer_stop *stop;
 };
 
 /*
@@ -283,8 +356,8 @@ PXFER_API void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
  * its own name below the receiver's directory (or opts->dest inside it),
  * and return when the receiver has acknowledged all of it or the transfer
  * failed. Fills @stats, also on failure with what was done. Returns a
- * PXFER_EXIT_* status; errors are printed on stderr as they happen, and
- * with opts->progress a progress line is redrawn there.
+ * PXFER_EXIT_* status; errors are reported as they happen (opts->log, or
+ * stderr), and with opts->progress a progress line is redrawn on stderr.
  *
  * Threads: the calling thread runs the control connection; the call starts
  * one thread per worker, short-lived ones that prepare the rings, and over
@@ -296,28 +369,31 @@ PXFER_API void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
  * unreadable, or not a regular file or a directory (a link to one is
  * followed), before anything is sent.
  *
- * Process-wide effects: while it runs it handles SIGINT and SIGTERM, which
- * end the transfer with PXFER_EXIT_INTR, and ignores SIGPIPE; the handlers
- * the process had are restored when it returns. It sets the library's
- * verbosity to opts->verbose. It raises the soft limit on open files
- * (RLIMIT_NOFILE) to the hard one, at most 65536. Run one pxfer_send or
- * pxfer_recv at a time in a process.
+ * Raising opts->stop ends the transfer with PXFER_EXIT_INTR (a
+ * connection being made or authenticated first, within timeout_ms). The
+ * call handles no signal: a program that wants SIGINT to stop it raises
+ * opts->stop from its handler. Nor does it die of SIGPIPE, whatever the
+ * disposition (sockets are written with MSG_NOSIGNAL).
+ *
+ * Process-wide effects: it raises the soft limit on open files
+ * (RLIMIT_NOFILE) to the hard one, at most 65536. Other calls may run at
+ * the same time, on other threads.
  */
 PXFER_API int pxfer_send(const struct pxfer_send_opts *opts, struct pxfer_stats *stats);
 
 /*
  * pxfer_recv - listen, then serve senders, up to opts->max_sessions at
- * once, writing what they send beneath opts->dir, until interrupted
- * (SIGINT or SIGTERM: no new sessions, and the running ones are stopped
- * after opts->grace_secs or at a second signal), or return after one
+ * once, writing what they send beneath opts->dir, until opts->stop is
+ * raised (no new sessions, and the running ones are stopped after
+ * opts->grace_secs or when it is raised again), or return after one
  * session if opts->once. Returns a PXFER_EXIT_* status: with opts->once
- * that session's; otherwise PXFER_EXIT_INTR once interrupted, or why it
- * could not start (such as PXFER_EXIT_USAGE for an unusable directory,
- * PXFER_EXIT_NET for a port in use). Unless opts->quiet it says on stderr
- * where it listens and what each session did; errors are always printed
- * there.
+ * that session's; otherwise PXFER_EXIT_INTR once stopped, or why it could
+ * not start (such as PXFER_EXIT_USAGE for an unusable directory,
+ * PXFER_EXIT_NET for a port in use). Unless opts->quiet it says where it
+ * listens and what each session did (opts->log, or stderr); errors are
+ * always reported.
  *
- * Options are checked as for pxfer_send. Threads, signals and limits: as
+ * Options are checked as for pxfer_send. Threads, stop and limits: as
  * for pxfer_send, with a thread per running session and one per worker of
  * each.
  */

@@ -118,6 +118,14 @@ int cli_parse_size(const char *s, uint64_t *out);
 /* parse a positive integer within [min, max]; 0 or -EINVAL */
 int cli_parse_uint(const char *s, unsigned long min, unsigned long max,
 		   unsigned long *out);
+/*
+ * cli_stop_on_signals - the command's stop, which SIGINT and SIGTERM
+ * raise from now on (SIGPIPE is ignored), for its call's options; NULL
+ * after saying why there is none. It lasts as long as the process.
+ */
+struct pxfer_stop;
+struct pxfer_stop *cli_stop_on_signals(void);
+
 /* load the secret from --secret-file or $PXFER_SECRET, with clear errors */
 struct pxfer_secret;
 int cli_load_secret(struct pxfer_secret *s, const char *file, int generate);

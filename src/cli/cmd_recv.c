@@ -275,5 +275,8 @@ int cmd_recv(int argc, char **argv)
 		return PXFER_EXIT_USAGE;
 	if (a.json)
 		o->on_session = print_session;
+	o->stop = cli_stop_on_signals();
+	if (!o->stop)
+		return PXFER_EXIT_LOCAL;
 	return pxfer_recv(o);
 }

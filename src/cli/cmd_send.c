@@ -381,6 +381,9 @@ int cmd_send(int argc, char **argv)
 	o->paths = argv + first;
 	o->npaths = argc - first - 1;
 	o->progress = !a.quiet && !a.json && isatty(STDERR_FILENO);
+	o->stop = cli_stop_on_signals();
+	if (!o->stop)
+		return PXFER_EXIT_LOCAL;
 	code = pxfer_send(o, &st);
 	if (a.json)
 		print_json(o, &st, code);

@@ -249,8 +249,9 @@ static int set_quiet(const struct cli_common *c, const char *arg)
 
 static int set_verbose(const struct cli_common *c, const char *arg)
 {
-	/* the engine reads its log level from pxfer_verbose */
-	pxfer_verbose = ++*c->verbose;
+	/* the call's log gets it from its options; what runs outside a
+	 * call (doctor, the shared RDMA thread) from the default log */
+	pxfer_log_set_default_verbose(++*c->verbose);
 	return 0;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "core/ring.h"
 
 #ifndef MADV_POPULATE_WRITE
@@ -122,7 +123,7 @@ int pxfer_pool_init(struct pxfer_pool *p, size_t bytes)
 		goto out_mutex;
 	p->base = m;
 	p->bytes = bytes;
-	if (pthread_create(&p->thread, NULL, pool_fault_in, p))
+	if (pxfer_thread_create(&p->thread, NULL, pool_fault_in, p))
 		pool_fault_in(p);	/* no thread: now, then */
 	else
 		p->started = 1;

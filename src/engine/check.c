@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "core/sys.h"
 #include "engine/check.h"
 
@@ -144,7 +145,7 @@ void pxfer_check_release(struct pxfer_check *c)
 static int start_threads(struct pxfer_check *c)
 {
 	while (c->started < c->nthreads) {
-		int ret = pthread_create(&c->thread[c->started], NULL, check_main, c);
+		int ret = pxfer_thread_create(&c->thread[c->started], NULL, check_main, c);
 
 		if (ret)
 			return c->started ? 0 : -ret;

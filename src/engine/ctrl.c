@@ -298,7 +298,7 @@ static int msg_buffered(const struct pxfer_ctrl *c)
 	return ret || avail >= PXFER_HDR_LEN + h.len;
 }
 
-int pxfer_ctrl_wait(struct pxfer_ctrl *c, int sigfd, int timeout_ms)
+int pxfer_ctrl_wait(struct pxfer_ctrl *c, int stop_fd, int timeout_ms)
 {
 	const struct pxfer_transport_ops *t = c->conn->ops;
 	struct pollfd p[3];
@@ -320,9 +320,9 @@ int pxfer_ctrl_wait(struct pxfer_ctrl *c, int sigfd, int timeout_ms)
 	}
 	p[1].fd = c->wake_fd;
 	p[1].events = POLLIN;
-	p[2].fd = sigfd;
+	p[2].fd = stop_fd;
 	p[2].events = POLLIN;
-	/* EINTR is a signal, which the caller checks for next */
+	/* EINTR: a signal to the process, for its handler to deal with */
 	if (poll(p, 3, timeout_ms) < 0 && errno != EINTR)
 		return -errno;
 	pxfer_ctrl_drain_wake(c);

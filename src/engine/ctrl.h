@@ -101,10 +101,10 @@ void pxfer_ctrl_drain_wake(struct pxfer_ctrl *c);
 /*
  * pxfer_ctrl_wait - one turn of a coordinator's loop: send what the
  * connection takes, then wait up to @timeout_ms for the peer, a wake-up or
- * a signal on @sigfd, and clear the wake event; not at all when a whole
- * message is already buffered. Returns 0, or -errno when sending failed
- * (the connection is broken).
+ * the stop on @stop_fd (-1: none), and clear the wake event; not at all
+ * when a whole message is already buffered. Returns 0, or -errno when
+ * sending failed (the connection is broken).
  */
-int pxfer_ctrl_wait(struct pxfer_ctrl *c, int sigfd, int timeout_ms);
+int pxfer_ctrl_wait(struct pxfer_ctrl *c, int stop_fd, int timeout_ms);
 
 #endif

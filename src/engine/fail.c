@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
-#include <fcntl.h>
-#include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -113,60 +113,39 @@ int pxfer_fail_code(struct pxfer_fail *f)
 	return code;
 }
 
-static int sig_pipe[2] = { -1, -1 };
-static volatile sig_atomic_t sig_seen;
-
-static void on_signal(int sig)
+int pxfer_stop_init(struct pxfer_stop *stop)
 {
-	int saved = errno;
-	char c = (char)sig;
+	stop->raised = 0;
+	stop->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	return stop->fd < 0 ? -errno : 0;
+}
 
-	sig_seen = sig;
-	if (write(sig_pipe[1], &c, 1) < 0) {
-		/* the pipe is full: a signal is already pending */
+void pxfer_stop_release(struct pxfer_stop *stop)
+{
+	if (stop->fd >= 0)
+		close(stop->fd);
+	stop->fd = -1;
+}
+
+/*
+ * In a signal handler too: an atomic add (lock-free on int, so safe
+ * there, and seen by the call's threads, where a sig_atomic_t would be a
+ * data race) and a write(2). The eventfd is never read: it stays
+ * readable, for every call polling it.
+ */
+void pxfer_stop_raise(struct pxfer_stop *stop)
+{
+	uint64_t one = 1;
+	int saved = errno;
+
+	__atomic_fetch_add(&stop->raised, 1, __ATOMIC_SEQ_CST);
+	if (write(stop->fd, &one, sizeof(one)) < 0) {
+		/* the counter is full: it is readable already */
 	}
 	errno = saved;
 }
 
-/* the dispositions the process had before the first install, and how
- * many installs are in force; only the coordinator's thread installs */
-static struct sigaction old_int, old_term, old_pipe;
-static unsigned int installs;
-
-int pxfer_signals_install(void)
+int pxfer_stop_raised(const struct pxfer_stop *stop)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
-	struct sigaction ign = { .sa_handler = SIG_IGN };
-	char c;
-
-	if (installs++)
-		return sig_pipe[0];
-	if (sig_pipe[0] < 0 && pipe2(sig_pipe, O_CLOEXEC | O_NONBLOCK)) {
-		installs--;
-		return -errno;
-	}
-	/* a signal of an earlier call is not this one's */
-	sig_seen = 0;
-	while (read(sig_pipe[0], &c, 1) == 1)
-		;
-	sigemptyset(&sa.sa_mask);
-	sigemptyset(&ign.sa_mask);
-	sigaction(SIGPIPE, &ign, &old_pipe);
-	sigaction(SIGINT, &sa, &old_int);
-	sigaction(SIGTERM, &sa, &old_term);
-	return sig_pipe[0];
-}
-
-void pxfer_signals_restore(void)
-{
-	if (!installs || --installs)
-		return;
-	sigaction(SIGINT, &old_int, NULL);
-	sigaction(SIGTERM, &old_term, NULL);
-	sigaction(SIGPIPE, &old_pipe, NULL);
-}
-
-int pxfer_signal_pending(void)
-{
-	return sig_seen;
+	return stop ? __atomic_load_n(&stop->raised, __ATOMIC_SEQ_CST) : 0;
 }

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * How a session ends early: the first-error-wins failure record that every
- * thread of a session checks, and the signals (SIGINT, SIGTERM) that reach
- * a coordinator's poll loop through a pipe.
+ * thread of a session checks, and the stop (raised by the caller, or by a
+ * receiver's server for its sessions) that reaches a coordinator's poll
+ * loop through an eventfd. The library handles no signal.
  */
 #ifndef PXFER_ENGINE_FAIL_H
 #define PXFER_ENGINE_FAIL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
+
+#include "pxfer/pxfer.h"
 
 struct pxfer_fail {
 	pthread_mutex_t lock;
@@ -55,14 +58,13 @@ int pxfer_fail_code(struct pxfer_fail *f);
 int pxfer_fail_errno(struct pxfer_fail *f);
 
 /*
- * pxfer_signals_install - route SIGINT and SIGTERM to a pipe; returns its
- * read end (pollable) or -errno. SIGPIPE is ignored. Installs nest: the
- * first saves the process's dispositions (and forgets a signal an earlier
- * call caught), the matching pxfer_signals_restore gives them back.
+ * The stop of a call (struct pxfer_stop, include/pxfer/pxfer.h; its
+ * calls are there): the session polls its fd, which stays readable once
+ * raised, and checks pxfer_stop_raised, which takes NULL (never raised).
  */
-int pxfer_signals_install(void);
-void pxfer_signals_restore(void);
-/* pxfer_signal_pending - the signal number received, or 0 */
-int pxfer_signal_pending(void);
+static inline int pxfer_stop_fd(const struct pxfer_stop *stop)
+{
+	return stop ? stop->fd : -1;
+}
 
 #endif

@@ -1,23 +1,23 @@
 // SPDX-License-Identifier: MIT
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "core/container_of.h"
 #include "core/log.h"
 #include "core/sys.h"
 #include "engine/progress.h"
 
-/* the line shown, if any: cleared by any thread that prints */
-static struct pxfer_progress *_Atomic current;
-
-static void progress_clear(void)
+/* the line shown, if any: cleared by any thread of the call that prints */
+static void progress_clear(struct pxfer_log_clear *c)
 {
 	static const char clear[] = "\r\033[K";
 
-	struct pxfer_progress *p = atomic_load(&current);
+	struct pxfer_progress *p = container_of(c, struct pxfer_progress, clear);
 
 	/* whoever takes the line off the terminal writes the clearing */
-	if (p && atomic_exchange(&p->drawn, 0)) {
+	if (atomic_exchange(&p->drawn, 0)) {
 		if (write(STDERR_FILENO, clear, sizeof(clear) - 1) < 0) {
 			/* the terminal went away */
 		}
@@ -29,10 +29,10 @@ void pxfer_progress_init(struct pxfer_progress *p, int enabled)
 	memset(p, 0, sizeof(*p));
 	p->enabled = enabled;
 	p->start = p->last = pxfer_now();
-	if (enabled) {
-		atomic_store(&current, p);
-		pxfer_log_set_progress_clear(progress_clear);
-	}
+	p->clear.fn = progress_clear;
+	p->log = pxfer_log_current();
+	if (enabled)
+		pxfer_log_set_progress_clear(p->log, &p->clear);
 }
 
 static void fmt_eta(char *buf, size_t len, double secs)
@@ -92,10 +92,8 @@ void pxfer_progress_draw(struct pxfer_progress *p, uint64_t bytes,
 
 void pxfer_progress_end(struct pxfer_progress *p)
 {
-	if (p->enabled)
-		progress_clear();
-	if (atomic_load(&current) == p) {
-		pxfer_log_set_progress_clear(NULL);
-		atomic_store(&current, NULL);
-	}
+	if (!p->enabled)
+		return;
+	progress_clear(&p->clear);
+	pxfer_log_set_progress_clear(p->log, NULL);
 }

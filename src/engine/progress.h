@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: MIT */
-/* The progress line on a terminal: bytes, rate, ETA, files done/total. */
+/*
+ * The progress line on a terminal: bytes, rate, ETA, files done/total.
+ * It is the call's: while it is shown, the lines the call's threads print
+ * take it off first (core/log.h).
+ */
 #ifndef PXFER_PROGRESS_H
 #define PXFER_PROGRESS_H
 
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "core/log.h"
+
 struct pxfer_progress {
 	int enabled;
+	struct pxfer_log *log;		/* the call's, which clears the line */
+	struct pxfer_log_clear clear;
 	atomic_int drawn;	/* a line is on the terminal (any thread clears it) */
 	double start, last;
 	double rate;		/* smoothed bytes per second */

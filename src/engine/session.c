@@ -11,7 +11,7 @@
 #include "engine/session.h"
 
 int pxfer_session_init(struct pxfer_session *s, const char *peer_role,
-		       atomic_int *stop, int stop_fd)
+		       const struct pxfer_stop *stop)
 {
 	int ret = pxfer_fail_init(&s->fail, -1);
 
@@ -19,11 +19,6 @@ int pxfer_session_init(struct pxfer_session *s, const char *peer_role,
 		return ret;
 	s->peer_role = peer_role;
 	s->stop = stop;
-	s->sigfd = stop_fd;
-	if (!stop) {
-		s->sigfd = pxfer_signals_install();
-		s->signals = 1;
-	}
 	atomic_store(&s->lost, 0);
 	return 0;
 }
@@ -87,20 +82,17 @@ void pxfer_session_release(struct pxfer_session *s)
 		s->t->close(s->cconn);
 	s->cconn = NULL;
 	pxfer_fail_release(&s->fail);
-	if (s->signals)
-		pxfer_signals_restore();
-	s->signals = 0;
 }
 
 int pxfer_session_stopped(const struct pxfer_session *s)
 {
-	return s->stop ? atomic_load(s->stop) : pxfer_signal_pending();
+	return pxfer_stop_raised(s->stop) != 0;
 }
 
 int pxfer_session_wait(struct pxfer_session *s, int timeout_ms,
 		       const char *intr)
 {
-	int ret = pxfer_ctrl_wait(&s->ctrl, s->sigfd, timeout_ms);
+	int ret = pxfer_ctrl_wait(&s->ctrl, pxfer_stop_fd(s->stop), timeout_ms);
 
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_NET,

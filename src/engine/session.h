@@ -36,13 +36,9 @@ struct pxfer_session {
 	struct pxfer_welcome wel;	/* the parameters both sides agreed */
 	struct pxfer_keys keys;		/* derived in the handshake */
 	struct pxfer_workers workers;
-	int sigfd;			/* readable when a signal arrived, or
-					 * when stop was set */
-	/* NULL: the session ends on a signal to the process (the sender);
-	 * else when *stop is set (a receiver's session, which the server
-	 * stops) */
-	atomic_int *stop;
-	int signals;			/* installed the signal handlers */
+	/* what ends it from outside: the caller's (a sender's), the
+	 * server's (a receiver's session), or NULL: nothing */
+	const struct pxfer_stop *stop;
 	/* the data connection lost first: (1 + its index) << 32 | -errno */
 	_Atomic uint64_t lost;
 	struct pxfer_msg msg;		/* the coordinator's scratch message */
@@ -51,12 +47,10 @@ struct pxfer_session {
 /*
  * pxfer_session_init - a session with the @peer_role ("sender" or
  * "receiver") on the other end: the failure record, and what interrupts
- * it: with @stop NULL, a signal to the process (the handlers are
- * installed here, by the process's only session); else *@stop set,
- * with @stop_fd made readable. 0 or -errno.
+ * it: @stop raised (NULL: nothing). 0 or -errno.
  */
 int pxfer_session_init(struct pxfer_session *s, const char *peer_role,
-		       atomic_int *stop, int stop_fd);
+		       const struct pxfer_stop *stop);
 
 /* pxfer_session_stopped - whether the session was interrupted */
 int pxfer_session_stopped(const struct pxfer_session *s);

@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "core/log.h"
 #include "core/sys.h"
 #include "engine/worker.h"
 
@@ -16,11 +17,11 @@ static int thread_start(pthread_t *t, int node, void *(*fn)(void *), void *arg)
 	int ret;
 
 	if (pxfer_numa_cpus(node, &set))
-		return pthread_create(t, NULL, fn, arg);
+		return pxfer_thread_create(t, NULL, fn, arg);
 	if (pthread_attr_init(&attr))
-		return pthread_create(t, NULL, fn, arg);
+		return pxfer_thread_create(t, NULL, fn, arg);
 	pthread_attr_setaffinity_np(&attr, sizeof(set), &set);
-	ret = pthread_create(t, &attr, fn, arg);
+	ret = pxfer_thread_create(t, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
 	return ret;
 }

@@ -63,9 +63,9 @@ struct recv_server {
 	double sweep_next;		/* when to look for expired ones */
 	atomic_int store_warned;	/* the store was refused: said once */
 	uint32_t mode_mask;		/* the bits of a wire mode that apply */
-	int sigfd;			/* a signal came */
+	int stops_seen;			/* times o->stop was raised, as seen */
 	int ended_fd;			/* a session's thread is done */
-	int draining;			/* stopped by a signal: no new sessions */
+	int draining;			/* o->stop raised: no new sessions */
 	double drain_end;		/* ... and running ones are stopped then */
 };
 
@@ -126,8 +126,7 @@ struct recv_session {
 	int welcomed;			/* the WELCOME went out: keys agreed */
 	uint8_t nonce[PXFER_NONCE_LEN];	/* of the control connection's CHALLENGE */
 	pthread_t thread;
-	atomic_int stop;		/* set by the server: end now */
-	int stop_fd;			/* readable once stop is set */
+	struct pxfer_stop stop;		/* raised by the server: end now */
 	atomic_int ended;		/* the thread is done with everything */
 	int code;			/* how it ended: an exit status */
 	char source[PXFER_SOURCE_LEN];	/* the sender's address, without port */

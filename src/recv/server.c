@@ -6,9 +6,9 @@
  * a session (session.c) on a thread of its own, up to --max-sessions at
  * once, each with its share of --ring-mem; a sender that finds them all
  * taken is told the receiver is busy, at once. A DATA_HELLO goes to the
- * session it names. It serves until a signal, and then lets running
- * sessions finish for --grace seconds before it stops them; or for one
- * session with --once.
+ * session it names. It serves until its stop is raised (the pxfer
+ * command does on a signal), and then lets running sessions finish for
+ * --grace seconds before it stops them; or for one session with --once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +26,9 @@
 #include "core/sys.h"
 #include "recv/pending.h"
 #include "recv/recv.h"
+
+/* seconds between looks at the stop for a second raise, while draining */
+#define STOP_RECHECK_S 0.1
 
 static int check_dir(const struct pxfer_recv_opts *o, int *fdp)
 {
@@ -291,19 +294,19 @@ static void stop_all(struct recv_server *srv)
 }
 
 /*
- * A signal: the first stops new sessions and gives the running ones
- * --grace seconds to finish; a second one, or the end of the grace,
- * stops them (their incomplete files are removed).
+ * The stop (the pxfer command raises it on a signal): the first raise
+ * stops new sessions and gives the running ones --grace seconds to
+ * finish; a second one, or the end of the grace, stops them (their
+ * incomplete files are removed).
  */
-static void on_signal(struct recv_server *srv)
+static void on_stop(struct recv_server *srv)
 {
-	char c;
-	int n = 0;
+	int raised = pxfer_stop_raised(srv->o->stop);
+	int n = raised - srv->stops_seen;
 
-	while (read(srv->sigfd, &c, 1) == 1)
-		n++;
-	if (!n && !pxfer_signal_pending())
+	if (n <= 0)
 		return;
+	srv->stops_seen = raised;
 	if (srv->draining || !srv->nsess || srv->o->grace_secs <= 0 || n > 1) {
 		if (srv->nsess && !srv->o->quiet)
 			info("pxfer: stopping %u running session%s", srv->nsess,
@@ -382,10 +385,14 @@ static int serve(struct recv_server *srv)
 		}
 		if (srv->draining && srv->nsess && srv->drain_end < next)
 			next = srv->drain_end;
+		/* a raised stop stays readable: once draining, a second
+		 * raise is looked for every STOP_RECHECK_S instead */
+		if (srv->draining && now + STOP_RECHECK_S < next)
+			next = now + STOP_RECHECK_S;
 		/* the sweep is due at start, then every so often */
 		if (srv->sweep_next < next)
 			next = srv->sweep_next;
-		p[n].fd = srv->sigfd;
+		p[n].fd = srv->draining ? -1 : pxfer_stop_fd(srv->o->stop);
 		p[n++].events = POLLIN;
 		p[n].fd = srv->ended_fd;
 		p[n++].events = POLLIN;
@@ -394,8 +401,7 @@ static int serve(struct recv_server *srv)
 		if (poll(p, n, (int)((next - now) * 1000) + 1) < 0 &&
 		    errno != EINTR)
 			break;
-		if (p[n - 2].revents & POLLIN || (!srv->draining && pxfer_signal_pending()))
-			on_signal(srv);
+		on_stop(srv);
 		if (srv->draining && srv->nsess && pxfer_now() >= srv->drain_end) {
 			if (!stopped && !srv->o->quiet)
 				info("pxfer: the grace period is over; stopping %u session%s",
@@ -462,12 +468,11 @@ static int check_opts(const struct pxfer_recv_opts *o)
 	return 0;
 }
 
-int pxfer_recv(const struct pxfer_recv_opts *o)
+static int recv_run(const struct pxfer_recv_opts *o)
 {
 	struct recv_server *srv;
 	int code;
 
-	pxfer_log_init(o->verbose);
 	if (check_opts(o))
 		return PXFER_EXIT_USAGE;
 	if (pxfer_auth_init())
@@ -490,17 +495,18 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 	}
 	/*
 	 * Modes from the wire lose what the umask takes away, as with cp or
-	 * scp, unless --perms; read once, while this is the only thread
-	 * (umask is process wide). The sticky bit only restricts, so it stays.
+	 * scp, unless --perms; read once, before the sessions' threads start
+	 * (umask is process wide, and other calls may run: it is read from
+	 * /proc, not set to read it). The sticky bit only restricts, so it
+	 * stays.
 	 */
 	srv->mode_mask = o->perms ? 01777 : 01777 & ~pxfer_umask_get();
-	/* while this is the only thread (best effort: it only saves time) */
+	/* before the call's threads start (best effort: it only saves time) */
 	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	if (check_dir(o, &srv->rootfd)) {
 		code = PXFER_EXIT_USAGE;
 		goto out_srv;
 	}
-	srv->sigfd = pxfer_signals_install();
 	code = listen_all(srv);
 	if (code)
 		goto out;
@@ -513,12 +519,26 @@ out:
 	for (unsigned int i = 0; i < srv->nls; i++)
 		srv->ls[i]->ops->listener_close(srv->ls[i]);
 	close(srv->rootfd);
-	pxfer_signals_restore();
 out_srv:
 	if (srv->ended_fd >= 0)
 		close(srv->ended_fd);
 	free(srv->sess);
 	free(srv->pend);
 	free(srv);
+	return code;
+}
+
+/* the call's log, on this thread and on every thread it starts */
+int pxfer_recv(const struct pxfer_recv_opts *o)
+{
+	struct pxfer_log log, *old;
+	int code;
+
+	if (pxfer_log_init(&log, o->log, o->log_arg, o->verbose))
+		return PXFER_EXIT_LOCAL;
+	old = pxfer_log_attach(&log);
+	code = recv_run(o);
+	pxfer_log_attach(old);
+	pxfer_log_release(&log);
 	return code;
 }

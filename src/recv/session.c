@@ -289,7 +289,7 @@ static int accept_workers(struct recv_session *s)
 	const struct pxfer_transport_ops *t = s->b.cconn->ops;
 	double end = pxfer_now() + PXFER_HANDSHAKE_MS / 1000.0;
 	struct pollfd p[3] = { { .fd = s->in_fd, .events = POLLIN },
-			       { .fd = s->stop_fd, .events = POLLIN },
+			       { .fd = s->stop.fd, .events = POLLIN },
 			       { .fd = t->conn_fd(s->b.cconn),
 				 .events = t->poll_events(s->b.cconn, 0) } };
 	unsigned int have = 0, want = s->b.workers.n;
@@ -309,7 +309,7 @@ static int accept_workers(struct recv_session *s)
 			pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "poll: %s", strerror(errno));
 			break;
 		}
-		if (atomic_load(&s->stop)) {
+		if (pxfer_stop_raised(&s->stop)) {
 			pxfer_fail(&s->b.fail, PXFER_EXIT_INTR,
 				   "the receiver is stopping; the sender %s had opened %u of %u data connections",
 				   s->b.cconn->peer, have, want);
@@ -492,8 +492,7 @@ static void session_free(struct recv_session *s)
 {
 	if (s->in_fd >= 0)
 		close(s->in_fd);
-	if (s->stop_fd >= 0)
-		close(s->stop_fd);
+	pxfer_stop_release(&s->stop);
 	pthread_mutex_destroy(&s->in_lock);
 	free(s);
 }
@@ -523,15 +522,15 @@ int recv_session_start(struct recv_server *srv, unsigned int slot,
 	if (!s)
 		goto out_conn;
 	s->in_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->in_fd < 0 || s->stop_fd < 0) {
-		ret = -errno;
+	ret = pxfer_stop_init(&s->stop);
+	if (s->in_fd < 0 || ret) {
+		ret = ret ? ret : -errno;
 		goto out_fds;
 	}
 	ret = -pthread_mutex_init(&s->in_lock, NULL);
 	if (ret)
 		goto out_fds;
-	ret = pxfer_session_init(&s->b, "sender", &s->stop, s->stop_fd);
+	ret = pxfer_session_init(&s->b, "sender", &s->stop);
 	if (ret)
 		goto out_lock;
 	s->srv = srv;
@@ -548,7 +547,7 @@ int recv_session_start(struct recv_server *srv, unsigned int slot,
 	s->b.cconn = c;
 	s->b.wel.session = new_session_number(srv);
 	srv->sess[slot] = s;
-	ret = -pthread_create(&s->thread, NULL, session_main, s);
+	ret = -pxfer_thread_create(&s->thread, NULL, session_main, s);
 	if (!ret) {
 		pxfer_thread_name(s->thread, "session", slot);
 		return 0;
@@ -561,8 +560,7 @@ out_lock:
 out_fds:
 	if (s->in_fd >= 0)
 		close(s->in_fd);
-	if (s->stop_fd >= 0)
-		close(s->stop_fd);
+	pxfer_stop_release(&s->stop);
 	free(s);
 out_conn:
 	if (c)
@@ -572,8 +570,7 @@ out_conn:
 
 void recv_session_stop(struct recv_session *s)
 {
-	atomic_store(&s->stop, 1);
-	pxfer_wake(s->stop_fd);
+	pxfer_stop_raise(&s->stop);
 }
 
 unsigned int recv_session_reap(struct recv_server *srv, int *code)

@@ -47,7 +47,7 @@ static int busy_wait(struct send_session *s, double end, double *delay)
 {
 	const struct pxfer_error *e = &s->b.msg.u.error;
 	double now = pxfer_now(), d = *delay * (1 - randombytes_uniform(250) / 1000.0);
-	struct pollfd p = { .fd = s->b.sigfd, .events = POLLIN };
+	struct pollfd p = { .fd = pxfer_stop_fd(s->o->stop), .events = POLLIN };
 	/* a REFUSE comes before any proof of the secret: anybody's text */
 	char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)];
 
@@ -62,7 +62,7 @@ static int busy_wait(struct send_session *s, double end, double *delay)
 	s->b.t->close(s->b.cconn);
 	s->b.cconn = NULL;
 	poll(&p, 1, (int)(d * 1000));
-	if (pxfer_signal_pending())
+	if (pxfer_session_stopped(&s->b))
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_INTR,
 				  "interrupted while waiting for a busy receiver");
 	*delay = *delay * 2 > BUSY_MAX ? BUSY_MAX : *delay * 2;
@@ -390,7 +390,7 @@ static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 	*welcomed = 0;
 	*peer_ended = 0;
 	s = calloc(1, sizeof(*s));
-	if (!s || pxfer_session_init(&s->b, "receiver", NULL, -1)) {
+	if (!s || pxfer_session_init(&s->b, "receiver", o->stop)) {
 		error("out of memory");
 		free(s);
 		return PXFER_EXIT_LOCAL;
@@ -407,8 +407,8 @@ static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 		pxfer_session_abort(&s->b, EBADMSG, s->b.fail.msg, 1000);
 	else if (pxfer_failed(&s->b.fail))
 		pxfer_session_abort(&s->b, ECANCELED,
-				    pxfer_signal_pending() ? "the sender was interrupted"
-							   : "the sender failed", 0);
+				    pxfer_session_stopped(&s->b) ? "the sender was interrupted"
+								 : "the sender failed", 0);
 	send_draw_progress(s, 1);
 	pxfer_progress_end(&s->prog);
 	st->chunks += atomic_load(&s->chunks);
@@ -428,17 +428,18 @@ static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 	return code;
 }
 
-/* wait @secs unless interrupted: 0, or -1 when a signal came */
-static int retry_sleep(double secs)
+/* wait @secs unless stopped: 0, or -1 when @stop was raised */
+static int retry_sleep(const struct pxfer_stop *stop, double secs)
 {
+	struct pollfd p = { .fd = pxfer_stop_fd(stop), .events = POLLIN };
 	double end = pxfer_now() + secs;
 
-	while (!pxfer_signal_pending()) {
+	while (!pxfer_stop_raised(stop)) {
 		double left = end - pxfer_now();
 
 		if (left <= 0)
 			return 0;
-		poll(NULL, 0, left > 0.1 ? 100 : (int)(left * 1000) + 1);
+		poll(&p, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1);
 	}
 	return -1;
 }
@@ -454,7 +455,7 @@ static int retry_sleep(double secs)
  */
 #define RETRY_WAIT_MAX 60.0
 
-int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
+static int send_run(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 {
 	double t0 = pxfer_now(), wait;
 	const char *transport = NULL;
@@ -462,15 +463,13 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	uint64_t credited = 0, credited_bytes = 0, failed_now = 0, done_size = 0;
 	int code, retries = 0, welcomed = 0, ever_welcomed = 0, peer_ended = 0;
 
-	memset(st, 0, sizeof(*st));
-	pxfer_log_init(o->verbose);
 	if (check_opts(o))
 		return PXFER_EXIT_USAGE;
 	if (pxfer_auth_init()) {
 		error("cannot initialise the crypto library");
 		return PXFER_EXIT_LOCAL;
 	}
-	/* while this is the only thread (best effort: it only saves time) */
+	/* before the call's threads start (best effort: it only saves time) */
 	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	wait = o->retry_wait;
 	for (;;) {
@@ -510,7 +509,7 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 		 * address or port may be wrong, and the user should know),
 		 * nor one that ended the session itself (it said why) */
 		if (code == PXFER_EXIT_NET && ever_welcomed && !peer_ended &&
-		    retries < o->retries && !pxfer_signal_pending()) {
+		    retries < o->retries && !pxfer_stop_raised(o->stop)) {
 			retries++;
 			/* --transport auto: an rdma session that could not
 			 * even start goes on over tcp */
@@ -523,7 +522,7 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 			}
 			info("pxfer: trying again in %.0f s (retry %d of %d); what arrived is kept",
 			     wait, retries, o->retries);
-			if (retry_sleep(wait)) {
+			if (retry_sleep(o->stop, wait)) {
 				code = PXFER_EXIT_INTR;
 				break;
 			}
@@ -537,7 +536,7 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 				pass = 1;
 				continue;
 			}
-			if (retries < o->retries && !retry_sleep(wait)) {
+			if (retries < o->retries && !retry_sleep(o->stop, wait)) {
 				retries++;
 				continue;
 			}
@@ -547,5 +546,21 @@ int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	}
 	st->files_failed = failed_now;
 	st->seconds = pxfer_now() - t0;
+	return code;
+}
+
+/* the call's log, on this thread and on every thread it starts */
+int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
+{
+	struct pxfer_log log, *old;
+	int code;
+
+	memset(st, 0, sizeof(*st));
+	if (pxfer_log_init(&log, o->log, o->log_arg, o->verbose))
+		return PXFER_EXIT_LOCAL;
+	old = pxfer_log_attach(&log);
+	code = send_run(o, st);
+	pxfer_log_attach(old);
+	pxfer_log_release(&log);
 	return code;
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # e2e_package: the Debian packages (debian/), built and installed.
-#   - dpkg-buildpackage -us -uc -b builds pxfer, libpxfer2 and
+#   - dpkg-buildpackage -us -uc -b builds pxfer, libpxfer3 and
 #     libpxfer-dev from a copy of the tree; lintian (where installed)
 #     reports no error and no warning
 #   - installed with dpkg: /usr/bin/pxfer runs, the system user pxfer
@@ -11,7 +11,7 @@
 #     installed), bash-completion loads the completion
 #   - a loopback transfer with the installed command, and one from
 #     examples/send_tree.c built against libpxfer-dev with pkg-config
-#     alone, loading the installed libpxfer.so.2
+#     alone, loading the installed libpxfer.so.3
 #   - an enabled unit, then purge: no file of the packages, no user,
 #     group, secret or unit link is left
 # It installs on this machine (as root, when none of the packages and no
@@ -35,7 +35,7 @@ for tool in dpkg-buildpackage dpkg-checkbuilddeps dh fakeroot pkg-config cc; do
 		skip "$tool is needed (the packaging tools: tools/install-deps.sh)"
 done
 [ "$(id -u)" -eq 0 ] || skip "it installs the packages on this machine: run it as root"
-pkgs=(pxfer libpxfer2 libpxfer-dev)
+pkgs=(pxfer libpxfer3 libpxfer-dev)
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qv '^not-installed$' &&
 		skip "$p is on this machine already: it would be purged"
@@ -161,9 +161,9 @@ read -ra pcflags <<<"$(env -u PKG_CONFIG_PATH pkg-config --cflags --libs pxfer)"
 	fail "pkg-config does not find pxfer"
 cc -Wall -Wextra -Werror -o "$T/send_tree" /usr/share/doc/libpxfer-dev/examples/send_tree.c \
 	"${pcflags[@]}" || fail "send_tree.c does not build against the installed package"
-loaded=$(env -u LD_LIBRARY_PATH ldd "$T/send_tree" | awk '$1 == "libpxfer.so.2" { print $3 }')
+loaded=$(env -u LD_LIBRARY_PATH ldd "$T/send_tree" | awk '$1 == "libpxfer.so.3" { print $3 }')
 owner=$(dpkg -S "$(readlink -f "${loaded:-/nonexistent}")" 2>/dev/null | cut -d: -f1)
-[ "$owner" = libpxfer2 ] || fail "send_tree loads libpxfer.so.2 from '$loaded', not from libpxfer2"
+[ "$owner" = libpxfer3 ] || fail "send_tree loads libpxfer.so.3 from '$loaded', not from libpxfer3"
 mkdir "$T/dst.lib"
 start_recv "$T/dst.lib"
 timeout -k 5 60 env -u LD_LIBRARY_PATH "$T/send_tree" 127.0.0.1 "$RECV_PORT" "$tree" \

@@ -5,10 +5,11 @@
  *
  *  - options outside their ranges are refused with PXFER_EXIT_USAGE
  *    before anything starts (no connection is attempted);
- *  - the process's handlers for SIGINT, SIGTERM and SIGPIPE are back when
- *    a call returns, however it ended;
- *  - a signal that ended one call does not end the next one: a second
- *    receiver serves until its own interruption;
+ *  - the library leaves the process's handlers for SIGINT, SIGTERM and
+ *    SIGPIPE alone, and a signal does not stop a call;
+ *  - a raised stop ends pxfer_recv with PXFER_EXIT_INTR; a call with
+ *    another stop is not ended by it: a second receiver serves until its
+ *    own stop is raised;
  *  - pxfer_send and pxfer_recv report a failure to connect or listen with
  *    their exit statuses.
  */
@@ -37,12 +38,12 @@ static void handlers_are_ours(const char *after)
 	struct sigaction sa;
 
 	sigaction(SIGINT, NULL, &sa);
-	T_EXPECT(sa.sa_handler == on_int, "SIGINT is ours again after %s", after);
+	T_EXPECT(sa.sa_handler == on_int, "SIGINT is still ours after %s", after);
 	sigaction(SIGTERM, NULL, &sa);
-	T_EXPECT(sa.sa_handler == SIG_DFL, "SIGTERM is the default again after %s",
+	T_EXPECT(sa.sa_handler == SIG_DFL, "SIGTERM is still the default after %s",
 		 after);
 	sigaction(SIGPIPE, NULL, &sa);
-	T_EXPECT(sa.sa_handler == SIG_DFL, "SIGPIPE is the default again after %s",
+	T_EXPECT(sa.sa_handler == SIG_DFL, "SIGPIPE is still the default after %s",
 		 after);
 }
 
@@ -152,19 +153,24 @@ static void test_bad_options(void)
 	handlers_are_ours("refused options");
 }
 
-/* interrupt pxfer_recv once it listens */
+static struct pxfer_stop *to_raise;
+
+/* a SIGINT at 150 ms, which the receiver ignores; its stop at 300 ms */
 static void *interrupter(void *arg)
 {
 	(void)arg;
-	usleep(300 * 1000);
+	usleep(150 * 1000);
 	kill(getpid(), SIGINT);
+	usleep(150 * 1000);
+	pxfer_stop_raise(to_raise);
 	return NULL;
 }
 
-static void test_signals(void)
+static void test_stop(void)
 {
 	char dir[] = "/tmp/pxfer-api-test.XXXXXX";
 	char port[16], *paths[] = { dir, NULL };
+	struct pxfer_stop stop1, stop2;
 	struct pxfer_send_opts so;
 	struct pxfer_recv_opts ro;
 	struct pxfer_stats st;
@@ -177,6 +183,11 @@ static void test_signals(void)
 		T_EXPECT(0, "mkdtemp: %s", strerror(errno));
 		return;
 	}
+	if (pxfer_stop_init(&stop1) || pxfer_stop_init(&stop2)) {
+		T_EXPECT(0, "pxfer_stop_init: %s", strerror(errno));
+		return;
+	}
+	T_EXPECT(!pxfer_stop_raised(&stop1), "a new stop is not raised");
 	snprintf(port, sizeof(port), "%u", free_port());
 	pxfer_recv_opts_init(&ro);
 	secret(&ro.secret);
@@ -185,15 +196,8 @@ static void test_signals(void)
 	ro.bind = "127.0.0.1";
 	ro.transport = "tcp";
 	ro.quiet = 1;
-	pthread_create(&t, NULL, interrupter, NULL);
-	code = pxfer_recv(&ro);
-	pthread_join(t, NULL);
-	T_EXPECT(code == PXFER_EXIT_INTR, "an interrupted receiver exits %d, not %d",
-		 PXFER_EXIT_INTR, code);
-	handlers_are_ours("an interrupted pxfer_recv");
-
-	/* the next receiver serves until its own signal, 300 ms on */
-	snprintf(port, sizeof(port), "%u", free_port());
+	ro.stop = &stop1;
+	to_raise = &stop1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pthread_create(&t, NULL, interrupter, NULL);
 	code = pxfer_recv(&ro);
@@ -201,10 +205,27 @@ static void test_signals(void)
 	pthread_join(t, NULL);
 	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
 	T_EXPECT(code == PXFER_EXIT_INTR && ms >= 250,
-		 "the second receiver served until its own signal: exit %d after %ld ms",
+		 "a receiver served through a SIGINT until its stop: exit %d (want %d) after %ld ms",
+		 code, PXFER_EXIT_INTR, ms);
+	T_EXPECT(pxfer_stop_raised(&stop1) == 1, "the stop was raised once, not %d times",
+		 pxfer_stop_raised(&stop1));
+	handlers_are_ours("a stopped pxfer_recv");
+
+	/* the next receiver, with a stop of its own, serves until it is raised */
+	snprintf(port, sizeof(port), "%u", free_port());
+	ro.stop = &stop2;
+	to_raise = &stop2;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pthread_create(&t, NULL, interrupter, NULL);
+	code = pxfer_recv(&ro);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	pthread_join(t, NULL);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	T_EXPECT(code == PXFER_EXIT_INTR && ms >= 250,
+		 "the second receiver served until its own stop: exit %d after %ld ms",
 		 code, ms);
 
-	/* the signal that ended the receiver is not this sender's */
+	/* the stop that ended the receivers is not this sender's */
 	pxfer_send_opts_init(&so);
 	so.paths = paths;
 	so.npaths = 1;
@@ -217,7 +238,15 @@ static void test_signals(void)
 	T_EXPECT(code == PXFER_EXIT_NET,
 		 "a sender with no receiver exits %d (cannot connect), not %d",
 		 PXFER_EXIT_NET, code);
+	/* a sender whose stop is raised already does not retry */
+	so.stop = &stop1;
+	code = pxfer_send(&so, &st);
+	T_EXPECT(code == PXFER_EXIT_NET || code == PXFER_EXIT_INTR,
+		 "a stopped sender with no receiver exits %d or %d, not %d",
+		 PXFER_EXIT_NET, PXFER_EXIT_INTR, code);
 	handlers_are_ours("a failed pxfer_send");
+	pxfer_stop_release(&stop1);
+	pxfer_stop_release(&stop2);
 	rmdir(dir);
 }
 
@@ -230,6 +259,6 @@ int main(void)
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGPIPE, SIG_DFL);
 	test_bad_options();
-	test_signals();
+	test_stop();
 	return t_result();
 }

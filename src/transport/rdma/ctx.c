@@ -71,6 +71,9 @@ int rt_ctx_get(struct rdma_ctx **out)
 	}
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_mutex_init(&ctx->dev_lock, NULL);
+	/* shared by the calls of the process and outliving the one that
+	 * made it: it reports to the process's default log, not to a call's
+	 * (so pthread_create, not pxfer_thread_create) */
 	ret = -pthread_create(&ctx->thread, NULL, rt_progress_main, ctx);
 	if (ret)
 		goto out_stopfd;

@@ -236,7 +236,7 @@ void rt_describe_route(struct rdma_cm_id *id, const char *peer)
 	const char *type = "unknown type";
 	int index = -1;
 
-	if (!pxfer_verbose || !id->verbs)
+	if (!pxfer_log_verbose() || !id->verbs)
 		return;
 	inet_ntop(AF_INET6, sgid->raw, gid, sizeof(gid));
 	if (id->qp && !ibv_query_qp(id->qp, &qa, IBV_QP_AV, &init) &&
