@@ -6,6 +6,11 @@
 #include "io/io.h"
 #include "core/log.h"
 
+/*
+ * A probe result, per process: io_uring missing is missing for every
+ * call, and said once (on the log of the call that found it); atomic,
+ * since calls run at once.
+ */
 static atomic_int fallback_warned;
 
 static int io_try(const struct pxfer_io_ops *ops,

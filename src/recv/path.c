@@ -24,7 +24,11 @@
 			 RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV)
 #define MKDIR_MODE	0755
 
-/* Set once openat2 is known to be missing (or forced off by a test). */
+/*
+ * Set once openat2 is known to be missing (or forced off by a test): a
+ * probe result, per process, since the kernel is the same for every
+ * call; read and written atomically, since calls run at once.
+ */
 static int use_fallback;
 
 void pxfer_path_force_fallback(int on)

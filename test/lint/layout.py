@@ -10,7 +10,11 @@
     send and recv do not include each other, nor do the transports
     (transport/tcp, transport/rdma), and a transport's private headers
     are included only inside it;
-  - no include cycle between modules (a module is a .c file and its .h).
+  - no include cycle between modules (a module is a .c file and its .h);
+  - no mutable state at file scope in the library (a static variable
+    that is not const, outside src/cli/, which is one command in one
+    process): calls run at once, each with what it owns, and what the
+    process shares is listed in SHARED, with why.
 
 Exit status: 0 when the tree keeps them all, 1 with one line per breach
 (file:line and the rule), as test/runtests.sh expects.
@@ -23,6 +27,33 @@ MAX_LINES = 800
 LAYER = {"core": 0, "io": 1, "transport": 2, "engine": 3, "send": 4,
          "recv": 4, "api": 5, "cli": 6}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+# The library's file-scope state, shared by the calls of a process
+# (docs/architecture.md, "What a call owns"): file -> variables
+SHARED = {
+    # the log of the threads no call owns (the command, the RDMA thread)
+    "core/log.c": {"log_default"},
+    # one RDMA context per process, reference-counted by the calls
+    "transport/rdma/ctx.c": {"ctx_lock", "the_ctx"},
+    # probe results (atomic): io_uring missing is said once per process
+    "io/io.c": {"fallback_warned"},
+    # openat2 forced off (atomic; a test's switch)
+    "recv/path.c": {"use_fallback"},
+}
+# a static variable at the start of a line: not a function, not const,
+# not thread-local (a thread's own); its name is the last word before
+# the first '=', '[' or ';'
+STATIC = re.compile(r'^static\s+(?!inline\b)(?!.*\bconst\b(?![^=;]*\*))'
+                    r'(?!.*\b(?:__thread|_Thread_local)\b)([^(=;]*?)'
+                    r'(\w+)\s*(?:\[[^]]*\])?\s*(?:=|;)')
+# the same without static: a global the library would share (and export);
+# not a declaration of a struct (struct foo; or struct foo {)
+GLOBAL = re.compile(r'^(?!static\b|extern\b|typedef\b|const\b|enum\b|union\b)'
+                    r'(?!struct\s+\w+\s*[{;])(?!.*\bconst\b(?![^=;]*\*))'
+                    r'(?!.*\b(?:__thread|_Thread_local)\b)[A-Za-z_][^(=;:]*?'
+                    r'\b(\w+)\s*(?:\[[^]]*\])?\s*(?:=|;)')
+FNPTR = re.compile(r'^static\s+(?!.*\bconst\b)[^=;(]*\(\s*\*\s*'
+                   r'(?:_Atomic\s+)?(\w+)\s*\)')
 
 top = os.environ.get("PXFER_TOP") or os.path.dirname(os.path.dirname(
     os.path.dirname(os.path.abspath(__file__))))
@@ -67,6 +98,17 @@ for f in files:
     mod = os.path.splitext(f)[0]
     modules.setdefault(mod, set())
     layer, sub = area(f)
+    for no, line in enumerate(lines, 1):
+        m = STATIC.match(line) or FNPTR.match(line) or GLOBAL.match(line)
+        if not m or layer == "cli":
+            continue
+        name = m.group(m.lastindex)
+        if name not in SHARED.get(f, ()):
+            problems.append("src/%s:%d: '%s' is mutable state at file scope:"
+                            " make it the call's (a field of what it owns),"
+                            " or const; state the process must share goes"
+                            " in test/lint/layout.py's SHARED, with why"
+                            % (f, no, name))
     for no, line in enumerate(lines, 1):
         m = INCLUDE.match(line)
         if not m:
