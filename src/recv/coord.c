@@ -606,8 +606,24 @@ static int failover(struct recv_session *s)
 			  s->b.cconn->peer);
 }
 
+/*
+ * What arrived of a file reaches its partial's journal within about
+ * PXFER_PARTIAL_AGE even when no more of it comes (a worker that adds a
+ * record flushes what waited that long), so that a crash loses about
+ * that much of it: looked at when due. How long the loop may wait (ms).
+ */
+static int partials_flush_old(struct recv_session *s)
+{
+	double now = pxfer_now();
+
+	if (now >= s->partials_due)
+		s->partials_due = now + pxfer_partials_flush_old(&s->files.parts);
+	return s->partials_due - now < 1.0 ? (int)((s->partials_due - now) * 1000) + 1 : 1000;
+}
+
 int recv_coordinate(struct recv_session *s)
 {
+	int wait = 1000;
 	uint32_t id;
 
 	s->b.ctrl.read_pause = REPLY_PAUSE;
@@ -615,7 +631,7 @@ int recv_coordinate(struct recv_session *s)
 	if (grant_credits(s))
 		return -1;
 	while (!pxfer_failed(&s->b.fail) && !s->acked) {
-		if (pxfer_session_wait(&s->b, pxfer_session_data_lost_any(&s->b) ? 200 : 1000,
+		if (pxfer_session_wait(&s->b, pxfer_session_data_lost_any(&s->b) ? 200 : wait,
 				       "interrupted; what arrived of incomplete files is kept for a later session") ||
 		    read_control(s))
 			break;
@@ -623,6 +639,7 @@ int recv_coordinate(struct recv_session *s)
 			finalize(s, id);
 		if (reap_checks(s))
 			break;
+		wait = partials_flush_old(s);
 		if (failover(s) || check_sent(s) || pxfer_session_keepalive(&s->b) ||
 		    idle_check(s) || grant_credits(s))
 			break;

@@ -345,6 +345,8 @@ int pxfer_partial_open(struct pxfer_partials *ps,
 		return -EFBIG;
 	p->dirfd = ps->dirfd;
 	p->room = &ps->pend_room;
+	p->store = ps;
+	p->age = ps->age;
 	pxfer_partial_key(ps->secret, id->path, id->path_len, p->key);
 	name_of(jnl, p->key, SUFFIX_JNL);
 	ret = journal_lock(p->dirfd, jnl, 1, 1, &created);

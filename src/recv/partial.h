@@ -21,8 +21,9 @@
  * files.
  *
  * Threads: pxfer_partial_add (and _flush) from any thread at once; every
- * other call on one partial from one thread, with no add under way. A
- * partial holds a lock and may not be copied once open; the store
+ * other call on one partial from one thread, with no add under way;
+ * pxfer_partials_flush_old from any thread, at the same time as any of
+ * them. A partial holds a lock and may not be copied once open; the store
  * (struct pxfer_partials) outlives its partials. Other processes (other
  * receivers on DIR) are kept out by flock on the journal.
  */
@@ -39,6 +40,8 @@
 
 #define PXFER_STATE_DIR ".pxfer"            /* top-level name in DIR reserved for the receiver */
 #define PXFER_PARTIAL_FLUSH (16u << 20)     /* pending bytes that trigger a flush */
+/* seconds a pending record waits, about, before a flush makes it durable */
+#define PXFER_PARTIAL_AGE 1.0
 #define PXFER_PARTIAL_RUNS_MAX PXFER_RUNS_MAX	/* runs a partial offers: what a FILE_OK holds */
 /* records a journal is read for, and written with, at most */
 #define PXFER_PARTIAL_RECORDS_MAX (1u << 20)
@@ -72,9 +75,16 @@ struct pxfer_partials {
 	 * what is wrong with it and what to do; else NULL and "" */
 	const char *bad;
 	char problem[128];
+	/* seconds a pending record waits at most before it is flushed
+	 * (PXFER_PARTIAL_AGE; tests lower it), for partials opened after */
+	double age;
 	/* private: the pending records' room its partials took, of
 	 * PXFER_PARTIAL_PEND_ROOM */
 	atomic_uint pend_room;
+	/* private: the open partials, for pxfer_partials_flush_old; a
+	 * partial is taken off the list, under the lock, before it goes */
+	pthread_mutex_t lock;
+	struct pxfer_partial *open;
 };
 
 /*
@@ -90,6 +100,19 @@ struct pxfer_partials {
  */
 int pxfer_partials_open(struct pxfer_partials *ps, int rootfd);
 void pxfer_partials_close(struct pxfer_partials *ps);
+
+/*
+ * pxfer_partials_flush_old - flush each open partial of @ps whose oldest
+ * pending record is ps->age seconds old or more, and no flush is under
+ * way (a failed flush is the partial's, as for pxfer_partial_add), so
+ * that what arrived of a file that gets no more data meanwhile reaches
+ * its journal too. Holds the store's lock while it flushes: a partial's
+ * open and end wait meanwhile (adds do not). Returns the seconds until
+ * it is due again: when the oldest record still pending is ps->age old,
+ * and at most ps->age from now (a record added later is not due before).
+ * Nothing and ps->age for a store that is not open.
+ */
+double pxfer_partials_flush_old(struct pxfer_partials *ps);
 
 /*
  * pxfer_partials_warn - after a failed pxfer_partials_open: a warning
@@ -175,11 +198,15 @@ struct pxfer_partial {
 	unsigned int jsmall;	/* of them small */
 	int err;		/* a failed fdatasync: nothing is recorded after it */
 	atomic_uint *room;	/* the store's pend_room */
+	struct pxfer_partials *store;
+	struct pxfer_partial *next, *prev;	/* in store->open: its lock */
+	double age;		/* the store's */
 	pthread_mutex_t lock;	/* what follows */
 	pthread_cond_t flushed;	/* a flush ended */
 	struct pxfer_partial_rec *pend;	/* records remembered, not yet flushed */
 	unsigned int npend, pend_cap;
 	uint64_t pend_bytes;
+	double pend_since;	/* when the oldest pending one was added */
 	struct pxfer_partial_rec *batch;	/* the other array: the flush's */
 	unsigned int batch_cap;
 	int flushing;		/* a flush is under way */
@@ -208,9 +235,11 @@ int pxfer_partial_open(struct pxfer_partials *ps,
  * completed) and hash to @h (pxfer_digest_range of those bytes at @off).
  * The record reaches the journal only after the data is durable: when
  * PXFER_PARTIAL_FLUSH bytes or PXFER_PARTIAL_PEND_MAX records are pending,
- * or the store has no more room for them, this call flushes (fdatasync of
- * the data, then the records appended to the journal), blocking the
- * calling thread; otherwise it only remembers. A small record (shorter
+ * the oldest pending one was added ps->age seconds ago or more, or the
+ * store has no more room for them, this call flushes (fdatasync of the
+ * data, then the records appended to the journal), blocking the calling
+ * thread; otherwise it only remembers (and pxfer_partials_flush_old
+ * flushes what waits longer). A small record (shorter
  * than PXFER_PARTIAL_SMALL) is merged with a pending small one that it
  * touches (among the last few added), and the merged bytes are read back
  * and hashed at the flush. A journal holds at most PXFER_PARTIAL_SMALL_MAX

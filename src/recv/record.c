@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "recv/partial.h"
@@ -37,6 +38,48 @@ static unsigned int pend_taken(const struct pxfer_partial *p)
 	return p->pend_cap + p->batch_cap - 2 * PXFER_PARTIAL_PEND_MIN;
 }
 
+/*
+ * Seconds on a monotonic clock: the coarse one, read without a system
+ * call, since each add reads it; its tick (a few ms) is nothing against
+ * the age a record may reach.
+ */
+static double now_coarse(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* @p into its store's list of open partials, or out of it */
+static void store_link(struct pxfer_partial *p)
+{
+	struct pxfer_partials *ps = p->store;
+
+	pthread_mutex_lock(&ps->lock);
+	p->prev = NULL;
+	p->next = ps->open;
+	if (ps->open)
+		ps->open->prev = p;
+	ps->open = p;
+	pthread_mutex_unlock(&ps->lock);
+}
+
+static void store_unlink(struct pxfer_partial *p)
+{
+	struct pxfer_partials *ps = p->store;
+
+	/* waits for a pxfer_partials_flush_old that may be flushing @p */
+	pthread_mutex_lock(&ps->lock);
+	if (p->prev)
+		p->prev->next = p->next;
+	else
+		ps->open = p->next;
+	if (p->next)
+		p->next->prev = p->prev;
+	pthread_mutex_unlock(&ps->lock);
+}
+
 int pxfer_partial_pend_init(struct pxfer_partial *p)
 {
 	p->pend = malloc(PXFER_PARTIAL_PEND_MIN * sizeof(*p->pend));
@@ -48,6 +91,7 @@ int pxfer_partial_pend_init(struct pxfer_partial *p)
 		goto out_free;
 	if (pthread_cond_init(&p->flushed, NULL))
 		goto out_mutex;
+	store_link(p);
 	return 0;
 
 out_mutex:
@@ -61,6 +105,7 @@ out_free:
 
 void pxfer_partial_pend_free(struct pxfer_partial *p)
 {
+	store_unlink(p);
 	atomic_fetch_sub(p->room, pend_taken(p));
 	free(p->pend);
 	free(p->batch);
@@ -266,10 +311,12 @@ int pxfer_partial_add(struct pxfer_partial *p, uint64_t off, uint32_t len,
 		      const struct pxfer_digest *h)
 {
 	int small = len < PXFER_PARTIAL_SMALL, ret = 0;
+	double now;
 	unsigned int n;
 
 	if (!len)
 		return 0;
+	now = now_coarse();
 	pthread_mutex_lock(&p->lock);
 	if (small && pend_merge(p, off, len))
 		goto added;
@@ -291,11 +338,15 @@ int pxfer_partial_add(struct pxfer_partial *p, uint64_t off, uint32_t len,
 		ret = flush_batch(p, n);
 		pthread_mutex_lock(&p->lock);
 	}
+	if (!p->npend)
+		p->pend_since = now;
 	p->pend[p->npend++] = (struct pxfer_partial_rec){ .off = off, .len = len,
 							   .h = *h };
 added:
 	p->pend_bytes += len;
-	if (p->flushing || p->pend_bytes < PXFER_PARTIAL_FLUSH) {
+	/* by bytes, or by time: what a crash loses is bounded by both */
+	if (p->flushing || (p->pend_bytes < PXFER_PARTIAL_FLUSH &&
+			    now - p->pend_since < p->age)) {
 		pthread_mutex_unlock(&p->lock);
 		return ret;
 	}
@@ -314,4 +365,46 @@ int pxfer_partial_flush(struct pxfer_partial *p)
 	n = take_batch(p);
 	pthread_mutex_unlock(&p->lock);
 	return flush_batch(p, n);
+}
+
+/*
+ * @p's pending records, if the oldest is @age seconds old at @now and no
+ * flush is under way: flushed. The seconds until they are due otherwise
+ * (@age when nothing is pending).
+ */
+static double flush_if_old(struct pxfer_partial *p, double now)
+{
+	double wait = p->age;
+	unsigned int n;
+
+	pthread_mutex_lock(&p->lock);
+	if (p->npend && !p->flushing) {
+		wait = p->pend_since + p->age - now;
+		if (wait <= 0) {
+			n = take_batch(p);
+			pthread_mutex_unlock(&p->lock);
+			flush_batch(p, n);
+			return p->age;
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+	return wait;
+}
+
+double pxfer_partials_flush_old(struct pxfer_partials *ps)
+{
+	double next = ps->age;
+
+	if (ps->dirfd < 0)
+		return next;
+	pthread_mutex_lock(&ps->lock);
+	for (struct pxfer_partial *p = ps->open; p; p = p->next) {
+		/* read again: a flush before may have taken long */
+		double wait = flush_if_old(p, now_coarse());
+
+		if (wait < next)
+			next = wait;
+	}
+	pthread_mutex_unlock(&ps->lock);
+	return next;
 }

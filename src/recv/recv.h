@@ -174,6 +174,7 @@ struct recv_session {
 	/* partials read back before they are offered; their FILE_OK waits */
 	struct pxfer_check check;
 	uint64_t ping_checked;		/* the highest figure of the sender's PINGs */
+	double partials_due;		/* when to flush partials' old records */
 };
 
 /* session.c */

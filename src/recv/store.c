@@ -192,6 +192,8 @@ int pxfer_partials_open(struct pxfer_partials *ps, int rootfd)
 	ps->bad = NULL;
 	ps->problem[0] = 0;
 	atomic_init(&ps->pend_room, 0);
+	ps->age = PXFER_PARTIAL_AGE;
+	ps->open = NULL;
 	/* the keys (BLAKE2b) and nonces (randombytes) are libsodium's */
 	if (sodium_init() < 0)
 		return -EIO;
@@ -201,6 +203,10 @@ int pxfer_partials_open(struct pxfer_partials *ps, int rootfd)
 	ret = key_load(ps, sfd);
 	if (!ret) {
 		ret = open_dir(ps, sfd, PARTIAL_DIR, STATE_PARTIAL);
+		if (ret >= 0 && pthread_mutex_init(&ps->lock, NULL)) {
+			close(ret);
+			ret = -ENOMEM;
+		}
 		if (ret >= 0)
 			ps->dirfd = ret;
 	}
@@ -214,8 +220,10 @@ int pxfer_partials_open(struct pxfer_partials *ps, int rootfd)
 
 void pxfer_partials_close(struct pxfer_partials *ps)
 {
-	if (ps->dirfd >= 0)
+	if (ps->dirfd >= 0) {
 		close(ps->dirfd);
+		pthread_mutex_destroy(&ps->lock);
+	}
 	ps->dirfd = -1;
 	sodium_memzero(ps->secret, sizeof(ps->secret));
 }
