@@ -60,6 +60,8 @@ extern "C" {
 #define PXFER_DEFAULT_TIMEOUT_MS 15000		/* connect and handshake */
 #define PXFER_DEFAULT_IDLE_TIMEOUT 120		/* seconds a session may idle */
 #define PXFER_DEFAULT_PARTIAL_TTL (7 * 86400)	/* seconds partial files are kept */
+/* partials the receiver keeps at most (pxfer_recv_opts.partial_max) */
+#define PXFER_DEFAULT_PARTIAL_MAX 10000
 #define PXFER_DEFAULT_RETRIES 5			/* reconnections after a failure */
 #define PXFER_DEFAULT_RETRY_WAIT 2		/* seconds before the first, doubling */
 #define PXFER_SECRET_MIN	16
@@ -336,6 +338,16 @@ struct pxfer_recv_opts {
 	 * once the running ones end (grace_secs); raised again, they are
 	 * stopped at once. NULL: it serves until opts->once ends it (NULL) */
 	struct pxfer_stop *stop;
+	/* partial files (what arrived of a file over 1 MiB, kept for resume,
+	 * partial_ttl) kept beneath dir at most, by all sessions: a file
+	 * that would make one more arrives without one, and cannot be
+	 * resumed; the receiver warns once a session. 0: no cap
+	 * (PXFER_DEFAULT_PARTIAL_MAX) */
+	unsigned int partial_max;
+	/* their apparent size (their files' sizes, holes included) at most,
+	 * the same way; 0: the size of dir's file system, which they could
+	 * never all fill; UINT64_MAX: no cap (0) */
+	uint64_t partial_max_bytes;
 };
 
 /*

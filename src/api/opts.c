@@ -42,4 +42,5 @@ void pxfer_recv_opts_init(struct pxfer_recv_opts *o)
 	o->grace_secs = PXFER_DEFAULT_GRACE_SECS;
 	o->idle_timeout = PXFER_DEFAULT_IDLE_TIMEOUT;
 	o->partial_ttl = PXFER_DEFAULT_PARTIAL_TTL;
+	o->partial_max = PXFER_DEFAULT_PARTIAL_MAX;
 }

@@ -141,6 +141,31 @@ static int set_partial_ttl(void *ctx, const char *arg)
 	return 0;
 }
 
+static int set_partial_max(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+	unsigned long v;
+
+	if (cli_parse_uint(arg, 0, 100000000, &v))
+		return error("--partial-max takes a number of partial files from 0 (no cap) to 100000000, not '%s'",
+			     arg);
+	a->o.partial_max = v;
+	return 0;
+}
+
+/* 0: no cap (UINT64_MAX in the options, where 0 is the default) */
+static int set_partial_max_size(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+	uint64_t size;
+
+	if (cli_parse_size(arg, &size))
+		return error("--partial-max-size takes a size such as 500G (0: no cap), not '%s'",
+			     arg);
+	a->o.partial_max_bytes = size ? size : UINT64_MAX;
+	return 0;
+}
+
 static const struct cli_opt recv_opts[] = {
 	{ "dir", 'd', "DIR", set_dir,
 	  "directory to receive into (default: the current one)", CLI_DIR },
@@ -171,6 +196,13 @@ static const struct cli_opt recv_opts[] = {
 	  "DIR/.pxfer) this long for the sender to resume it:\n"
 	  "seconds, or 90m, 12h, 7d (default 7d; 0: remove it\n"
 	  "when the session ends)", NULL },
+	{ "partial-max", 0, "N", set_partial_max,
+	  "keep at most N such partial files; a file that\n"
+	  "would make one more arrives without one, and cannot\n"
+	  "be resumed (default " STR(PXFER_DEFAULT_PARTIAL_MAX) "; 0: no cap)", NULL },
+	{ "partial-max-size", 0, "SIZE", set_partial_max_size,
+	  "the same for their size in all, their files' sizes\n"
+	  "(default: the size of DIR's file system; 0: no cap)", NULL },
 	{ 0 },
 };
 

@@ -50,6 +50,73 @@ static int pwrite_full(int fd, const uint8_t *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+/* ---- what the partials add up to (struct pxfer_partials_use) ------------ */
+
+/* @v less @d, never below 0 (a count seeded short must not wrap) */
+static void sub_sat(atomic_uint_fast64_t *v, uint64_t d)
+{
+	uint_fast64_t cur = atomic_load(v);
+
+	while (!atomic_compare_exchange_weak(v, &cur, cur > d ? cur - d : 0))
+		;
+}
+
+/* @n partials of @bytes between them went */
+static void use_give(struct pxfer_partials_use *u, uint64_t n, uint64_t bytes)
+{
+	if (!u)
+		return;
+	sub_sat(&u->count, n);
+	sub_sat(&u->bytes, bytes);
+}
+
+/*
+ * One more partial of @size bytes, within the cap when @capped: taken
+ * first and given back when past it, so that sessions that take at
+ * once never pass it together. 0 or -EDQUOT
+ */
+static int use_take(struct pxfer_partials_use *u, uint64_t size, int capped)
+{
+	uint64_t n, b;
+
+	if (!u)
+		return 0;
+	if (capped && u->max_bytes && size > u->max_bytes)
+		return -EDQUOT;
+	n = atomic_fetch_add(&u->count, 1) + 1;
+	b = atomic_fetch_add(&u->bytes, size) + size;
+	if (capped && ((u->max_count && n > u->max_count) ||
+		       (u->max_bytes && b > u->max_bytes))) {
+		use_give(u, 1, size);
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+/* a partial counted with @from bytes now has @to */
+static void use_resize(struct pxfer_partials_use *u, uint64_t from, uint64_t to)
+{
+	if (!u || from == to)
+		return;
+	if (to > from)
+		atomic_fetch_add(&u->bytes, to - from);
+	else
+		sub_sat(&u->bytes, from - to);
+}
+
+/* whether @name in @dfd is a data file as the scan counts it (a regular
+ * file, not followed), its size in *@size */
+static int data_counted(int dfd, const char *name, uint64_t *size)
+{
+	struct stat st;
+
+	*size = 0;
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode))
+		return 0;
+	*size = (uint64_t)st.st_size;
+	return 1;
+}
+
 /* ---- the store ---------------------------------------------------------- */
 
 int pxfer_partial_same_fs(const struct pxfer_partials *ps, int dirfd)
@@ -325,12 +392,14 @@ static int data_open(struct pxfer_partial *p, uint64_t size, int adopt,
 }
 
 int pxfer_partial_open(struct pxfer_partials *ps,
-		       const struct pxfer_partial_id *id, int resume,
+		       const struct pxfer_partial_id *id, int flags,
 		       struct pxfer_partial *p)
 {
+	int resume = flags & PXFER_PARTIAL_RESUME;
 	struct pxfer_partial_load l;
-	char jnl[NAME_BUF];
-	int fits = 0, created, ret;
+	char jnl[NAME_BUF], data[NAME_BUF];
+	int fits = 0, created, counted, ret;
+	uint64_t was;
 
 	memset(p, 0, sizeof(*p));
 	memset(&l, 0, sizeof(l));
@@ -353,9 +422,17 @@ int pxfer_partial_open(struct pxfer_partials *ps,
 	if (ret < 0)
 		return ret;
 	p->jfd = ret;
+	/* a data file there is counted already (the scan, or its maker) */
+	name_of(data, p->key, SUFFIX_DATA);
+	counted = data_counted(p->dirfd, data, &was);
+	if (!counted) {
+		ret = use_take(ps->use, id->size, !(flags & PXFER_PARTIAL_ANEW));
+		if (ret)
+			goto out_made;
+	}
 	ret = data_open(p, id->size, !created, &fits);
 	if (ret < 0)
-		goto out_jfd;
+		goto out_taken;
 	p->fd = ret;
 	ret = resume ? journal_load(p->jfd, id, &l) : 0;
 	if (ret)
@@ -392,6 +469,10 @@ int pxfer_partial_open(struct pxfer_partials *ps,
 	l.runs = NULL;
 	l.recs = NULL;
 	pxfer_partial_load_free(&l);
+	p->use = ps->use;
+	p->size = id->size;
+	if (counted)
+		use_resize(p->use, was, id->size);
 	p->is_open = 1;
 	return 0;
 
@@ -399,7 +480,15 @@ out_load:
 	pxfer_partial_load_free(&l);
 	close(p->fd);
 	p->fd = -1;
-out_jfd:
+out_taken:
+	/* one this call made holds nothing: it goes, as it was counted */
+	if (!counted) {
+		unlinkat(p->dirfd, data, 0);
+		use_give(ps->use, 1, id->size);
+	}
+out_made:
+	if (!counted || created)
+		unlinkat(p->dirfd, jnl, 0);
 	close(p->jfd);
 	p->jfd = -1;
 	return ret;
@@ -427,6 +516,7 @@ int pxfer_partial_commit(struct pxfer_partial *p, int dirfd, const char *base)
 	name_of(name, p->key, SUFFIX_DATA);
 	if (renameat(p->dirfd, name, dirfd, base))
 		return -errno;
+	use_give(p->use, 1, p->size);
 	/* a journal left by a crash here has no data: the next open
 	 * discards it, or the sweep */
 	name_of(name, p->key, SUFFIX_JNL);
@@ -447,7 +537,8 @@ void pxfer_partial_close(struct pxfer_partial *p, int keep)
 		/* still locked: whoever opened the names meanwhile finds
 		 * them gone once it has the lock, and starts anew */
 		name_of(name, p->key, SUFFIX_DATA);
-		unlinkat(p->dirfd, name, 0);
+		if (!unlinkat(p->dirfd, name, 0))
+			use_give(p->use, 1, p->size);
 		name_of(name, p->key, SUFFIX_JNL);
 		unlinkat(p->dirfd, name, 0);
 	}
@@ -484,14 +575,27 @@ static int older(const struct stat *st, double ttl, double now)
 	return now - (st->st_mtim.tv_sec + st->st_mtim.tv_nsec / 1e9) > ttl;
 }
 
+/* @dfd's data file @data, counted in @u, removed: 1 when it went */
+static int data_remove(int dfd, const char *data, struct pxfer_partials_use *u)
+{
+	uint64_t size;
+	int counted = data_counted(dfd, data, &size);
+
+	if (unlinkat(dfd, data, 0))
+		return 0;
+	if (counted)
+		use_give(u, 1, size);
+	return 1;
+}
+
 /*
  * Look at @key, found as a name of @kind, with its journal locked (made
  * for the purpose when missing), so that no session holds the key
  * meanwhile and no session's journal is taken for an old one. 1 when a
- * partial was removed.
+ * partial was removed (and given back to @u).
  */
 static int sweep_key(int dfd, const char *key, enum name_kind kind,
-		     double ttl, double now)
+		     double ttl, double now, struct pxfer_partials_use *u)
 {
 	char jnl[NAME_BUF], data[NAME_BUF], tmp[NAME_BUF];
 	int jfd, created, removed = 0;
@@ -512,11 +616,11 @@ static int sweep_key(int dfd, const char *key, enum name_kind kind,
 	if (jfd < 0)
 		return 0;
 	if (!created && !fstat(jfd, &st) && older(&st, ttl, now)) {
-		unlinkat(dfd, data, 0);
+		data_remove(dfd, data, u);
 		removed = 1;
 	} else if (created && !fstatat(dfd, data, &st, AT_SYMLINK_NOFOLLOW) &&
 		   older(&st, ttl, now)) {
-		removed = !unlinkat(dfd, data, 0);
+		removed = data_remove(dfd, data, u);
 	}
 	/* no session writes a temporary journal without the lock */
 	unlinkat(dfd, tmp, 0);
@@ -526,30 +630,64 @@ static int sweep_key(int dfd, const char *key, enum name_kind kind,
 	return removed;
 }
 
+/* the store's entries, read with a description of its own (readdir's
+ * position is not shared): NULL with errno set */
+static DIR *store_list(struct pxfer_partials *ps)
+{
+	int fd;
+	DIR *d;
+
+	if (ps->dirfd < 0) {
+		errno = EBADF;
+		return NULL;
+	}
+	fd = openat(ps->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d)
+		close(fd);
+	return d;
+}
+
 int pxfer_partials_sweep(struct pxfer_partials *ps, double ttl, time_t now)
 {
 	char key[PXFER_PARTIAL_KEY_LEN + 1];
-	int fd, removed = 0;
+	DIR *d = store_list(ps);
 	struct dirent *e;
-	DIR *d;
+	int removed = 0;
 
-	if (ps->dirfd < 0)
-		return -EBADF;
-	/* a description of its own: readdir's position is not shared */
-	fd = openat(ps->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
 	while ((e = readdir(d))) {
 		enum name_kind kind = name_kind(e->d_name, key);
 
 		if (kind != NAME_NONE)
-			removed += sweep_key(ps->dirfd, key, kind, ttl, (double)now);
+			removed += sweep_key(ps->dirfd, key, kind, ttl, (double)now,
+					     ps->use);
 	}
 	closedir(d);
 	return removed;
+}
+
+int pxfer_partials_scan(struct pxfer_partials *ps, uint64_t *count,
+			uint64_t *bytes)
+{
+	char key[PXFER_PARTIAL_KEY_LEN + 1];
+	DIR *d = store_list(ps);
+	struct dirent *e;
+	uint64_t size;
+
+	*count = *bytes = 0;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		if (name_kind(e->d_name, key) == NAME_DATA &&
+		    data_counted(ps->dirfd, e->d_name, &size)) {
+			++*count;
+			*bytes += size;
+		}
+	}
+	closedir(d);
+	return 0;
 }

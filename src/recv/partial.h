@@ -68,8 +68,25 @@
 /* the secret that keys them (crypto_generichash_KEYBYTES) */
 #define PXFER_PARTIAL_SECRET_LEN	32
 
+/*
+ * What a receiver's partials add up to, shared by its sessions (threads
+ * of one process) and its sweep, and their cap (--partial-max, and
+ * --partial-max-size): how many
+ * partials (data files) there are and their apparent size (the files'
+ * sizes, holes included). Seeded from a scan of the store when the
+ * receiver starts (pxfer_partials_scan), then kept as partials are made,
+ * resized, committed and removed; other processes' partials are not
+ * seen until the next start.
+ */
+struct pxfer_partials_use {
+	atomic_uint_fast64_t count, bytes;
+	uint64_t max_count, max_bytes;	/* 0: no cap */
+};
+
 struct pxfer_partials {
 	int dirfd;	/* DIR/.pxfer/partial, or -1 */
+	/* counted in, and capped by, this (NULL: neither); set after open */
+	struct pxfer_partials_use *use;
 	uint8_t secret[PXFER_PARTIAL_SECRET_LEN];	/* keys the names */
 	/* when the store failed its checks: which entry (below DIR), and
 	 * what is wrong with it and what to do; else NULL and "" */
@@ -151,6 +168,20 @@ int pxfer_partial_file_ours(const struct stat *st);
  */
 int pxfer_partials_sweep(struct pxfer_partials *ps, double ttl, time_t now);
 
+/*
+ * pxfer_partials_scan - the partials @ps holds (regular data files under
+ * a partial's name, lstat) and their apparent size, in *@count and
+ * *@bytes: what a receiver's ps->use starts from. 0 or -errno
+ */
+int pxfer_partials_scan(struct pxfer_partials *ps, uint64_t *count,
+			uint64_t *bytes);
+
+/*
+ * pxfer_partials_cap_warn - a partial was refused (-EDQUOT): the warning
+ * that says so for the store of DIR @dir, what the cap is and what to do
+ */
+void pxfer_partials_cap_warn(const struct pxfer_partials *ps, const char *dir);
+
 struct pxfer_partial_id {
 	const char *path;	/* relative to DIR (the session's destination joined with the file's path) */
 	size_t path_len;	/* 1..65535 */
@@ -197,6 +228,8 @@ struct pxfer_partial {
 	unsigned int jrecs;	/* records in the journal, */
 	unsigned int jsmall;	/* of them small */
 	int err;		/* a failed fdatasync: nothing is recorded after it */
+	struct pxfer_partials_use *use;	/* the store's */
+	uint64_t size;		/* the data file's, as counted there */
 	atomic_uint *room;	/* the store's pend_room */
 	struct pxfer_partials *store;
 	struct pxfer_partial *next, *prev;	/* in store->open: its lock */
@@ -214,20 +247,29 @@ struct pxfer_partial {
 	int full;		/* the journal takes no more records */
 };
 
+/* pxfer_partial_open's flags */
+#define PXFER_PARTIAL_RESUME	1	/* keep what a valid journal holds */
+#define PXFER_PARTIAL_ANEW	2	/* its partial was there a moment ago:
+					 * not capped */
+
 /*
- * pxfer_partial_open - open (or make) the partial of @id in @ps. With
- * @resume, what a valid journal for the same path, size and mtime holds
- * is kept (state HELD, runs/held/digest/recs filled; or NEW when it held
- * nothing), and the journal is rewritten with exactly the records kept,
- * under a new nonce. Without @resume the journal is not read (state NEW);
- * without @resume, and for a journal that is stale or corrupt (CORRUPT as
- * well for a data file that is missing or not a regular file of id.size
- * bytes), everything is discarded and the data starts empty (a hole of
- * id.size bytes). -EBUSY when another open partial (another session)
- * holds it; other -errno. On error @p is left closed.
+ * pxfer_partial_open - open (or make) the partial of @id in @ps. @flags:
+ * with PXFER_PARTIAL_RESUME (1), what a valid journal for the same path,
+ * size and mtime holds is kept (state HELD, runs/held/digest/recs
+ * filled; or NEW when it held nothing), and the journal is rewritten
+ * with exactly the records kept, under a new nonce. Without it the
+ * journal is not read (state NEW); without it, and for a journal that
+ * is stale or corrupt (CORRUPT as well for a data file that is missing
+ * or not a regular file of id.size bytes), everything is discarded and
+ * the data starts empty (a hole of id.size bytes). -EBUSY when another
+ * open partial (another session) holds it; -EDQUOT when it would be a
+ * new partial (no data file under its name yet) and ps->use has no room
+ * for one more or for its size, unless @flags has PXFER_PARTIAL_ANEW;
+ * other -errno. On error @p is left closed, and a partial this call
+ * made is removed.
  */
 int pxfer_partial_open(struct pxfer_partials *ps,
-		       const struct pxfer_partial_id *id, int resume,
+		       const struct pxfer_partial_id *id, int flags,
 		       struct pxfer_partial *p);
 
 /*

@@ -59,7 +59,7 @@ int pxfer_rfile_restart(struct pxfer_rfiles *r, uint64_t id)
 	}
 	pid.path = top;
 	pid.path_len = strlen(top);
-	ret = pxfer_partial_open(&r->parts, &pid, 0, rf->part);
+	ret = pxfer_partial_open(&r->parts, &pid, PXFER_PARTIAL_ANEW, rf->part);
 	free(top);
 	if (ret) {
 		free(rf->part);

@@ -62,6 +62,8 @@ struct recv_server {
 	int rootfd;			/* the top directory (--dir) */
 	double sweep_next;		/* when to look for expired ones */
 	atomic_int store_warned;	/* the store was refused: said once */
+	struct pxfer_partials_use use;	/* its partials, capped; sessions share it */
+	int use_seeded;			/* ... counted from the store */
 	uint32_t mode_mask;		/* the bits of a wire mode that apply */
 	int stops_seen;			/* times o->stop was raised, as seen */
 	int ended_fd;			/* a session's thread is done */

@@ -452,6 +452,7 @@ static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	if (r->parts.dirfd < 0 && !r->parts_failed) {
 		ret = pxfer_partials_open(&r->parts, r->rootfd);
 		r->parts_failed = !!ret;
+		r->parts.use = r->use;
 		if (!ret)
 			pxfer_partials_ok(r->store_warned);
 		else if (r->parts.bad)	/* not ours: never used */
@@ -477,8 +478,12 @@ static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		free(p);
 		if (ret == -EBUSY || ret == -ENOMEM)
 			return ret;
-		verbose("cannot keep a partial file: %s; it arrives whole",
-			strerror(-ret));
+		/* the store is full: said once a session */
+		if (ret == -EDQUOT && !r->cap_warned++)
+			pxfer_partials_cap_warn(&r->parts, r->dir);
+		else if (ret != -EDQUOT)
+			verbose("cannot keep a partial file: %s; it arrives whole",
+				strerror(-ret));
 		return 1;
 	}
 	/* a record longer than any chunk was not written by a session: the
@@ -487,7 +492,7 @@ static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		if (p->runs[i].unit <= PXFER_CHUNK_MAX)
 			continue;
 		pxfer_partial_close(p, 0);
-		ret = pxfer_partial_open(&r->parts, &id, 0, p);
+		ret = pxfer_partial_open(&r->parts, &id, PXFER_PARTIAL_ANEW, p);
 		if (ret) {
 			free(top);
 			free(p);

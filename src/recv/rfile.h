@@ -95,6 +95,8 @@ struct pxfer_rfiles {
 	int parts_failed;		/* ... which cannot be made */
 	const char *dir;		/* the top's path, for messages (or NULL) */
 	atomic_int *store_warned;	/* the receiver's: pxfer_partials_warn */
+	struct pxfer_partials_use *use;	/* the receiver's: partials capped */
+	int cap_warned;			/* a partial was refused: said */
 	char *dest;			/* the destination's path, "" for the top */
 	int fsync;			/* fsync each file and its directory */
 	int verify;			/* read each file back before naming it */

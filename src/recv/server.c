@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -326,6 +327,41 @@ static void on_stop(struct recv_server *srv)
 }
 
 /*
+ * What the partials add up to, for --partial-max(-size): counted in the store
+ * when the receiver starts, after the first sweep and before any session
+ * (which keep it up to date from then on). The cap on their size is the
+ * file system's unless said otherwise: more than it holds could never
+ * all be completed.
+ */
+static void use_init(struct recv_server *srv)
+{
+	const struct pxfer_recv_opts *o = srv->o;
+	struct statvfs fs;
+
+	srv->use.max_count = o->partial_max;
+	srv->use.max_bytes = o->partial_max_bytes == UINT64_MAX ? 0 :
+			     o->partial_max_bytes;
+	if (!o->partial_max_bytes && !fstatvfs(srv->rootfd, &fs))
+		srv->use.max_bytes = (uint64_t)fs.f_blocks * fs.f_frsize;
+}
+
+static void use_seed(struct recv_server *srv, struct pxfer_partials *ps)
+{
+	uint64_t n, bytes;
+	char h[32];
+
+	srv->use_seeded = 1;
+	if (pxfer_partials_scan(ps, &n, &bytes))
+		return;
+	atomic_store(&srv->use.count, n);
+	atomic_store(&srv->use.bytes, bytes);
+	if (n)
+		verbose("%llu partial file%s of %s kept for a later session",
+			(unsigned long long)n, n == 1 ? "" : "s",
+			pxfer_human(h, sizeof(h), (double)bytes));
+}
+
+/*
  * Partial files left by interrupted sessions are kept for --partial-ttl,
  * then removed: looked at when the receiver starts and then every so
  * often (those in use by a session are left alone).
@@ -341,18 +377,24 @@ static void sweep(struct recv_server *srv, double now)
 	srv->sweep_next = now + (ttl > 60 && ttl < 3600 ? ttl : ttl < 60 ? 60 : 3600);
 	/* nothing to sweep, and nothing to make, without the store; one
 	 * that is not the receiver's is said at once */
-	if (faccessat(srv->rootfd, PXFER_STATE_DIR, F_OK, AT_SYMLINK_NOFOLLOW))
+	if (faccessat(srv->rootfd, PXFER_STATE_DIR, F_OK, AT_SYMLINK_NOFOLLOW)) {
+		srv->use_seeded = 1;
 		return;
+	}
 	if (pxfer_partials_open(&parts, srv->rootfd)) {
 		pxfer_partials_warn(&parts, srv->o->dir, &srv->store_warned);
+		srv->use_seeded = 1;
 		return;
 	}
 	pxfer_partials_ok(&srv->store_warned);
+	parts.use = &srv->use;
 	n = pxfer_partials_sweep(&parts, ttl, time(NULL));
-	pxfer_partials_close(&parts);
 	if (n > 0)
 		verbose("removed %d partial file%s older than %.0f s (--partial-ttl)",
 			n, n == 1 ? "" : "s", ttl);
+	if (!srv->use_seeded)
+		use_seed(srv, &parts);
+	pxfer_partials_close(&parts);
 }
 
 /*
@@ -507,6 +549,7 @@ static int recv_run(const struct pxfer_recv_opts *o)
 		code = PXFER_EXIT_USAGE;
 		goto out_srv;
 	}
+	use_init(srv);
 	code = listen_all(srv);
 	if (code)
 		goto out;

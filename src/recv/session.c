@@ -397,6 +397,7 @@ static void run(struct recv_session *s)
 	s->files.keep = s->o->partial_ttl > 0;
 	s->files.dir = s->o->dir;
 	s->files.store_warned = &s->srv->store_warned;
+	s->files.use = &s->srv->use;
 	if (ret) {
 		char text[PXFER_TEXT_MAX + 1], q[PXFER_QUOTE_MAX];
 

@@ -194,6 +194,7 @@ int pxfer_partials_open(struct pxfer_partials *ps, int rootfd)
 	atomic_init(&ps->pend_room, 0);
 	ps->age = PXFER_PARTIAL_AGE;
 	ps->open = NULL;
+	ps->use = NULL;
 	/* the keys (BLAKE2b) and nonces (randombytes) are libsodium's */
 	if (sodium_init() < 0)
 		return -EIO;
@@ -242,6 +243,26 @@ void pxfer_partials_warn(const struct pxfer_partials *ps, const char *dir,
 		snprintf(path, sizeof(path), "%s", ps->bad);
 	warning("%s %s; large files arrive without resume until then",
 		pxfer_quote_str(q, sizeof(q), path), ps->problem);
+}
+
+void pxfer_partials_cap_warn(const struct pxfer_partials *ps, const char *dir)
+{
+	const struct pxfer_partials_use *u = ps->use;
+	char path[PATH_MAX], q[PXFER_QUOTE_MAX], has[32], max[40];
+
+	if (!u)
+		return;
+	snprintf(path, sizeof(path), "%s%s" PXFER_STATE_DIR "/partial",
+		 dir ? dir : "", dir && *dir && dir[strlen(dir) - 1] != '/' ? "/" : "");
+	pxfer_human(has, sizeof(has), (double)atomic_load(&u->bytes));
+	if (u->max_bytes)
+		pxfer_human(max, sizeof(max), (double)u->max_bytes);
+	else
+		snprintf(max, sizeof(max), "0");
+	warning("%s holds %llu partial files of %s, at its cap (--partial-max %llu, --partial-max-size %s): large files arrive without resume until some complete or expire (--partial-ttl); raise the cap, or remove there what is not to be resumed",
+		pxfer_quote_str(q, sizeof(q), path),
+		(unsigned long long)atomic_load(&u->count), has,
+		(unsigned long long)u->max_count, max);
 }
 
 int pxfer_partial_file_ours(const struct stat *st)

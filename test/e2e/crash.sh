@@ -28,24 +28,6 @@ arrived()
 	[ -n "$b" ] && [ "$b" -ge $(($2 * 2048)) ]
 }
 
-# creep SECONDS PID CMD... - step_until in shorter steps (2 ms): let PID
-# run, stopped between steps, until CMD succeeds; PID is left stopped. 1
-# if CMD never succeeds within SECONDS or PID is gone
-creep()
-{
-	local end=$((SECONDS + $1)) pid=$2
-
-	shift 2
-	kill -STOP "$pid" 2>/dev/null || return 1
-	while [ "$SECONDS" -lt "$end" ]; do
-		"$@" && return 0
-		kill -CONT "$pid" 2>/dev/null || return 1
-		sleep 0.002
-		kill -STOP "$pid" 2>/dev/null || return 1
-	done
-	return 1
-}
-
 src=$T/src
 dst=$T/dst
 mkdir -p "$src" "$dst" || fail "mkdir"

@@ -536,6 +536,24 @@ step_until()
 	return 1
 }
 
+# creep SECONDS PID CMD... - step_until in steps of 2 ms, for a sender
+# that must not get far past the point CMD looks for (with a small ring
+# on the receiver, --ring-mem 1M, and small chunks)
+creep()
+{
+	local end=$((SECONDS + $1)) pid=$2
+
+	shift 2
+	kill -STOP "$pid" 2>/dev/null || return 1
+	while [ "$SECONDS" -lt "$end" ]; do
+		"$@" && return 0
+		kill -CONT "$pid" 2>/dev/null || return 1
+		sleep 0.002
+		kill -STOP "$pid" 2>/dev/null || return 1
+	done
+	return 1
+}
+
 # have_part DIR - whether a receiver temporary or partial file exists in DIR
 have_part()
 {

@@ -9,10 +9,19 @@
  *    nothing more is flushed by pxfer_partials_flush_old once its oldest
  *    record is that old and not before, which says when it is due again;
  *    what was flushed is held after close(keep) and a reopen with resume;
- *    pxfer_partials_flush_old on a store that is not open does nothing.
+ *    pxfer_partials_flush_old on a store that is not open does nothing;
+ *  - the cap (struct pxfer_partials_use, --partial-max): partials made
+ *    are counted with their sizes; one more than the count, or past the
+ *    size, is -EDQUOT and leaves nothing in the store; a close that
+ *    removes, a commit and the sweep give back; a partial there already
+ *    is opened again whatever the cap (resumed, or anew at another
+ *    size, which resizes it), and so is one opened with
+ *    PXFER_PARTIAL_ANEW; the scan finds what the counts say; counts
+ *    never go below 0.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +138,124 @@ static void test_age(void)
 	ps.age = PXFER_PARTIAL_AGE;
 }
 
+/* ---- the cap ------------------------------------------------------------ */
+
+static struct pxfer_partials_use use;
+
+/* @use holds @n partials of @bytes */
+static void expect_use(uint64_t n, uint64_t bytes, const char *what)
+{
+	T_EXPECT(atomic_load(&use.count) == n && atomic_load(&use.bytes) == bytes,
+		 "%s: %llu partials of %llu bytes, not %llu of %llu", what,
+		 (unsigned long long)atomic_load(&use.count),
+		 (unsigned long long)atomic_load(&use.bytes),
+		 (unsigned long long)n, (unsigned long long)bytes);
+}
+
+/* how many names of the store are @path's */
+static int names_of(const char *path)
+{
+	static const char *const sfx[] = { ".part", ".jnl", ".jnl.tmp" };
+	char key[PXFER_PARTIAL_KEY_LEN + 1], name[64];
+	struct stat st;
+	int n = 0;
+
+	pxfer_partial_key(ps.secret, path, strlen(path), key);
+	for (unsigned int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "%s%s", key, sfx[i]);
+		n += !fstatat(ps.dirfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	}
+	return n;
+}
+
+static int open_id(const char *path, uint64_t size, int flags,
+		   struct pxfer_partial *p)
+{
+	struct pxfer_partial_id id = make_id(path, size);
+
+	return pxfer_partial_open(&ps, &id, flags, p);
+}
+
+static void scan_is(const char *what)
+{
+	uint64_t n, bytes;
+
+	T_EXPECT(!pxfer_partials_scan(&ps, &n, &bytes) &&
+		 n == atomic_load(&use.count) && bytes == atomic_load(&use.bytes),
+		 "%s: the scan finds %llu of %llu bytes", what,
+		 (unsigned long long)n, (unsigned long long)bytes);
+}
+
+static void test_cap(void)
+{
+	struct pxfer_partial a, b, c;
+	int fd, ret;
+
+	use.max_count = 2;
+	use.max_bytes = 10 * MiB;
+	ps.use = &use;
+	T_EXPECT(!open_id("cap/a", 4 * MiB, 0, &a), "open a");
+	T_EXPECT(!open_id("cap/b", 4 * MiB, 0, &b), "open b");
+	expect_use(2, 8 * MiB, "two made");
+	scan_is("two made");
+	ret = open_id("cap/c", 1 * MiB, 0, &c);
+	T_EXPECT(ret == -EDQUOT, "a third past the count: %s", strerror(-ret));
+	T_EXPECT(names_of("cap/c") == 0, "nothing of a refused one is left");
+	expect_use(2, 8 * MiB, "after a refusal");
+
+	pxfer_partial_close(&b, 0);
+	expect_use(1, 4 * MiB, "a close that removes gives back");
+	ret = open_id("cap/c", 8 * MiB, 0, &c);
+	T_EXPECT(ret == -EDQUOT, "past the size: %s", strerror(-ret));
+	ret = open_id("cap/c", 6 * MiB, 0, &c);
+	T_EXPECT(!ret, "up to the size: %s", strerror(-ret));
+	expect_use(2, 10 * MiB, "at the cap");
+
+	fd = openat(rootfd, ".", O_RDONLY | O_DIRECTORY);
+	T_EXPECT(!pxfer_partial_commit(&a, fd, "a-done"), "commit a");
+	close(fd);
+	expect_use(1, 6 * MiB, "a commit gives back");
+	pxfer_partial_close(&c, 1);
+	expect_use(1, 6 * MiB, "a close that keeps keeps");
+	scan_is("one kept");
+
+	/* one there already, whatever the cap */
+	use.max_count = 1;
+	ret = open_id("cap/d", 1 * MiB, 0, &b);
+	T_EXPECT(ret == -EDQUOT, "a new one past the cap: %s", strerror(-ret));
+	ret = open_id("cap/c", 6 * MiB, PXFER_PARTIAL_RESUME, &c);
+	T_EXPECT(!ret, "the one kept, resumed at the cap: %s", strerror(-ret));
+	pxfer_partial_close(&c, 1);
+	ret = open_id("cap/c", 2 * MiB, PXFER_PARTIAL_RESUME, &c);
+	T_EXPECT(!ret && c.state == PXFER_PARTIAL_STALE,
+		 "the one kept, at another size: %s", strerror(-ret));
+	expect_use(1, 2 * MiB, "resized");
+	pxfer_partial_close(&c, 0);
+	ret = open_id("cap/c", 2 * MiB, PXFER_PARTIAL_ANEW, &c);
+	T_EXPECT(!ret, "opened anew: %s", strerror(-ret));
+	ret = open_id("cap/e", 2 * MiB, PXFER_PARTIAL_ANEW, &b);
+	T_EXPECT(!ret, "PXFER_PARTIAL_ANEW past the cap: %s", strerror(-ret));
+	expect_use(2, 4 * MiB, "two, one past the cap");
+	pxfer_partial_close(&b, 1);
+	pxfer_partial_close(&c, 1);
+
+	/* the sweep gives back what it removes */
+	T_EXPECT(pxfer_partials_sweep(&ps, 0, time(NULL) + 10) == 2,
+		 "the sweep removes both");
+	expect_use(0, 0, "after the sweep");
+	scan_is("empty");
+
+	/* never below 0 */
+	ret = open_id("cap/f", 1 * MiB, 0, &c);
+	T_EXPECT(!ret, "open f: %s", strerror(-ret));
+	atomic_store(&use.count, 0);
+	atomic_store(&use.bytes, 0);
+	pxfer_partial_close(&c, 0);
+	expect_use(0, 0, "a count seeded short stays at 0");
+	unlinkat(rootfd, "a-done", 0);
+	ps.use = NULL;
+}
+
 int main(void)
 {
 	int ret;
@@ -144,6 +271,7 @@ int main(void)
 		return 1;
 	}
 	test_age();
+	test_cap();
 	pxfer_partials_close(&ps);
 	close(rootfd);
 	t_rm_rf_at(AT_FDCWD, tmp);
