@@ -157,6 +157,41 @@ out:
 	return ret;
 }
 
+int pxfer_digest_whole(int fd, uint64_t size, void *buf,
+		       atomic_uint_fast64_t *count, const atomic_int *stop,
+		       struct pxfer_digest *out)
+{
+	XXH3_state_t *st = XXH3_createState();
+	uint64_t off = 0;
+	int ret = 0;
+
+	if (!st)
+		ret = -ENOMEM;
+	else
+		XXH3_128bits_reset(st);
+	while (!ret && off < size) {
+		size_t n = size - off < DIGEST_BUF ? (size_t)(size - off) : DIGEST_BUF;
+
+		if (stop && atomic_load_explicit(stop, memory_order_relaxed)) {
+			ret = -ECANCELED;
+			break;
+		}
+		ret = read_full(fd, buf, n, off);
+		if (ret)
+			break;
+		XXH3_128bits_update(st, buf, n);
+		off += n;
+		if (count)
+			atomic_fetch_add_explicit(count, n, memory_order_relaxed);
+	}
+	if (!ret)
+		from_xxh(out, XXH3_128bits_digest(st));
+	else if (count)
+		atomic_fetch_add_explicit(count, size - off, memory_order_relaxed);
+	XXH3_freeState(st);
+	return ret;
+}
+
 /*
  * O_DIRECT on @fd: its flags before, to restore, or -1 when the file
  * system refuses it and the pages it caches are dropped instead.

@@ -9,6 +9,7 @@
 #ifndef PXFER_CORE_DIGEST_H
 #define PXFER_CORE_DIGEST_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,6 +86,20 @@ int pxfer_digest_runs(int fd, const struct pxfer_held_run *r, unsigned int n,
  */
 int pxfer_digest_file(int fd, uint64_t size, int direct,
 		      struct pxfer_digest *out);
+
+/*
+ * pxfer_digest_whole - pxfer_digest_file's value (XXH3_128bits, seed 0,
+ * of the first @size bytes of @fd), read with pread into @buf
+ * (PXFER_DIGEST_BUF bytes), for a thread that others watch: each read's
+ * length is added to *@count (may be NULL) as it is hashed, and the rest
+ * of @size when it fails, so that *@count grows by @size in all; it
+ * stops between two reads once *@stop (may be NULL) is set. Any thread.
+ * 0, -ENODATA if the file is shorter than @size, -ECANCELED, -ENOMEM or
+ * -errno.
+ */
+int pxfer_digest_whole(int fd, uint64_t size, void *buf,
+		       atomic_uint_fast64_t *count, const atomic_int *stop,
+		       struct pxfer_digest *out);
 
 /* pxfer_digest_wire - @d as it travels: lo, then hi, each big-endian */
 static inline void pxfer_digest_wire(uint8_t out[16], const struct pxfer_digest *d)

@@ -83,10 +83,16 @@ static void *check_main(void *arg)
 		 * rest of its pieces are not read */
 		err = j->err;
 		pthread_mutex_unlock(&c->lock);
-		if (!err)
-			err = buf ? pxfer_digest_read(j->fd, buf, p->off, p->len, &h) :
-				    -ENOMEM;
-		atomic_fetch_add_explicit(&c->checked, p->len, memory_order_relaxed);
+		if (!err && !buf)
+			err = -ENOMEM;
+		if (!err && j->whole)	/* counts its progress as it reads */
+			err = pxfer_digest_whole(j->fd, p->len, buf, &c->checked,
+						 &c->halt, &h);
+		else if (!err)
+			err = pxfer_digest_read(j->fd, buf, p->off, p->len, &h);
+		if (!j->whole || !buf)
+			atomic_fetch_add_explicit(&c->checked, p->len,
+						  memory_order_relaxed);
 		pthread_mutex_lock(&c->lock);
 		if (err && !j->err)
 			j->err = err;
@@ -115,6 +121,7 @@ int pxfer_check_init(struct pxfer_check *c, unsigned int nthreads, int wake_fd)
 	c->wake_fd = wake_fd;
 	c->queue_tail = &c->queue;
 	atomic_init(&c->checked, 0);
+	atomic_init(&c->halt, 0);
 	if (pthread_mutex_init(&c->lock, NULL))
 		return -ENOMEM;
 	if (pthread_cond_init(&c->work, NULL)) {
@@ -131,6 +138,7 @@ void pxfer_check_release(struct pxfer_check *c)
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->stop = 1;
+	atomic_store(&c->halt, 1);
 	pthread_cond_broadcast(&c->work);
 	pthread_mutex_unlock(&c->lock);
 	for (unsigned int i = 0; i < c->started; i++)
@@ -157,8 +165,11 @@ static int start_threads(struct pxfer_check *c)
 
 int pxfer_check_submit(struct pxfer_check *c, struct pxfer_check_job *j)
 {
-	int ret = start_threads(c);
+	int ret;
 
+	if (j->whole && (!j->pieces || j->n != 1 || j->pieces[0].off))
+		return -EINVAL;
+	ret = start_threads(c);
 	if (ret)
 		return ret;
 	j->sum = (struct pxfer_digest){ 0, 0 };

@@ -46,6 +46,10 @@ struct pxfer_check_job {
 	unsigned int nruns;
 	unsigned int n;		/* pieces: given, or set by pxfer_check_job_runs */
 	int compare;		/* each piece against its want (@pieces only) */
+	/* one piece, @pieces[0], at 0: its digest is XXH3_128bits of its
+	 * bytes in order (pxfer_digest_whole), its progress counted as it
+	 * reads */
+	int whole;
 	uint64_t id;		/* the caller's */
 
 	/* the outcome, once reaped */
@@ -74,6 +78,7 @@ struct pxfer_check {
 	struct pxfer_check_job *ready;	/* done, to reap */
 	unsigned int jobs;	/* submitted, not reaped */
 	int stop;
+	atomic_int halt;	/* stop: a whole-file job stops between reads */
 	uint64_t queued;	/* bytes submitted (coordinator's) */
 	atomic_uint_fast64_t checked;	/* bytes read and hashed */
 };
@@ -87,14 +92,16 @@ int pxfer_check_init(struct pxfer_check *c, unsigned int nthreads, int wake_fd);
 
 /*
  * pxfer_check_release - stop the threads (a piece being hashed is
- * finished first) and free the pool; jobs not reaped are left as they
- * are, the caller's to free. Safe after a failed init, and twice.
+ * finished first; a whole-file job stops at its next read) and free the
+ * pool; jobs not reaped are left as they are, the caller's to free. Safe
+ * after a failed init, and twice.
  */
 void pxfer_check_release(struct pxfer_check *c);
 
 /*
  * pxfer_check_submit - hash @j's pieces (their length in c->queued). An
- * empty job is done at once. 0 or -errno (the threads cannot start).
+ * empty job is done at once. 0 or -errno (the threads cannot start;
+ * -EINVAL: a whole-file job that is not one piece at 0).
  */
 int pxfer_check_submit(struct pxfer_check *c, struct pxfer_check_job *j);
 

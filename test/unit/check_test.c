@@ -19,7 +19,13 @@
  *    slow (PXFER_CHECK_DELAY_MS), the submitting thread goes on at once
  *    and sees the figure of bytes checked grow before the job is done,
  *    as a coordinator that sends PINGs meanwhile would;
- *  - release with jobs still queued stops the threads and leaves them.
+ *  - release with jobs still queued stops the threads and leaves them;
+ *  - a whole-file job (--checksum) hashes to pxfer_digest_file's value,
+ *    not a sum of seeded pieces, and compares with its want; a byte
+ *    changed: bad; a file shorter than the piece: -ENODATA; its progress
+ *    shows while it reads, and adds up to its length; one that is not a
+ *    single piece at 0 is refused; released in the middle of a slow one,
+ *    the pool does not wait for the rest of the file.
  */
 #include <pthread.h>
 #include <sys/eventfd.h>
@@ -278,6 +284,90 @@ static void test_not_held(int fd)
 	unsetenv("PXFER_CHECK_DELAY_MS");
 }
 
+static void test_whole(int fd)
+{
+	struct pxfer_check_piece piece = { .off = 0, .len = FSIZE };
+	struct pxfer_check_piece two[2] = { { 0, 1, { 0, 0 } }, { 1, 1, { 0, 0 } } };
+	struct pxfer_check_job j = { .fd = fd, .pieces = &piece, .n = 1,
+				     .compare = 1, .whole = 1 }, *got = NULL;
+	struct pxfer_check_job bad = { .fd = fd, .pieces = two, .n = 2, .whole = 1 };
+	struct pxfer_digest seeded = { 0, 0 }, h;
+	struct pxfer_check c;
+	uint64_t last = 0;
+	unsigned int grew = 0;
+	uint8_t b;
+	double t0;
+
+	T_EXPECT(!pxfer_digest_file(fd, FSIZE, 0, &piece.want), "digest_file");
+	/* what a job of two pieces would sum to */
+	pxfer_digest_range(&h, data, FSIZE / 2, 0);
+	pxfer_digest_add(&seeded, &h);
+	pxfer_digest_range(&h, data + FSIZE / 2, FSIZE / 2, FSIZE / 2);
+	pxfer_digest_add(&seeded, &h);
+	T_EXPECT(!pxfer_digest_eq(&seeded, &piece.want),
+		 "the sum of seeded pieces differs from the whole-file digest");
+	T_EXPECT(!pxfer_check_init(&c, 3, -1), "init");
+	T_EXPECT(pxfer_check_submit(&c, &bad) == -EINVAL, "two pieces refused");
+	bad.n = 1;
+	bad.pieces = &two[1];
+	T_EXPECT(pxfer_check_submit(&c, &bad) == -EINVAL, "a piece not at 0 refused");
+	T_EXPECT(!pxfer_check_pending(&c), "nothing pending");
+
+	T_EXPECT(!pxfer_check_submit(&c, &j), "submit");
+	got = wait_reap(&c);
+	T_EXPECT(got == &j && !j.err && !j.bad, "reaped: err %d, %u bad", j.err, j.bad);
+	T_EXPECT(pxfer_digest_eq(&j.sum, &piece.want), "the sum is digest_file's");
+	T_EXPECT(pxfer_check_done(&c) == FSIZE, "%llu bytes checked",
+		 (unsigned long long)pxfer_check_done(&c));
+
+	b = data[FSIZE - 3] ^ 0x5a;
+	T_EXPECT(pwrite(fd, &b, 1, FSIZE - 3) == 1, "pwrite");
+	T_EXPECT(!pxfer_check_submit(&c, &j), "submit");
+	got = wait_reap(&c);
+	T_EXPECT(got == &j && !j.err && j.bad == 1, "a byte changed: %d, %u bad",
+		 j.err, j.bad);
+	b ^= 0x5a;
+	T_EXPECT(pwrite(fd, &b, 1, FSIZE - 3) == 1, "pwrite");
+
+	piece.len = FSIZE + 4096;
+	T_EXPECT(!pxfer_check_submit(&c, &j), "submit");
+	got = wait_reap(&c);
+	T_EXPECT(got == &j && j.err == -ENODATA, "past the end: %d", j.err);
+	T_EXPECT(pxfer_check_done(&c) == 3ull * FSIZE + 4096,
+		 "a failed job counts its whole length: %llu",
+		 (unsigned long long)pxfer_check_done(&c));
+	piece.len = FSIZE;
+	pxfer_check_release(&c);
+
+	/* slow: the figure grows while the one thread reads */
+	setenv("PXFER_CHECK_DELAY_MS", "40", 1);
+	T_EXPECT(!pxfer_check_init(&c, 2, -1), "init");
+	T_EXPECT(!pxfer_check_submit(&c, &j), "submit");
+	got = NULL;
+	t0 = pxfer_now();
+	while (!got && pxfer_now() - t0 < 10) {
+		uint64_t now = pxfer_check_done(&c);
+
+		grew += now > last;
+		last = now;
+		nanosleep(&(struct timespec){ .tv_nsec = 10000000 }, NULL);
+		got = pxfer_check_reap(&c);
+	}
+	T_EXPECT(got == &j && !j.err && !j.bad, "the slow job is done");
+	T_EXPECT(grew >= 3, "the figure grew in only %u turns", grew);
+	pxfer_check_release(&c);
+
+	/* 8 reads of 2 s: release does not wait for them all */
+	setenv("PXFER_CHECK_DELAY_MS", "2000", 1);
+	T_EXPECT(!pxfer_check_init(&c, 1, -1), "init");
+	T_EXPECT(!pxfer_check_submit(&c, &j), "submit");
+	nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+	t0 = pxfer_now();
+	pxfer_check_release(&c);
+	T_EXPECT(pxfer_now() - t0 < 4, "release took %.3f s", pxfer_now() - t0);
+	unsetenv("PXFER_CHECK_DELAY_MS");
+}
+
 int main(void)
 {
 	int fd = make_file();
@@ -286,6 +376,7 @@ int main(void)
 	test_sum_and_compare(fd);
 	test_many_jobs(fd);
 	test_not_held(fd);
+	test_whole(fd);
 	close(fd);
 	return t_result();
 }
