@@ -31,6 +31,7 @@
 				 PXFER_WIRE_RAILS_MAX * RAIL_LEN)
 #define DATA_LOST_LEN		(2 + 4 + 8)
 #define DATA_SENT_LEN		(2 + 8)
+#define FILE_SUM_LEN		(8 + 4 + PXFER_DIGEST_LEN)
 #define DATA_HELLO_LEN		(8 + 2 + PXFER_MAC_LEN)
 #define DATA_WELCOME_MAX	(2 + PXFER_MAC_LEN + 2 + PXFER_BLOB_MAX)
 #define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
@@ -79,6 +80,7 @@ static const uint32_t body_max[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_PING]		= PING_LEN,
 	[PXFER_MSG_DATA_LOST]		= DATA_LOST_LEN,
 	[PXFER_MSG_DATA_SENT]		= DATA_SENT_LEN,
+	[PXFER_MSG_FILE_SUM]		= FILE_SUM_LEN,
 	[PXFER_MSG_ABORT]		= ERROR_MAX,
 	[PXFER_MSG_CHUNK]		= CHUNK_FRAME_MAX,
 };
@@ -101,6 +103,7 @@ static const char *const msg_names[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_PING]		= "PING",
 	[PXFER_MSG_DATA_LOST]		= "DATA_LOST",
 	[PXFER_MSG_DATA_SENT]		= "DATA_SENT",
+	[PXFER_MSG_FILE_SUM]		= "FILE_SUM",
 	[PXFER_MSG_ABORT]		= "ABORT",
 	[PXFER_MSG_CHUNK]		= "CHUNK",
 };
@@ -192,6 +195,10 @@ static bool file_ok(const struct pxfer_file *f)
 	if ((f->type != PXFER_FT_REG && f->flags) || (f->flags & ~PXFER_FILE_FLAGS))
 		return false;
 	if (!(f->flags & PXFER_FILE_CHECKSUM) && !zero(f->digest, PXFER_DIGEST_LEN))
+		return false;
+	/* ... or in the FILE_SUM that follows */
+	if ((f->flags & PXFER_FILE_SUM_FOLLOWS) &&
+	    (!(f->flags & PXFER_FILE_CHECKSUM) || !zero(f->digest, PXFER_DIGEST_LEN)))
 		return false;
 	/* trust is a way of resuming */
 	if ((f->flags & PXFER_FILE_TRUST) && !(f->flags & PXFER_FILE_RESUME))
@@ -286,6 +293,8 @@ static bool msg_ok(const struct pxfer_msg *m)
 		       m->u.lost.code > 0 && m->u.lost.code < 4096;
 	case PXFER_MSG_DATA_SENT:
 		return m->u.sent.worker < PXFER_WORKERS_MAX;
+	case PXFER_MSG_FILE_SUM:
+		return !m->u.sum.code || zero(m->u.sum.digest, PXFER_DIGEST_LEN);
 	default:
 		/* unknown, or CHUNK, which has its own codec */
 		return false;
@@ -439,6 +448,11 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		put_u16(w, m->u.sent.worker);
 		put_u64(w, m->u.sent.chunks);
 		break;
+	case PXFER_MSG_FILE_SUM:
+		put_u64(w, m->u.sum.id);
+		put_u32(w, m->u.sum.code);
+		put_bytes(w, m->u.sum.digest, PXFER_DIGEST_LEN);
+		break;
 	default:
 		break;
 	}
@@ -590,6 +604,11 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 	case PXFER_MSG_DATA_SENT:
 		m->u.sent.worker = get_u16(r);
 		m->u.sent.chunks = get_u64(r);
+		break;
+	case PXFER_MSG_FILE_SUM:
+		m->u.sum.id = get_u64(r);
+		m->u.sum.code = get_u32(r);
+		get_bytes(r, m->u.sum.digest, PXFER_DIGEST_LEN);
 		break;
 	default:
 		r->err = 1;

@@ -71,7 +71,9 @@ enum pxfer_msg_type {
 					 * connection is gone */
 	PXFER_MSG_DATA_SENT,		/* s -> r, control: the chunks sent
 					 * on a data connection so far */
-	PXFER_MSG_TYPE_MAX = PXFER_MSG_DATA_SENT,
+	PXFER_MSG_FILE_SUM,		/* s -> r, control: a FILE's digest,
+					 * once hashed */
+	PXFER_MSG_TYPE_MAX = PXFER_MSG_FILE_SUM,
 };
 
 enum pxfer_file_type {
@@ -105,8 +107,12 @@ enum pxfer_file_type {
 /* with RESUME: offer a partial as its journal says, without reading its
  * data back (--resume trust) */
 #define PXFER_FILE_TRUST	0x8u
+/* with CHECKSUM: the digest is not in the FILE (zero) but follows in a
+ * FILE_SUM, once the sender has hashed the file; the FILE waits for it */
+#define PXFER_FILE_SUM_FOLLOWS	0x10u
 #define PXFER_FILE_FLAGS	(PXFER_FILE_RESUME | PXFER_FILE_SKIP | \
-				 PXFER_FILE_CHECKSUM | PXFER_FILE_TRUST)
+				 PXFER_FILE_CHECKSUM | PXFER_FILE_TRUST | \
+				 PXFER_FILE_SUM_FOLLOWS)
 
 /* FILE_OK states */
 enum pxfer_have {
@@ -206,6 +212,17 @@ struct pxfer_data_sent {
 	uint64_t chunks;
 };
 
+/*
+ * FILE_SUM body: u64 id, u32 code, digest[16]. The whole-file digest of
+ * FILE @id, announced with PXFER_FILE_SUM_FOLLOWS; code != 0 (a positive
+ * errno): the sender could not read the file, and digest is zero.
+ */
+struct pxfer_file_sum {
+	uint64_t id;
+	uint32_t code;
+	uint8_t digest[PXFER_DIGEST_LEN];
+};
+
 /* seconds a data connection sends nothing before DATA_SENT says so */
 #define PXFER_DATA_SENT_QUIET	1
 /* seconds after DATA_SENT (or the last chunk that arrived on that
@@ -248,7 +265,8 @@ struct pxfer_error {
  * mode holds permission bits only (<= 07777); target is empty unless the
  * type is PXFER_FT_SYMLINK, where it is required; size is 0 unless REG,
  * and so are flags (PXFER_FILE_FLAGS); digest is all zero unless flags
- * has PXFER_FILE_CHECKSUM; PXFER_FILE_TRUST only with PXFER_FILE_RESUME.
+ * has PXFER_FILE_CHECKSUM, and with PXFER_FILE_SUM_FOLLOWS (only with
+ * PXFER_FILE_CHECKSUM); PXFER_FILE_TRUST only with PXFER_FILE_RESUME.
  * path is relative, '/'-separated (checked again by path.h).
  */
 struct pxfer_file {
@@ -388,6 +406,7 @@ struct pxfer_msg {
 		struct pxfer_data_lost lost;
 		struct pxfer_data_sent sent;
 		struct pxfer_ping ping;
+		struct pxfer_file_sum sum;
 	} u;
 };
 

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/escape.h"
@@ -224,16 +225,48 @@ static int file_ok(struct recv_session *s, uint64_t id, uint64_t size)
 	return 0;
 }
 
-/* the data file @id's partial holds is read back first: its FILE_OK waits */
+/* the data file @id's partial holds is read back first, or the file that
+ * is there compared (--checksum): its FILE_OK waits */
 static int check_file(struct recv_session *s, uint64_t id)
 {
 	int ret = pxfer_check_submit(&s->check, pxfer_rfile_get(&s->files, id)->check);
 
 	if (ret)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
-				  "cannot start the threads that check partial files: %s",
+				  "cannot start the threads that check files: %s",
 				  strerror(-ret));
 	return 0;
+}
+
+/* regular file @f: created (FILE_OK), refused, or checked first */
+static int create_file(struct recv_session *s, const struct pxfer_file *f)
+{
+	const char *what = "unsafe path";
+	int ret = pxfer_rfile_create(&s->files, f, &what, &s->ok.u.ok);
+
+	if (ret == 1 || ret == 2)
+		return check_file(s, f->id);
+	if (!ret)
+		return file_ok(s, f->id, f->size);
+	refuse_file(s, f, -ret, what);
+	return 0;
+}
+
+/* the file that is there was compared (--checksum): the same, FILE_OK
+ * says so; otherwise it is created as if it were not there */
+static int compared(struct recv_session *s, uint64_t id)
+{
+	struct pxfer_file *m = malloc(sizeof(*m));
+	int ret;
+
+	if (!m)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	if (pxfer_rfile_compared(&s->files, id, m, &s->ok.u.ok))
+		ret = file_ok(s, id, m->size);
+	else
+		ret = create_file(s, m);
+	free(m);
+	return ret;
 }
 
 /* a partial was read back: FILE_OK says what it holds, or that it was
@@ -245,6 +278,8 @@ static int checked(struct recv_session *s, uint64_t id)
 	char q[PXFER_QUOTE_MAX], qp[PXFER_QUOTE_MAX];
 	int ret;
 
+	if (rf->wait == PXFER_WAIT_SAME)
+		return compared(s, id);
 	memcpy(key, rf->part->key, sizeof(key));
 	ret = pxfer_rfile_checked(&s->files, id, &s->ok.u.ok, why, sizeof(why));
 	if (s->ok.u.ok.state == PXFER_HAVE_BAD && !s->o->quiet) {
@@ -279,15 +314,12 @@ static int reap_checks(struct recv_session *s)
 	return pxfer_failed(&s->b.fail) ? -1 : 0;
 }
 
-static int on_file(struct recv_session *s, const struct pxfer_file *f)
+/* FILE @f, with its digest if it was to follow: made, or refused */
+static int answer_file(struct recv_session *s, const struct pxfer_file *f)
 {
 	const char *what = "unsafe path";
-	int ret;
+	int ret = pxfer_path_check(f->path, f->path_len);
 
-	if (f->id >= s->b.wel.max_files || pxfer_filetab_in_use(&s->tab, f->id) ||
-	    pxfer_rfile_get(&s->files, f->id)->check)
-		return -EPROTO;
-	ret = pxfer_path_check(f->path, f->path_len);
 	if (!ret) {
 		switch (f->type) {
 		case PXFER_FT_DIR:
@@ -300,12 +332,7 @@ static int on_file(struct recv_session *s, const struct pxfer_file *f)
 			ret = pxfer_rfile_symlink(&s->files, f, &what);
 			break;
 		default:
-			ret = pxfer_rfile_create(&s->files, f, &what, &s->ok.u.ok);
-			if (ret == 1)
-				return check_file(s, f->id);
-			if (!ret)
-				return file_ok(s, f->id, f->size);
-			break;
+			return create_file(s, f);
 		}
 	}
 	if (ret)
@@ -313,6 +340,52 @@ static int on_file(struct recv_session *s, const struct pxfer_file *f)
 	else
 		reply_status(s, PXFER_MSG_FILE_DONE, f->id, 0, NULL);
 	return 0;
+}
+
+static int on_file(struct recv_session *s, const struct pxfer_file *f)
+{
+	struct pxfer_rfile *rf;
+
+	if (f->id >= s->b.wel.max_files || pxfer_filetab_in_use(&s->tab, f->id))
+		return -EPROTO;
+	rf = pxfer_rfile_get(&s->files, f->id);
+	if (rf->check || rf->wait)
+		return -EPROTO;
+	if (!(f->flags & PXFER_FILE_SUM_FOLLOWS))
+		return answer_file(s, f);
+	/* nothing is answered, or looked at, before its digest comes */
+	if (pxfer_rfile_hold(&s->files, f))
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	s->sums_due++;
+	s->sum_bytes = f->size > UINT64_MAX - s->sum_bytes ? UINT64_MAX :
+			s->sum_bytes + f->size;
+	return 0;
+}
+
+/* the digest of a FILE that waited for it: the FILE is answered now */
+static int on_file_sum(struct recv_session *s, const struct pxfer_file_sum *fs)
+{
+	struct pxfer_file *m;
+	int ret = 0;
+
+	if (fs->id >= s->b.wel.max_files ||
+	    pxfer_rfile_get(&s->files, fs->id)->wait != PXFER_WAIT_SUM)
+		return -EPROTO;
+	m = malloc(sizeof(*m));
+	if (!m)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	pxfer_rfile_unhold(&s->files, fs->id, fs->digest, m);
+	s->sums_due--;
+	if (fs->code) {
+		/* the sender said why (and counts it failed) */
+		s->failed++;
+		reply_status(s, PXFER_MSG_FILE_ERR, fs->id, (int)fs->code,
+			     "the sender could not read it");
+	} else {
+		ret = answer_file(s, m);
+	}
+	free(m);
+	return ret;
 }
 
 static int on_file_end(struct recv_session *s, const struct pxfer_file_end *e)
@@ -337,7 +410,8 @@ static int on_fin(struct recv_session *s, const struct pxfer_fin *fin)
 {
 	struct pxfer_msg m = { .type = PXFER_MSG_ACK };
 
-	if (pxfer_filetab_count(&s->tab) || pxfer_check_pending(&s->check))
+	if (pxfer_filetab_count(&s->tab) || pxfer_check_pending(&s->check) ||
+	    s->sums_due)
 		return -EPROTO;
 	pxfer_rfiles_apply_dirs(&s->files);
 	atomic_store(&s->fin_seen, 1);
@@ -368,13 +442,17 @@ static int on_data_lost(struct recv_session *s, const struct pxfer_data_lost *l)
 
 /*
  * While the sender reads its source back to check what a partial holds,
- * its PINGs say how far it got: a figure that grew, up to what this side
- * offered, is progress (--idle-timeout). A sender cannot stretch the
- * session further than the data it was offered.
+ * or hashes a file whose digest is to follow (FILE_SUM), its PINGs say
+ * how far it got: a figure that grew, up to what this side offered and
+ * the sizes of those files, is progress (--idle-timeout). A sender cannot
+ * stretch the session further than that data.
  */
 static int on_ping(struct recv_session *s, const struct pxfer_ping *p)
 {
-	if (p->checked > s->ping_checked && p->checked <= s->bytes_resumed) {
+	uint64_t most = s->bytes_resumed > UINT64_MAX - s->sum_bytes ? UINT64_MAX :
+			s->bytes_resumed + s->sum_bytes;
+
+	if (p->checked > s->ping_checked && p->checked <= most) {
 		s->ping_checked = p->checked;
 		recv_progress(s);
 	}
@@ -435,11 +513,13 @@ static int check_sent(struct recv_session *s)
 static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 {
 	if (m->type == PXFER_MSG_FILE || m->type == PXFER_MSG_FILE_END ||
-	    m->type == PXFER_MSG_FIN)
+	    m->type == PXFER_MSG_FIN || m->type == PXFER_MSG_FILE_SUM)
 		recv_progress(s);
 	switch (m->type) {
 	case PXFER_MSG_FILE:
 		return on_file(s, &m->u.file);
+	case PXFER_MSG_FILE_SUM:
+		return on_file_sum(s, &m->u.sum);
 	case PXFER_MSG_FILE_END:
 		return on_file_end(s, &m->u.end);
 	case PXFER_MSG_FIN:

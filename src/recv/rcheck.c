@@ -6,11 +6,19 @@
  * journal vouches for what was written, not for what the disk holds now:
  * a data file truncated, zeroed or rewritten since would otherwise be
  * offered, and the file named with the wrong bytes.
+ *
+ * And a file that is there already, of the size a FILE with
+ * PXFER_FILE_CHECKSUM names, compared with its digest (a whole-file job
+ * on the same threads) before anything is created: the same, it is
+ * skipped; otherwise the file is created as if nothing were there. A
+ * FILE whose digest follows (FILE_SUM) waits for it first, as a record.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "recv/rfile.h"
 
@@ -108,4 +116,119 @@ int pxfer_rfile_checked(struct pxfer_rfiles *r, uint64_t id,
 	ok->state = PXFER_HAVE_BAD;
 	ret = pxfer_rfile_restart(r, id);
 	return ret;
+}
+
+int pxfer_rfile_compare_job(struct pxfer_rfiles *r, const struct pxfer_file *m,
+			    int dfd, const char *base, int fd)
+{
+	struct pxfer_rfile *rf = &r->f[m->id];
+	struct pxfer_check_job *j = calloc(1, sizeof(*j));
+	char *path = strdup(m->path);
+
+	if (!j || !path || !(j->pieces = calloc(1, sizeof(*j->pieces)))) {
+		free(j);
+		free(path);
+		return -ENOMEM;
+	}
+	j->pieces[0].len = m->size;
+	pxfer_digest_unwire(&j->pieces[0].want, m->digest);
+	j->n = 1;
+	j->whole = 1;
+	j->compare = 1;
+	j->fd = fd;
+	j->id = m->id;
+	memset(rf, 0, sizeof(*rf));
+	rf->fd = fd;
+	rf->dirfd = dfd;
+	rf->path = path;
+	rf->base = path + (base - m->path);
+	rf->size = m->size;
+	rf->mode = m->mode & r->mode_mask;
+	pxfer_rfile_times(rf->times, m);
+	memcpy(rf->digest, m->digest, PXFER_DIGEST_LEN);
+	rf->wait = PXFER_WAIT_SAME;
+	rf->wait_flags = m->flags;
+	rf->check = j;
+	return 0;
+}
+
+/* the FILE that file @id's record holds back, in *@m */
+static void held_file(const struct pxfer_rfile *rf, uint64_t id,
+		      struct pxfer_file *m)
+{
+	memset(m, 0, offsetof(struct pxfer_file, path));
+	m->id = id;
+	m->type = PXFER_FT_REG;
+	m->flags = rf->wait_flags;
+	m->mode = rf->mode;
+	m->size = rf->size;
+	m->mtime_sec = rf->times[1].tv_sec;
+	m->mtime_nsec = (uint32_t)rf->times[1].tv_nsec;
+	memcpy(m->digest, rf->digest, PXFER_DIGEST_LEN);
+	m->path_len = (uint16_t)strlen(rf->path);
+	memcpy(m->path, rf->path, m->path_len + 1u);
+	m->target_len = 0;
+	m->target[0] = 0;
+}
+
+int pxfer_rfile_compared(struct pxfer_rfiles *r, uint64_t id,
+			 struct pxfer_file *m, struct pxfer_file_ok *ok)
+{
+	struct pxfer_rfile *rf = &r->f[id];
+	struct pxfer_check_job *j = rf->check;
+	int same = !j->err && !j->bad;
+	struct stat st;
+
+	rf->check = NULL;
+	free(j->pieces);
+	free(j);
+	held_file(rf, id, m);
+	/* still that file: its mode follows the sender's, as a copy's would
+	 * (through the descriptor it was read by: never a link's target) */
+	if (same && (fstat(rf->fd, &st) || !S_ISREG(st.st_mode) ||
+		     (uint64_t)st.st_size != rf->size))
+		same = 0;
+	if (same && (st.st_mode & 07777) != rf->mode)
+		fchmod(rf->fd, rf->mode);
+	memset(ok, 0, offsetof(struct pxfer_file_ok, run));
+	ok->id = id;
+	if (same) {
+		ok->state = PXFER_HAVE_SAME;
+	} else {
+		m->flags &= (uint8_t)~PXFER_FILE_CHECKSUM;
+		memset(m->digest, 0, PXFER_DIGEST_LEN);
+	}
+	pxfer_rfile_drop(r, id, PXFER_DROP_KEEP);
+	return same;
+}
+
+int pxfer_rfile_hold(struct pxfer_rfiles *r, const struct pxfer_file *m)
+{
+	struct pxfer_rfile *rf = &r->f[m->id];
+	char *path = strdup(m->path);
+
+	if (!path)
+		return -ENOMEM;
+	memset(rf, 0, sizeof(*rf));
+	rf->fd = -1;
+	rf->dirfd = -1;
+	rf->path = path;
+	rf->base = path;
+	rf->size = m->size;
+	rf->mode = m->mode & r->mode_mask;
+	pxfer_rfile_times(rf->times, m);
+	rf->wait = PXFER_WAIT_SUM;
+	rf->wait_flags = m->flags;
+	return 0;
+}
+
+void pxfer_rfile_unhold(struct pxfer_rfiles *r, uint64_t id,
+			const uint8_t *digest, struct pxfer_file *m)
+{
+	struct pxfer_rfile *rf = &r->f[id];
+
+	held_file(rf, id, m);
+	m->flags &= (uint8_t)~PXFER_FILE_SUM_FOLLOWS;
+	memcpy(m->digest, digest, PXFER_DIGEST_LEN);
+	pxfer_rfile_drop(r, id, PXFER_DROP_KEEP);
 }

@@ -177,6 +177,10 @@ struct recv_session {
 	struct pxfer_check check;
 	uint64_t ping_checked;		/* the highest figure of the sender's PINGs */
 	double partials_due;		/* when to flush partials' old records */
+	/* FILEs whose digest follows (FILE_SUM): how many wait for it, and
+	 * the bytes announced so, which the sender hashes (on_ping) */
+	unsigned int sums_due;
+	uint64_t sum_bytes;
 };
 
 /* session.c */

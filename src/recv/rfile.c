@@ -280,7 +280,8 @@ void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, enum pxfer_drop how)
 	}
 	if (rf->fd >= 0)
 		close(rf->fd);
-	dcache_put(r, rf->dirfd);
+	if (rf->wait != PXFER_WAIT_SUM)	/* nothing opened for it */
+		dcache_put(r, rf->dirfd);
 	free(rf->path);
 	free(rf->tmp);
 	memset(rf, 0, sizeof(*rf));
@@ -350,16 +351,18 @@ int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
 
 /*
  * Is the file @base in @dfd already what @m describes? The same size and
- * modification time (PXFER_FILE_SKIP, rsync's quick check), or the same
- * size and content (PXFER_FILE_CHECKSUM: read and hashed here).
+ * modification time (PXFER_FILE_SKIP, rsync's quick check): 1, or 0.
+ * With PXFER_FILE_CHECKSUM, a file of the same size: 2, open for reading
+ * in *@fdp, for its content to be compared on the check threads (an
+ * empty one is compared here).
  */
 static int same_file(int dfd, const char *base, const struct pxfer_file *m,
-		     struct stat *stp)
+		     struct stat *stp, int *fdp)
 {
 	struct pxfer_digest d;
 	uint8_t wire[PXFER_DIGEST_LEN];
 	struct stat st;
-	int fd, ret;
+	int fd;
 
 	if (fstatat(dfd, base, &st, AT_SYMLINK_NOFOLLOW) ||
 	    !S_ISREG(st.st_mode) || (uint64_t)st.st_size != m->size)
@@ -370,13 +373,21 @@ static int same_file(int dfd, const char *base, const struct pxfer_file *m,
 		       (uint32_t)st.st_mtim.tv_nsec == m->mtime_nsec;
 	if (!(m->flags & PXFER_FILE_CHECKSUM))
 		return 0;
-	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (!m->size) {
+		pxfer_digest_file(-1, 0, 0, &d);
+		pxfer_digest_wire(wire, &d);
+		return !memcmp(wire, m->digest, PXFER_DIGEST_LEN);
+	}
+	/* never a fifo put in its place meanwhile: no open that waits */
+	fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
-	ret = pxfer_digest_file(fd, m->size, 0, &d);
-	close(fd);
-	pxfer_digest_wire(wire, &d);
-	return !ret && !memcmp(wire, m->digest, PXFER_DIGEST_LEN);
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != m->size) {
+		close(fd);
+		return 0;
+	}
+	*fdp = fd;
+	return 2;
 }
 
 /* give the regular file @base in @dfd mode @mode, never following a link */
@@ -533,7 +544,7 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	const char *base;
 	char *path = NULL, *tname = NULL;
 	struct stat st;
-	int dfd, fd = -1, ret, mode_set, fresh, as_made, unnamed = 0;
+	int dfd, fd = -1, ret, mode_set, fresh, as_made, unnamed = 0, same = 0;
 	uint32_t mode;
 
 	memset(ok, 0, offsetof(struct pxfer_file_ok, run));
@@ -547,8 +558,18 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	if (dfd < 0)
 		return dfd;
 	/* in a directory this session made, nothing can be the same yet */
-	if (!fresh && (m->flags & (PXFER_FILE_SKIP | PXFER_FILE_CHECKSUM)) &&
-	    same_file(dfd, base, m, &st)) {
+	if (!fresh && (m->flags & (PXFER_FILE_SKIP | PXFER_FILE_CHECKSUM)))
+		same = same_file(dfd, base, m, &st, &fd);
+	if (same == 2) {
+		/* its content is compared first, off this thread */
+		ret = pxfer_rfile_compare_job(r, m, dfd, base, fd);
+		if (!ret)
+			return 2;
+		close(fd);
+		dcache_put(r, dfd);
+		return ret;
+	}
+	if (same) {
 		/* the same data; its mode follows the sender's, as a copy's
 		 * would (through a descriptor: never a link's target) */
 		if ((st.st_mode & 07777) != (m->mode & r->mode_mask))

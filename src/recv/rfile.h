@@ -51,10 +51,23 @@ struct pxfer_rfile {
 	int finished;		/* a worker named it */
 	int finish_err;		/* ... or failed to, with this errno */
 	int verify_bad;		/* ... because it read back wrong */
-	/* its partial's data, to read back before it is offered: made by
-	 * create, run by the coordinator's check pool (recv/rcheck.c) */
+	/* its partial's data, to read back before it is offered, or (wait
+	 * PXFER_WAIT_SAME) its content to compare: made by create, run by
+	 * the coordinator's check pool (recv/rcheck.c) */
 	struct pxfer_check_job *check;
+	/*
+	 * Its FILE held back, nothing created or named yet (recv/rcheck.c):
+	 * PXFER_WAIT_SAME, the file there is compared with the sender's
+	 * digest (fd: it, open for reading; check: the job); PXFER_WAIT_SUM,
+	 * that digest is yet to come (FILE_SUM; nothing open, dirfd -1).
+	 * path, size, mode, times and digest are the FILE's, wait_flags its
+	 * flags.
+	 */
+	int wait;
+	uint8_t wait_flags;
 };
+
+enum { PXFER_WAIT_NONE, PXFER_WAIT_SAME, PXFER_WAIT_SUM };
 
 /*
  * Parent directories of files in flight, kept open and shared: files of
@@ -153,7 +166,10 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r);
  * nothing. -EBUSY: another session is writing the same file. 1: a
  * partial holds data that is to be read back first (unless @m has
  * PXFER_FILE_TRUST): rf->check is the job, and pxfer_rfile_checked says
- * what to answer once it is done.
+ * what to answer once it is done. 2: a file of @m's size is there, to
+ * compare with @m's digest (PXFER_FILE_CHECKSUM) first: rf->check is the
+ * job (whole-file), nothing is created, and pxfer_rfile_compared says
+ * what to do once it is done.
  */
 int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		       const char **what, struct pxfer_file_ok *ok);
@@ -214,6 +230,31 @@ void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r);
 int pxfer_rfile_checked(struct pxfer_rfiles *r, uint64_t id,
 			struct pxfer_file_ok *ok, char *why, size_t len);
 
+/*
+ * pxfer_rfile_compared - file @id's comparison (rf->check, reaped) is
+ * done, and the file forgotten: its FILE in *@m again. 1: the file there
+ * is the same (given the FILE's mode; nothing was created), *@ok says so
+ * (PXFER_HAVE_SAME). 0: it differs, or could not be read: *@m no longer
+ * asks for a comparison, and is for pxfer_rfile_create. Coordinator.
+ */
+int pxfer_rfile_compared(struct pxfer_rfiles *r, uint64_t id,
+			 struct pxfer_file *m, struct pxfer_file_ok *ok);
+
+/*
+ * pxfer_rfile_hold - FILE @m (PXFER_FILE_SUM_FOLLOWS) waits for its
+ * digest in its record (PXFER_WAIT_SUM); nothing is looked at or opened
+ * before it comes. 0 or -ENOMEM. Coordinator.
+ */
+int pxfer_rfile_hold(struct pxfer_rfiles *r, const struct pxfer_file *m);
+
+/*
+ * pxfer_rfile_unhold - file @id's digest came (@digest): its FILE in
+ * *@m, with it (and no longer PXFER_FILE_SUM_FOLLOWS), for
+ * pxfer_rfile_create; the record forgotten. Coordinator.
+ */
+void pxfer_rfile_unhold(struct pxfer_rfiles *r, uint64_t id,
+			const uint8_t *digest, struct pxfer_file *m);
+
 /* ---- shared by rfile.c, rcheck.c and rdir.c ---- */
 
 /* the path of @path (@len bytes) from the top directory, for a
@@ -230,6 +271,15 @@ int pxfer_rfile_restart(struct pxfer_rfiles *r, uint64_t id);
 /* pxfer_rfile_check_job - the job that reads file @id's held records
  * back (rf->check): 0 or -ENOMEM */
 int pxfer_rfile_check_job(struct pxfer_rfiles *r, uint64_t id);
+
+/*
+ * pxfer_rfile_compare_job - file @m (@base in directory @dfd, a
+ * reference of rfile.c's, and open for reading as @fd) is to be compared
+ * with @m's digest first: rf holds them, with the job (rf->check). 0, or
+ * -ENOMEM with @fd and @dfd still the caller's.
+ */
+int pxfer_rfile_compare_job(struct pxfer_rfiles *r, const struct pxfer_file *m,
+			    int dfd, const char *base, int fd);
 
 /* is @path (@len bytes) the receiver's own state directory, or in it? */
 int pxfer_rfile_reserved(const char *path, size_t len);

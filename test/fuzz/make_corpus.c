@@ -356,10 +356,16 @@ static void msgs_file(struct pxfer_msg *m, struct body *body)
 	f->flags = PXFER_FILE_RESUME | PXFER_FILE_SKIP;
 	msg_bad("file-digest-with-resume", m,
 		FILE_DIGEST + PXFER_DIGEST_LEN - 1, 0x80, 1);
-	f->flags = PXFER_FILE_FLAGS;
+	f->flags = PXFER_FILE_FLAGS & ~PXFER_FILE_SUM_FOLLOWS;
 	memset(f->digest, 0xdd, PXFER_DIGEST_LEN);
 	msg_seed("file-reg-checksum", m, false, body);
 	msg_bad("file-digest-without-flags", m, FILE_FLAGS, 0, 1);
+	msg_bad("file-sum-follows-with-digest", m, FILE_FLAGS, PXFER_FILE_FLAGS, 1);
+	f->flags = PXFER_FILE_FLAGS;
+	memset(f->digest, 0, PXFER_DIGEST_LEN);
+	msg_seed("file-reg-sum-follows", m, false, body);
+	msg_bad("file-sum-follows-without-checksum", m, FILE_FLAGS,
+		PXFER_FILE_SUM_FOLLOWS, 1);
 	*f = (struct pxfer_file){
 		.id = UINT64_MAX, .type = PXFER_FT_REG, .mode = 07777,
 		.size = UINT64_MAX, .mtime_sec = INT64_MIN,
@@ -565,6 +571,13 @@ static void msgs_session(struct pxfer_msg *m, struct body *body)
 	m->u.sent = (struct pxfer_data_sent){ .worker = 3, .chunks = 12345 };
 	msg_seed("data_sent", m, true, body);
 	msg_bad("data_sent-worker-over", m, 0, PXFER_WORKERS_MAX, 2);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_FILE_SUM;
+	m->u.sum.id = 9;
+	memset(m->u.sum.digest, 0x5a, PXFER_DIGEST_LEN);
+	msg_seed("file_sum", m, true, body);
+	msg_bad("file_sum-code-and-digest", m, 8, EIO, 4);
 }
 
 /* Types the control decoders must refuse whatever the body. */
@@ -844,7 +857,8 @@ static void make_sealed(void)
 
 	m[0].type = PXFER_MSG_FILE;
 	m[0].u.file = (struct pxfer_file){ .id = 1, .type = PXFER_FT_REG,
-					   .flags = PXFER_FILE_FLAGS,
+					   .flags = PXFER_FILE_FLAGS &
+						    ~PXFER_FILE_SUM_FOLLOWS,
 					   .mode = 0644, .size = 10,
 					   .digest = { 0xd0, 0x01 },
 					   .path_len = 5, .path = "a/b.c" };

@@ -190,6 +190,11 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		raw_be(r, m->u.sent.worker, 2);
 		raw_be(r, m->u.sent.chunks, 8);
 		break;
+	case PXFER_MSG_FILE_SUM:
+		raw_be(r, m->u.sum.id, 8);
+		raw_be(r, m->u.sum.code, 4);
+		raw_bytes(r, m->u.sum.digest, PXFER_DIGEST_LEN, PXFER_DIGEST_LEN);
+		break;
 	default:
 		abort();
 	}
@@ -390,6 +395,12 @@ static void add_handshake_samples(void)
 		.worker = PXFER_WORKERS_MAX - 1, .chunks = UINT64_MAX,
 	};
 
+	m = new_sample(PXFER_MSG_FILE_SUM);
+	m->u.sum = (struct pxfer_file_sum){ .id = 0, .code = 0 };
+	fill_bytes(m->u.sum.digest, PXFER_DIGEST_LEN, 21);
+	m = new_sample(PXFER_MSG_FILE_SUM);
+	m->u.sum = (struct pxfer_file_sum){ .id = UINT64_MAX, .code = EIO };
+
 	m = new_sample(PXFER_MSG_DATA_HELLO);
 	m->u.data_hello.session = 0x0123456789abcdefull;
 	m->u.data_hello.worker = 0;
@@ -445,14 +456,22 @@ static void add_file_flag_samples(void)
 	m->u.file.id = 102;
 	m->u.file.flags = PXFER_FILE_CHECKSUM;
 	fill_bytes(m->u.file.digest, PXFER_DIGEST_LEN, 13);
-	/* every flag, an empty file, a digest of all ones, the longest path */
+	/* every flag but SUM_FOLLOWS, an empty file, a digest of all ones,
+	 * the longest path */
 	m = new_sample(PXFER_MSG_FILE);
 	m->u.file.id = UINT64_MAX - 1;
 	m->u.file.type = PXFER_FT_REG;
-	m->u.file.flags = PXFER_FILE_FLAGS;
+	m->u.file.flags = PXFER_FILE_FLAGS & ~PXFER_FILE_SUM_FOLLOWS;
 	m->u.file.mode = 0644;
 	memset(m->u.file.digest, 0xff, PXFER_DIGEST_LEN);
 	fill_str(m->u.file.path, &m->u.file.path_len, PXFER_PATH_MAX, 14);
+	/* every flag: the digest follows, none here */
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file = samples[nsamples - 2].u.file;
+	m->u.file.id = 7;
+	m->u.file.size = UINT64_MAX;
+	m->u.file.flags = PXFER_FILE_FLAGS;
+	memset(m->u.file.digest, 0, PXFER_DIGEST_LEN);
 }
 
 /*
@@ -1041,6 +1060,8 @@ static void test_bad_handshake(void)
 	BAD("DATA_LOST code 4096", PXFER_MSG_DATA_LOST, m.u.lost.code = 4096);
 	BAD("DATA_SENT worker 64", PXFER_MSG_DATA_SENT,
 	    m.u.sent.worker = PXFER_WORKERS_MAX);
+	BAD("FILE_SUM with a code and a digest", PXFER_MSG_FILE_SUM,
+	    (m.u.sum.code = EIO, m.u.sum.digest[3] = 1));
 
 	BAD("DATA_HELLO worker 64", PXFER_MSG_DATA_HELLO,
 	    m.u.data_hello.worker = PXFER_WORKERS_MAX);
@@ -1121,7 +1142,12 @@ static void test_bad_file(void)
 	    m.u.file.flags = PXFER_FILE_TRUST);
 	BAD("FILE TRUST and SKIP without RESUME", PXFER_MSG_FILE,
 	    m.u.file.flags = PXFER_FILE_TRUST | PXFER_FILE_SKIP);
-	BAD("FILE flag 0x10", PXFER_MSG_FILE, m.u.file.flags = 0x10);
+	BAD("FILE SUM_FOLLOWS without CHECKSUM", PXFER_MSG_FILE,
+	    m.u.file.flags = PXFER_FILE_SUM_FOLLOWS);
+	BAD("FILE SUM_FOLLOWS with a digest", PXFER_MSG_FILE,
+	    m.u.file.flags = PXFER_FILE_CHECKSUM | PXFER_FILE_SUM_FOLLOWS;
+	    m.u.file.digest[0] = 1);
+	BAD("FILE flag 0x20", PXFER_MSG_FILE, m.u.file.flags = 0x20);
 	BAD("FILE flag 0x80 with the others", PXFER_MSG_FILE,
 	    m.u.file.flags = PXFER_FILE_FLAGS | 0x80);
 	BAD("FILE flags 0xff", PXFER_MSG_FILE, m.u.file.flags = 0xff);
@@ -1571,7 +1597,7 @@ static void test_names(void)
 		"CHALLENGE", "HELLO", "WELCOME", "DATA_HELLO", "DATA_WELCOME",
 		"REFUSE", "FILE", "FILE_OK", "FILE_ERR", "FILE_END",
 		"FILE_DONE", "CREDIT", "FIN", "ACK", "ABORT", "CHUNK", "PING",
-		"DATA_LOST", "DATA_SENT",
+		"DATA_LOST", "DATA_SENT", "FILE_SUM",
 	};
 	int t;
 
