@@ -132,14 +132,71 @@ static void checked(struct send_session *s, struct pxfer_check_job *j,
 	file_go(s, e, work);
 }
 
+int send_sum_start(struct send_session *s, struct sentry *e)
+{
+	struct pxfer_check_job *j = calloc(1, sizeof(*j));
+	int ret;
+
+	if (!j || !(j->pieces = calloc(1, sizeof(*j->pieces)))) {
+		free(j);
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	}
+	j->pieces[0].len = e->f.size;
+	j->n = 1;
+	j->whole = 1;
+	j->fd = e->f.fd;
+	j->id = e->f.id;
+	e->check = j;
+	ret = pxfer_check_submit(&s->check, j);
+	if (ret)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				  "cannot start the threads that check files: %s",
+				  strerror(-ret));
+	return 0;
+}
+
+/*
+ * File @e was hashed (--checksum): its FILE_SUM says the digest, or that
+ * the file could not be read (the receiver refuses it; said here).
+ */
+static void summed(struct send_session *s, struct sentry *e,
+		   struct pxfer_check_job *j)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_FILE_SUM };
+	char q[PXFER_QUOTE_MAX];
+
+	m.u.sum.id = e->f.id;
+	if (j->err) {
+		error("cannot read %s: %s", pxfer_quote_str(q, sizeof(q), e->f.src),
+		      j->err == -ENODATA ? "it shrank while being read" :
+		      strerror(-j->err));
+		e->f.err = -j->err;
+		m.u.sum.code = (uint32_t)-j->err;
+	} else {
+		pxfer_digest_wire(m.u.sum.digest, &j->sum);
+	}
+	free(j->pieces);
+	free(j);
+	e->check = NULL;
+	e->sum_due = 0;
+	if (pxfer_ctrl_queue(&s->b.ctrl, &m))
+		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+}
+
 /* the checks that are done: their files go on */
 static void reap_checks(struct send_session *s)
 {
 	struct pxfer_check_job *j;
 	int work = 0;
 
-	while ((j = pxfer_check_reap(&s->check)))
-		checked(s, j, &work);
+	while ((j = pxfer_check_reap(&s->check))) {
+		struct sentry *e = send_manifest_get(s, j->id);
+
+		if (e->sum_due)
+			summed(s, e, j);
+		else
+			checked(s, j, &work);
+	}
 	if (work)
 		wake_workers(s);
 }
@@ -151,7 +208,9 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 	char q[PXFER_QUOTE_MAX];
 	int ret;
 
-	if (!e || e->type != PXFER_FT_REG || e->ok || !runs_fit(k, e->f.size))
+	/* a FILE whose digest follows is answered once it came */
+	if (!e || e->type != PXFER_FT_REG || e->ok || e->sum_due ||
+	    !runs_fit(k, e->f.size))
 		return -EPROTO;
 	e->ok = 1;
 	switch (k->state) {
@@ -221,7 +280,8 @@ static int on_file_status(struct send_session *s, uint16_t type,
 	struct sentry *e = send_manifest_get(s, fs->id);
 	int again_ret = 0;
 
-	if (!e)
+	/* (nor is it freed while its hashing reads it) */
+	if (!e || e->sum_due)
 		return -EPROTO;
 	if (type == PXFER_MSG_FILE_DONE && e->type == PXFER_FT_REG &&
 	    (!e->ok || !pxfer_sched_ended(&s->sched, &e->f)))

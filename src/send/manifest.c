@@ -304,35 +304,34 @@ static int entry_kind(struct send_session *s, const struct pxfer_walk_entry *e,
 /*
  * What the receiver may keep of regular file @se (FILE @fm): a partial,
  * and a file that is the same by size and modification time, or with
- * --checksum by content (hashed here); nothing with --overwrite. 0, or
- * -1 when the file cannot be read (said).
+ * --checksum by content (hashed on the check threads once the FILE is
+ * out, its digest in the FILE_SUM that follows: se->sum_due); nothing
+ * with --overwrite.
  */
-static int file_flags(struct send_session *s, struct sentry *se,
-		      struct pxfer_file *fm)
+static void file_flags(struct send_session *s, struct sentry *se,
+		       struct pxfer_file *fm)
 {
-	char q[PXFER_QUOTE_MAX];
 	struct pxfer_digest d;
-	int ret;
 
 	if (s->o->overwrite)
-		return 0;
+		return;
 	fm->flags = PXFER_FILE_RESUME;
 	/* the receiver's disk is taken at its journal's word too */
 	if (s->o->resume_trust)
 		fm->flags |= PXFER_FILE_TRUST;
 	if (!s->o->checksum) {
 		fm->flags |= PXFER_FILE_SKIP;
-		return 0;
+		return;
 	}
 	fm->flags |= PXFER_FILE_CHECKSUM;
-	ret = pxfer_digest_file(se->f.fd, se->f.size, 0, &d);
-	if (ret) {
-		error("cannot read %s: %s", pxfer_quote_str(q, sizeof(q), se->f.src),
-		      ret == -ENODATA ? "it shrank while being read" : strerror(-ret));
-		return -1;
+	if (se->f.size) {
+		fm->flags |= PXFER_FILE_SUM_FOLLOWS;
+		se->sum_due = 1;
+		return;
 	}
-	pxfer_digest_wire(fm->digest, &d);
-	return 0;
+	/* nothing to read: the digest of nothing */
+	if (!pxfer_digest_file(-1, 0, 0, &d))
+		pxfer_digest_wire(fm->digest, &d);
 }
 
 static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
@@ -372,13 +371,8 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	se->f.fd = fd;
 	se->f.size = m->u.file.size;
 	se->f.st = st;
-	if (type == PXFER_FT_REG && file_flags(s, se, &m->u.file)) {
-		s->st->files_failed++;
-		close(fd);
-		free(se->f.src);
-		free(se);
-		return 0;
-	}
+	if (type == PXFER_FT_REG)
+		file_flags(s, se, &m->u.file);
 	if (type == PXFER_FT_REG && !(se->rel = strdup(e->rel))) {
 		close(fd);
 		free(se->f.src);
@@ -410,7 +404,10 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 		man->bytes_walked += se->f.size;
 		man->files_walked++;
 	}
-	return pxfer_ctrl_queue(&s->b.ctrl, m);
+	ret = pxfer_ctrl_queue(&s->b.ctrl, m);
+	if (!ret && se->sum_due && send_sum_start(s, se))
+		return -ECANCELED;	/* the session failed */
+	return ret;
 }
 
 int send_manifest_can_feed(struct send_session *s)

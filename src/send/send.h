@@ -84,8 +84,10 @@ struct sentry {
 	struct pxfer_held_run *held;	/* what the receiver holds, f.held */
 	char *rel;			/* its wire path (regular files: to resend) */
 	/* the source read back where the receiver holds data, before the
-	 * file goes to the workers (coord.c) */
+	 * file goes to the workers, or (sum_due) hashed whole for
+	 * --checksum once its FILE is out (coord.c) */
 	struct pxfer_check_job *check;
+	int sum_due;			/* its FILE_SUM is not sent yet */
 	uint8_t want[PXFER_DIGEST_LEN];	/* the FILE_OK's digest */
 	uint64_t held_bytes;		/* the FILE_OK's held */
 };
@@ -177,6 +179,12 @@ void send_file_end(struct send_session *s, struct pxfer_sfile *f);
 
 /* coord.c */
 int send_coordinate(struct send_session *s);
+/*
+ * send_sum_start - hash file @e (FILE sent with PXFER_FILE_SUM_FOLLOWS)
+ * on the check threads; its FILE_SUM goes when that is done. 0, or -1
+ * after failing the session.
+ */
+int send_sum_start(struct send_session *s, struct sentry *e);
 void send_draw_progress(struct send_session *s, int final);
 
 /* worker.c */

@@ -17,6 +17,18 @@
 #   - the receiver's check slowed, its --idle-timeout 8: its own check
 #     is no idleness of the sender's, and its coordinator goes on
 #     answering PINGs while it runs; resumed, equal
+# And --checksum, where both sides hash whole files before the receiver
+# answers: a file the receiver has the same (skipped) and one of the
+# same size that differs (sent), 20 MiB each, 20 s or more to hash:
+#   - the receiver's comparison slowed, its --idle-timeout 8: its
+#     coordinator goes on meanwhile, so a small file named after the two
+#     arrives while they are compared (a receiver that compares on its
+#     coordinator reads nothing more until it is done: 40 s);
+#   - the sender's hashing slowed, against a receiver with --idle-timeout
+#     8: the FILEs go out at once, their digests follow (FILE_SUM), and
+#     the PINGs' figure of what was hashed is progress (a sender that
+#     hashes on its coordinator before the FILE sends nothing for 20 s
+#     and is ended as idle).
 # Each case checks that the check took longer than the idle timeout.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -113,5 +125,84 @@ timer_start
 psend --json -j 2 "$big" "$(target)"
 secs=$(timer_secs)
 resumed_ok "a slow receiver's check" "${secs%.*}"
+stop_recv
+
+csize=$((20 << 20))
+csrc=$T/csrc
+mkdir "$csrc" || fail "mkdir"
+head -c "$csize" /dev/urandom >"$csrc/same" || fail "cannot write"
+head -c "$csize" /dev/urandom >"$csrc/diff" || fail "cannot write"
+head -c 100000 /dev/urandom >"$csrc/other" || fail "cannot write"
+
+# csum_dst DIR - DIR with a copy of same (another mtime: only its content
+# says it is the same) and a diff of the same size that differs
+csum_dst()
+{
+	mkdir "$1" || fail "mkdir"
+	cp "$csrc/same" "$1/same" || fail "cp"
+	touch -d '2001-02-03 04:05:06' "$1/same" || fail "touch"
+	head -c "$csize" /dev/urandom >"$1/diff" || fail "cannot write"
+}
+
+# csum_ok WHAT SECS - the last send exited 0 in one session, same was
+# skipped and the rest sent, every file is equal, and it took more than
+# the idle timeout
+csum_ok()
+{
+	if [ "$SEND_RC" -ne 0 ]; then
+		sed 's/^/    send: /' "$SEND_ERR" >&2
+		sed 's/^/    recv: /' "$RECV_LOG" >&2
+		fail "$1: pxfer send exited $SEND_RC"
+	fi
+	send_stats
+	cmp -s "$csrc/same" "$dst/same" || fail "$1: same differs"
+	file_equal "$csrc/diff" "$dst/diff"
+	file_equal "$csrc/other" "$dst/other"
+	check_num "$1: sessions" "${J[sessions]}" -eq 1
+	check_num "$1: files found the same" "${J[files_same]}" -eq 1
+	check_num "$1: bytes skipped" "${J[bytes_skipped]}" -eq "$csize"
+	check_num "$1: bytes sent" "${J[bytes_sent]}" -eq $((csize + 100000))
+	check_num "$1: seconds the run took" "$2" -gt "$IDLE"
+	if grep -q "idle for\|no word" "$RECV_LOG" "$SEND_ERR"; then
+		fail_later "$1: $(grep -h -m 1 'idle for\|no word' "$RECV_LOG" "$SEND_ERR")"
+	fi
+}
+
+# arrived_other - whether other is there under its name (for wait_for)
+# shellcheck disable=SC2317
+arrived_other()
+{
+	[ -f "$dst/other" ]
+}
+
+note "--checksum: the receiver's comparison takes longer than its --idle-timeout $IDLE"
+dst=$T/dst3
+csum_dst "$dst"
+RECV_WRAP=(env PXFER_CHECK_DELAY_MS=1000)
+start_server "$dst" --json --idle-timeout "$IDLE"
+RECV_WRAP=()
+timer_start
+bg_send --json -j 2 --checksum "$csrc/same" "$csrc/diff" "$csrc/other" "$(target)"
+if ! wait_for 10 arrived_other; then
+	fail_later "other did not arrive within 10 s, while same and diff were compared"
+elif ! kill -0 "$SEND_PID" 2>/dev/null; then
+	fail_later "the comparison was over before other arrived: it did not take long"
+fi
+wait_pid "$SEND_PID" 120
+SEND_RC=$WAIT_RC
+secs=$(timer_secs)
+csum_ok "a slow receiver's comparison" "${secs%.*}"
+stop_recv
+
+note "--checksum: the sender's hashing takes longer than the receiver's --idle-timeout $IDLE"
+dst=$T/dst4
+csum_dst "$dst"
+start_server "$dst" --json --idle-timeout "$IDLE"
+timer_start
+SEND_WRAP=(env PXFER_CHECK_DELAY_MS=1000)
+psend --json -j 2 --checksum "$csrc/same" "$csrc/diff" "$csrc/other" "$(target)"
+SEND_WRAP=()
+secs=$(timer_secs)
+csum_ok "a slow sender's hashing" "${secs%.*}"
 stop_recv
 finish
