@@ -1411,6 +1411,60 @@ static enum outcome sc_fin_early(struct hs *h)
 	return after_violation(h, 0);
 }
 
+/* FILE @id (100 bytes at @path) whose digest is to follow (--checksum) */
+static int send_file_sum_due(struct hs *h, uint64_t id, const char *path)
+{
+	struct pxfer_file *f = &h->m.u.file;
+
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_FILE;
+	f->id = id;
+	f->type = PXFER_FT_REG;
+	f->flags = PXFER_FILE_CHECKSUM | PXFER_FILE_SUM_FOLLOWS;
+	f->mode = 0644;
+	f->size = 100;
+	f->mtime_sec = 1600000000;
+	f->path_len = strlen(path);
+	memcpy(f->path, path, f->path_len + 1);
+	if (id < MAX_IDS)
+		snprintf(h->path[id], sizeof(h->path[id]), "%s", path);
+	return send_msg(h->ctl, &h->m);
+}
+
+static int send_sum(struct hs *h, uint64_t id)
+{
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_FILE_SUM;
+	h->m.u.sum.id = id;
+	memset(h->m.u.sum.digest, 0x11, PXFER_DIGEST_LEN);
+	return send_msg(h->ctl, &h->m);
+}
+
+static enum outcome sc_sum_unknown(struct hs *h)
+{
+	if (session(h, NULL))
+		return O_FAILED;
+	say("a FILE_SUM for a file never announced");
+	return after_violation(h, send_sum(h, 5));
+}
+
+static enum outcome sc_sum_twice(struct hs *h)
+{
+	if (session(h, NULL))
+		return O_FAILED;
+	say("a FILE whose digest follows, and two FILE_SUMs for it");
+	return after_violation(h, send_file_sum_due(h, 0, "twice") ?:
+			       send_sum(h, 0) ?: send_sum(h, 0));
+}
+
+static enum outcome sc_fin_sum_due(struct hs *h)
+{
+	if (session(h, NULL))
+		return O_FAILED;
+	say("a FILE whose digest follows, then FIN without it");
+	return after_violation(h, send_file_sum_due(h, 0, "due"));
+}
+
 static enum outcome sc_id_out_of_range(struct hs *h)
 {
 	if (session(h, NULL))
@@ -2072,6 +2126,9 @@ static const struct scenario scenarios[] = {
 	{ "end-twice", sc_end_twice, "FILE_END twice" },
 	{ "end-unknown", sc_end_unknown, "FILE_END for a file never announced" },
 	{ "fin-early", sc_fin_early, "FIN with a file still open" },
+	{ "sum-unknown", sc_sum_unknown, "a FILE_SUM for a file never announced" },
+	{ "sum-twice", sc_sum_twice, "two FILE_SUMs for one FILE" },
+	{ "fin-sum-due", sc_fin_sum_due, "FIN while a FILE's digest is due" },
 	{ "id-out-of-range", sc_id_out_of_range, "a FILE id past max_files" },
 	{ "id-duplicate", sc_id_duplicate, "a FILE id that is in use" },
 	{ "oversize-ctrl", sc_oversize_ctrl, "a control message with a 1 GiB length field" },
