@@ -159,6 +159,12 @@ static bool same_msg(const struct pxfer_msg *a, const struct pxfer_msg *b)
 		return a->u.lost.worker == b->u.lost.worker &&
 		       a->u.lost.code == b->u.lost.code &&
 		       a->u.lost.seq == b->u.lost.seq;
+	case PXFER_MSG_DATA_SENT:
+		return a->u.sent.worker == b->u.sent.worker &&
+		       a->u.sent.chunks == b->u.sent.chunks;
+	case PXFER_MSG_FILE_SUM:
+		return a->u.sum.id == b->u.sum.id && a->u.sum.code == b->u.sum.code &&
+		       !memcmp(a->u.sum.digest, b->u.sum.digest, PXFER_DIGEST_LEN);
 	default:
 		return false;
 	}
