@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* pxfer recv: parse the command line and serve. */
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -310,5 +311,14 @@ int cmd_recv(int argc, char **argv)
 	o->stop = cli_stop_on_signals();
 	if (!o->stop)
 		return PXFER_EXIT_LOCAL;
+	/*
+	 * A receiver service's threads come and go with its sessions, and
+	 * glibc gives each new one an arena of its own up to 8 a core, each
+	 * kept at its peak: its memory grew by steps for ever (bench/soak:
+	 * +43% from 200 to 1,200 sessions, within 10% with one arena). No
+	 * hot path allocates, so one arena costs no contention. The process
+	 * is the command's to tune, not the library's.
+	 */
+	mallopt(M_ARENA_MAX, 1);
 	return pxfer_recv(o);
 }
