@@ -14,7 +14,8 @@
 #   - at every quiet period the receiver's open files, threads and partial
 #     store come back to what they were when it started
 #   - the last receiver's RSS grows by at most 10% between its first quiet
-#     period after 150 sessions and its last
+#     period after 150 sessions and its last (with the release build;
+#     under AddressSanitizer it is only said, being its allocator's)
 #   - no sanitizer report; the receiver exits 130 on SIGTERM
 # PXFER_TEST_SEED reproduces the scenarios; bench/soak --help says more.
 # shellcheck source=../lib/common.sh
@@ -35,8 +36,16 @@ seed=${PXFER_TEST_SEED:-$(((RANDOM << 15 | RANDOM) % 1000000))}
 out=$T/soak
 # the scenarios for 2.7 minutes; making the sources, the last quiet
 # period and the receiver's exit take the rest of the 3
+# Under AddressSanitizer the RSS is its allocator's (a quarantine, caches
+# per thread), not glibc's that the service runs with: said, not judged
+# there; the release build is held to the bound
+rss=()
+case $build in
+*san*) rss=(--rss-report-only) ;;
+esac
 PXFER_BUILD=$build timeout -k 10 400 "$top/bench/soak" --minutes 2.7 --seed "$seed" \
-	--quiet-every 50 --restarts 1 --rss-warmup 150 --min-sessions 300 --out "$out"
+	--quiet-every 50 --restarts 1 --rss-warmup 150 --min-sessions 300 "${rss[@]}" \
+	--out "$out"
 rc=$?
 if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then
 	# what went wrong, for the test's log
