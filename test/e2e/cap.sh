@@ -22,18 +22,6 @@
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
-# arrived DIR MIB - whether the data file in DIR's partial store has MIB
-# MiB on disk (for step_until)
-# shellcheck disable=SC2317
-arrived()
-{
-	local b
-
-	b=$(find "$1/.pxfer/partial" -name '*.part' -printf '%b\n' 2>/dev/null |
-		sort -n | tail -n 1)
-	[ -n "$b" ] && [ "$b" -ge $(($2 * 2048)) ]
-}
-
 # capped - how many times the receiver's log says the store is at its cap
 capped()
 {

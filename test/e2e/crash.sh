@@ -17,17 +17,6 @@
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
-# arrived DIR MIB - whether the data file in DIR's partial store has MIB
-# MiB on disk (for step_until)
-# shellcheck disable=SC2317
-arrived()
-{
-	local b
-
-	b=$(find "$1/.pxfer/partial" -name '*.part' -printf '%b\n' 2>/dev/null | head -n 1)
-	[ -n "$b" ] && [ "$b" -ge $(($2 * 2048)) ]
-}
-
 src=$T/src
 dst=$T/dst
 mkdir -p "$src" "$dst" || fail "mkdir"

@@ -20,49 +20,6 @@
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
-# run ARGS... - pxfer send --json ARGS...; its summary in J (send_stats)
-run()
-{
-	psend --json "$@"
-	send_stats
-	sed 's/^/    send: /' "$SEND_ERR"
-}
-
-# run_ok ARGS... - run, and fail the test unless it exits 0
-run_ok()
-{
-	run "$@"
-	if [ "$SEND_RC" -ne 0 ]; then
-		sed 's/^/recv: /' "$RECV_LOG" >&2
-		fail "pxfer send $* exited $SEND_RC"
-	fi
-}
-
-# recv_sessions - how many sessions the receiver has logged as ended
-recv_sessions()
-{
-	grep -c '"event":"session"' "$RECV_LOG"
-}
-
-# sessions_over N - whether the receiver has logged more than N sessions
-# (for wait_for)
-# shellcheck disable=SC2317
-sessions_over()
-{
-	[ "$(recv_sessions)" -gt "$1" ]
-}
-
-# arrived DIR MIB - whether the data file in DIR's partial store has MIB
-# MiB on disk (for step_until)
-# shellcheck disable=SC2317
-arrived()
-{
-	local b
-
-	b=$(find "$1/.pxfer/partial" -name '*.part' -printf '%b\n' 2>/dev/null | head -n 1)
-	[ -n "$b" ] && [ "$b" -ge $(($2 * 2048)) ]
-}
-
 # rec_len FILE N - the length of the range of record N of journal FILE
 rec_len()
 {
@@ -134,7 +91,7 @@ note "4 KiB zeroed inside a held range: discarded, sent whole"
 put_back
 dd if=/dev/zero of="$part" bs=4096 count=1 seek=$((off / 4096 + 1)) \
 	conv=notrunc status=none || fail "dd"
-run_ok -j 2 "$big" "$(target)"
+json_run_ok -j 2 "$big" "$(target)"
 file_equal "$big" "$dst/big"
 discarded "zeroed"
 
@@ -142,13 +99,13 @@ note "the data file truncated to nothing and extended back: the same"
 put_back
 truncate -s 0 "$part" || fail "truncate"
 truncate -s "$size" "$part" || fail "truncate"
-run_ok -j 2 "$big" "$(target)"
+json_run_ok -j 2 "$big" "$(target)"
 file_equal "$big" "$dst/big"
 discarded "truncated"
 
 note "the partial left alone: resumed"
 put_back
-run_ok -j 2 "$big" "$(target)"
+json_run_ok -j 2 "$big" "$(target)"
 file_equal "$big" "$dst/big"
 resumed=${J[bytes_resumed]}
 check_num "bytes resumed" "$resumed" -gt 0
@@ -163,7 +120,7 @@ note "4 KiB zeroed, --resume trust: nothing reads the held data back"
 put_back
 dd if=/dev/zero of="$part" bs=4096 count=1 seek=$((off / 4096 + 1)) \
 	conv=notrunc status=none || fail "dd"
-run_ok -j 2 --resume trust "$big" "$(target)"
+json_run_ok -j 2 --resume trust "$big" "$(target)"
 check_num "bytes resumed with --resume trust" "${J[bytes_resumed]}" -eq "$resumed"
 if grep -q "discarded" <(tail -n +$((mark + 1)) "$RECV_LOG"); then
 	fail_later "with --resume trust the receiver read its partial back: $(grep -m 1 discarded "$RECV_LOG")"

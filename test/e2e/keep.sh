@@ -36,43 +36,11 @@
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
-# run ARGS... - pxfer send --json ARGS...; its summary in J (send_stats)
-run()
-{
-	psend --json "$@"
-	send_stats
-	sed 's/^/    send: /' "$SEND_ERR"
-}
-
-# run_ok ARGS... - run, and fail the test unless it exits 0
-run_ok()
-{
-	run "$@"
-	if [ "$SEND_RC" -ne 0 ]; then
-		sed 's/^/recv: /' "$RECV_LOG" >&2
-		fail "pxfer send $* exited $SEND_RC"
-	fi
-}
-
 # recv_json KEY - KEY of the receiver's last JSON session line
 recv_json()
 {
 	grep '"event":"session"' "$RECV_LOG" | tail -n 1 |
 		sed -n "s/.*\"$1\":\([0-9][0-9]*\).*/\1/p"
-}
-
-# recv_sessions - how many sessions the receiver has logged as ended
-recv_sessions()
-{
-	grep -c '"event":"session"' "$RECV_LOG"
-}
-
-# sessions_over N - whether the receiver has logged more than N sessions
-# (for wait_for)
-# shellcheck disable=SC2317
-sessions_over()
-{
-	[ "$(recv_sessions)" -gt "$1" ]
 }
 
 # flip FILE OFFSET - invert the byte of FILE at OFFSET
@@ -100,17 +68,6 @@ store()
 no_partials()
 {
 	[ "$(partials "$1")" -eq 0 ]
-}
-
-# arrived DIR MIB - whether the data file in DIR's partial store has MIB
-# MiB on disk (for step_until)
-# shellcheck disable=SC2317
-arrived()
-{
-	local b
-
-	b=$(find "$1/.pxfer/partial" -name '*.part' -printf '%b\n' 2>/dev/null | head -n 1)
-	[ -n "$b" ] && [ "$b" -ge $(($2 * 2048)) ]
 }
 
 # interrupt DIR ARGS... - pxfer send ARGS... to the serving receiver (of
@@ -164,11 +121,11 @@ note "a tree of $nfiles files ($total bytes), then the same run again"
 dst=$T/dst.tree
 mkdir "$dst"
 start_server "$dst" --json
-run_ok -j 2 "$src" "$(target)"
+json_run_ok -j 2 "$src" "$(target)"
 tree_equal "$src" "$dst/tree"
 check_num "bytes sent by the first run" "${J[bytes_sent]}" -eq "$total"
 listing "$dst/tree" >"$T/tree.before"
-run_ok -j 2 "$src" "$(target)"
+json_run_ok -j 2 "$src" "$(target)"
 check_num "bytes sent by the second run" "${J[bytes_sent]}" -eq 0
 check_num "files found the same" "${J[files_same]}" -eq "$nfiles"
 check_num "bytes skipped" "${J[bytes_skipped]}" -eq "$total"
@@ -192,7 +149,7 @@ for f in sub/big2 many/f40; do
 	cmp -s "$src/$f" "$dst/tree/$f" && fail "'$f' was not changed"
 done
 changed=$(($(stat -c %s "$src/sub/big2") + $(stat -c %s "$src/many/f40")))
-run_ok -j 2 "$src" "$(target)"
+json_run_ok -j 2 "$src" "$(target)"
 check_num "bytes sent without --checksum" "${J[bytes_sent]}" -eq 0
 check_num "files found the same without --checksum" "${J[files_same]}" -eq "$nfiles"
 for f in sub/big2 many/f40; do
@@ -202,14 +159,14 @@ for f in sub/big2 many/f40; do
 		ok "'$f' was skipped: it still differs"
 	fi
 done
-run_ok -j 2 --checksum "$src" "$(target)"
+json_run_ok -j 2 --checksum "$src" "$(target)"
 check_num "bytes sent with --checksum" "${J[bytes_sent]}" -eq "$changed"
 check_num "files found the same with --checksum" "${J[files_same]}" -eq $((nfiles - 2))
 check_num "bytes skipped with --checksum" "${J[bytes_skipped]}" -eq $((total - changed))
 tree_equal "$src" "$dst/tree"
 
 note "--overwrite sends everything again"
-run_ok -j 2 --overwrite "$src" "$(target)"
+json_run_ok -j 2 --overwrite "$src" "$(target)"
 check_num "bytes sent with --overwrite" "${J[bytes_sent]}" -eq "$total"
 check_num "files found the same with --overwrite" "${J[files_same]}" -eq 0
 tree_equal "$src" "$dst/tree"
@@ -249,7 +206,7 @@ hdr=$(journal_hdr "$j")
 nrec=$(journal_records "$j")
 ok "the sender was killed; the journal holds $nrec records"
 cp -a "$dst/.pxfer" "$snap" || fail "cannot copy the partial store"
-run_ok -j 2 "$big" "$(target)"
+json_run_ok -j 2 "$big" "$(target)"
 file_equal "$big" "$dst/big"
 resumed=${J[bytes_resumed]}
 check_num "bytes resumed" "$resumed" -gt 0
@@ -274,7 +231,7 @@ put_back()
 note "a record of the journal flipped: its bytes are sent again"
 put_back
 flip "$j" $((hdr + 32 * (nrec / 2) + 14))
-run_ok -j 2 "$big" "$(target)"
+json_run_ok -j 2 "$big" "$(target)"
 file_equal "$big" "$dst/big"
 check_num "bytes resumed after a record was flipped" "${J[bytes_resumed]}" -lt "$resumed"
 check_num "bytes resumed after a record was flipped (the others')" "${J[bytes_resumed]}" -gt 0
@@ -283,7 +240,7 @@ check_num "bytes sent and resumed" $((J[bytes_sent] + J[bytes_resumed])) -eq "$s
 note "the journal cut in the middle of its last record"
 put_back
 truncate -s $(($(stat -c %s "$j") - 13)) "$j" || fail "truncate"
-run_ok -j 2 "$big" "$(target)"
+json_run_ok -j 2 "$big" "$(target)"
 file_equal "$big" "$dst/big"
 check_num "bytes resumed after the journal was cut" "${J[bytes_resumed]}" -lt "$resumed"
 check_num "bytes resumed after the journal was cut (the whole records')" "${J[bytes_resumed]}" -gt 0
@@ -291,7 +248,7 @@ check_num "bytes resumed after the journal was cut (the whole records')" "${J[by
 note "the journal's header flipped: the partial is discarded"
 put_back
 flip "$j" 32
-run_ok -j 2 "$big" "$(target)"
+json_run_ok -j 2 "$big" "$(target)"
 file_equal "$big" "$dst/big"
 check_grep "failed its checks" "$SEND_ERR" "a sender whose partial's header was flipped" &&
 	ok "the sender says: $(grep -m 1 'failed its checks' "$SEND_ERR")"
@@ -303,7 +260,7 @@ mkdir -p "$T/va" || fail "mkdir"
 cp -p "$big" "$T/va/big" || fail "cp"
 touch -d '2 hours ago' "$T/va/big"
 put_back
-run_ok -j 2 "$T/va/big" "$(target)"
+json_run_ok -j 2 "$T/va/big" "$(target)"
 file_equal "$T/va/big" "$dst/big"
 check_grep "another version" "$SEND_ERR" "a sender whose source's mtime changed" &&
 	ok "the sender says: $(grep -m 1 'another version' "$SEND_ERR")"
@@ -319,7 +276,7 @@ head -c 4096 /dev/urandom |
 touch -r "$big" "$T/vb/big"
 cmp -s "$big" "$T/vb/big" && fail "the source was not changed"
 put_back
-run_ok -j 2 "$T/vb/big" "$(target)"
+json_run_ok -j 2 "$T/vb/big" "$(target)"
 file_equal "$T/vb/big" "$dst/big"
 check_grep "does not match the source" "$SEND_ERR" "a sender whose source changed in a held range" &&
 	ok "the sender says: $(grep -m 1 'does not match' "$SEND_ERR")"
@@ -337,7 +294,7 @@ note "the same with --resume trust: the stale bytes are taken"
 # receiver ends up with the old bytes in the held range. What trust gives
 # up, held to it: if this changes, the documentation must too
 put_back
-run_ok -j 2 --resume trust "$T/vb/big" "$(target)"
+json_run_ok -j 2 --resume trust "$T/vb/big" "$(target)"
 if grep -q "does not match" "$SEND_ERR"; then
 	fail_later "--resume trust read the source: $(grep -m 1 'does not match' "$SEND_ERR")"
 else
@@ -360,7 +317,7 @@ chmod 0777 "$T/evil/.pxfer" "$T/evil/.pxfer/partial"
 # the store exists (a partial is in it)
 put_back
 store "$dst" >"$T/store.before"
-run -j 2 "$T/evil/." "$(target)"
+json_run -j 2 "$T/evil/." "$(target)"
 expect_rc 1 "$SEND_RC" "a sender of .pxfer/x"
 check_grep "'[^']*\.pxfer/x'.*receiver's own" "$SEND_ERR" "a sender of .pxfer/x" &&
 	ok "the sender says: $(grep -m 1 "receiver's own" "$SEND_ERR")"
@@ -376,12 +333,12 @@ else
 	fail_later "a sender changed the receiver's store"
 fi
 # the partial in the store is still taken up
-run_ok -j 2 "$big" "$(target)"
+json_run_ok -j 2 "$big" "$(target)"
 file_equal "$big" "$dst/big"
 check_num "bytes resumed after .pxfer was sent" "${J[bytes_resumed]}" -eq "$resumed"
 # no store: none is made by it
 rm -rf "$dst/.pxfer" "$dst/big" "$dst/fine"
-run -j 2 "$T/evil/." "$(target)"
+json_run -j 2 "$T/evil/." "$(target)"
 expect_rc 1 "$SEND_RC" "a sender of .pxfer/x"
 if [ -e "$dst/.pxfer" ]; then
 	fail_later "a sender made the receiver's store: $(store "$dst" | tr '\n' '|')"
@@ -411,7 +368,7 @@ mkdir "$dst"
 cp -a "$snap" "$dst/.pxfer" || fail "cp"
 touch -d '10 seconds ago' "$(journal "$dst")"
 start_server "$dst" --json
-run_ok -j 2 "$big" "$(target)"
+json_run_ok -j 2 "$big" "$(target)"
 file_equal "$big" "$dst/big"
 check_num "bytes resumed of a partial 10 s old" "${J[bytes_resumed]}" -eq "$resumed"
 stop_recv

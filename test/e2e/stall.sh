@@ -35,31 +35,6 @@
 
 IDLE=8
 
-# recv_sessions - how many sessions the receiver has logged as ended
-recv_sessions()
-{
-	grep -c '"event":"session"' "$RECV_LOG"
-}
-
-# sessions_over N - whether the receiver has logged more than N sessions
-# (for wait_for)
-# shellcheck disable=SC2317
-sessions_over()
-{
-	[ "$(recv_sessions)" -gt "$1" ]
-}
-
-# arrived DIR MIB - whether the data file in DIR's partial store has MIB
-# MiB on disk (for step_until)
-# shellcheck disable=SC2317
-arrived()
-{
-	local b
-
-	b=$(find "$1/.pxfer/partial" -name '*.part' -printf '%b\n' 2>/dev/null | head -n 1)
-	[ -n "$b" ] && [ "$b" -ge $(($2 * 2048)) ]
-}
-
 # interrupt DIR - send $big to the serving receiver (of DIR) until 16 MiB
 # of it are on its disk, then kill the sender
 interrupt()

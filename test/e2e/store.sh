@@ -45,35 +45,10 @@ as_evil()
 chmod 0711 "$T" || fail "chmod"
 as_evil test -x "$T" || skip "cannot run as uid $EVIL"
 
-# run ARGS... - pxfer send --json ARGS... to the receiver; J (send_stats)
-run()
-{
-	psend --json "$@" "$(target)"
-	send_stats
-	sed 's/^/    send: /' "$SEND_ERR"
-}
-
-# run_ok ARGS... - run, and fail the test unless it exits 0
+# run_ok ARGS... - json_run_ok ARGS... to the receiver
 run_ok()
 {
-	run "$@"
-	if [ "$SEND_RC" -ne 0 ]; then
-		sed 's/^/recv: /' "$RECV_LOG" >&2
-		fail "pxfer send $* exited $SEND_RC"
-	fi
-}
-
-# recv_sessions - how many sessions the receiver has logged as ended
-recv_sessions()
-{
-	grep -c '"event":"session"' "$RECV_LOG"
-}
-
-# sessions_over N - whether the receiver has logged more than N sessions
-# shellcheck disable=SC2317
-sessions_over()
-{
-	[ "$(recv_sessions)" -gt "$1" ]
+	json_run_ok "$@" "$(target)"
 }
 
 # receiving MIB - whether a file the receiver has open below DIR (a

@@ -619,3 +619,48 @@ timer_secs()
 
 	printf '%d.%02d' $((ms / 1000)) $((ms % 1000 / 10))
 }
+
+# json_run ARGS... - psend --json ARGS...: its summary in J (send_stats),
+# its output shown
+json_run()
+{
+	psend --json "$@"
+	send_stats
+	sed 's/^/    send: /' "$SEND_ERR"
+}
+
+# json_run_ok ARGS... - json_run, and fail the test unless it exits 0
+json_run_ok()
+{
+	json_run "$@"
+	if [ "$SEND_RC" -ne 0 ]; then
+		sed 's/^/recv: /' "$RECV_LOG" >&2
+		fail "pxfer send $* exited $SEND_RC"
+	fi
+}
+
+# recv_sessions - how many sessions the receiver (--json) logged as ended
+recv_sessions()
+{
+	grep -c '"event":"session"' "$RECV_LOG"
+}
+
+# sessions_over N - whether the receiver has logged more than N sessions
+# (for wait_for)
+# shellcheck disable=SC2317
+sessions_over()
+{
+	[ "$(recv_sessions)" -gt "$1" ]
+}
+
+# arrived DIR MIB - whether the largest data file in DIR's partial store
+# has MIB MiB on disk (for step_until)
+# shellcheck disable=SC2317
+arrived()
+{
+	local b
+
+	b=$(find "$1/.pxfer/partial" -name '*.part' -printf '%b\n' 2>/dev/null |
+		sort -n | tail -n 1)
+	[ -n "$b" ] && [ "$b" -ge $(($2 * 2048)) ]
+}
