@@ -144,7 +144,11 @@ static void make_msg(unsigned int th, unsigned int seq, struct pxfer_msg *m)
 		f->flags = seq % (PXFER_FILE_FLAGS + 1);
 		if (f->flags & PXFER_FILE_TRUST)	/* only with RESUME */
 			f->flags |= PXFER_FILE_RESUME;
-		if (f->flags & PXFER_FILE_CHECKSUM)
+		/* a digest that follows goes with CHECKSUM, in FILE_SUM */
+		if (!(f->flags & PXFER_FILE_CHECKSUM))
+			f->flags &= ~PXFER_FILE_SUM_FOLLOWS;
+		if ((f->flags & PXFER_FILE_CHECKSUM) &&
+		    !(f->flags & PXFER_FILE_SUM_FOLLOWS))
 			make_digest(f->digest, th, seq);
 		f->mode = 0644;
 		f->size = (uint64_t)seq * 4099;
