@@ -345,8 +345,7 @@ struct pxfer_recv_opts {
 	 * (PXFER_DEFAULT_PARTIAL_MAX) */
 	unsigned int partial_max;
 	/* their apparent size (their files' sizes, holes included) at most,
-	 * the same way; 0: the size of dir's file system, which they could
-	 * never all fill; UINT64_MAX: no cap (0) */
+	 * the same way; 0: no cap (0) */
 	uint64_t partial_max_bytes;
 };
 

@@ -154,7 +154,7 @@ static int set_partial_max(void *ctx, const char *arg)
 	return 0;
 }
 
-/* 0: no cap (UINT64_MAX in the options, where 0 is the default) */
+/* 0: no cap */
 static int set_partial_max_size(void *ctx, const char *arg)
 {
 	struct recv_args *a = ctx;
@@ -163,7 +163,7 @@ static int set_partial_max_size(void *ctx, const char *arg)
 	if (cli_parse_size(arg, &size))
 		return error("--partial-max-size takes a size such as 500G (0: no cap), not '%s'",
 			     arg);
-	a->o.partial_max_bytes = size ? size : UINT64_MAX;
+	a->o.partial_max_bytes = size;
 	return 0;
 }
 
@@ -203,7 +203,7 @@ static const struct cli_opt recv_opts[] = {
 	  "be resumed (default " STR(PXFER_DEFAULT_PARTIAL_MAX) "; 0: no cap)", NULL },
 	{ "partial-max-size", 0, "SIZE", set_partial_max_size,
 	  "the same for their size in all, their files' sizes\n"
-	  "(default: the size of DIR's file system; 0: no cap)", NULL },
+	  "(default 0: no cap)", NULL },
 	{ 0 },
 };
 

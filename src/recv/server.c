@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -336,13 +335,9 @@ static void on_stop(struct recv_server *srv)
 static void use_init(struct recv_server *srv)
 {
 	const struct pxfer_recv_opts *o = srv->o;
-	struct statvfs fs;
 
 	srv->use.max_count = o->partial_max;
-	srv->use.max_bytes = o->partial_max_bytes == UINT64_MAX ? 0 :
-			     o->partial_max_bytes;
-	if (!o->partial_max_bytes && !fstatvfs(srv->rootfd, &fs))
-		srv->use.max_bytes = (uint64_t)fs.f_blocks * fs.f_frsize;
+	srv->use.max_bytes = o->partial_max_bytes;
 }
 
 static void use_seed(struct recv_server *srv, struct pxfer_partials *ps)
