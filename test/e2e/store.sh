@@ -70,16 +70,16 @@ receiving()
 	return 1
 }
 
-# interrupt ARGS... - pxfer send ARGS... run in steps until 16 MiB of the
-# file are on the receiver's disk, then killed; returns once the receiver
-# has ended the session
+# interrupt ARGS... - pxfer send ARGS... run in 2-ms steps (the receiver
+# has a 1 MiB ring) until 16 MiB of the file are on the receiver's disk,
+# then killed; returns once the receiver has ended the session
 interrupt()
 {
 	local n
 
 	n=$(recv_sessions)
 	bg_send -q "$@" "$(target)"
-	if ! step_until 60 "$SEND_PID" receiving 16; then
+	if ! creep 60 "$SEND_PID" receiving 16; then
 		kill -CONT "$SEND_PID" 2>/dev/null
 		wait_pid "$SEND_PID" 10
 		sed 's/^/    send: /' "$SEND_ERR"
@@ -153,7 +153,7 @@ dst=$T/drop
 
 note "her store, and a partial's data swapped between sessions"
 fresh
-start_server "$dst" --json
+start_server "$dst" --json --ring-mem 1M
 as_evil mkdir -m 0777 "$dst/.pxfer" "$dst/.pxfer/partial" || fail "mkdir as uid $EVIL"
 interrupt "$src/big"
 # whatever the receiver left in her directory, she can replace
@@ -194,7 +194,7 @@ note "the receiver's store, of a mode others can write"
 fresh
 mkdir -m 0777 "$dst/.pxfer" || fail "mkdir"
 chmod 0777 "$dst/.pxfer"
-start_server "$dst" --json
+start_server "$dst" --json --ring-mem 1M
 run_ok "$src/big"
 intact "a store of mode 0777"
 warned "'$dst/\.pxfer' is writable by its group or others \(mode 0777\): remove it, or chmod go-w it" \
