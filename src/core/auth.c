@@ -88,15 +88,17 @@ void pxfer_auth_welcome_mac(const struct pxfer_secret *s,
 }
 
 void pxfer_auth_data_mac(const uint8_t *auth_key, const uint8_t *nonce_d,
-			 uint64_t session, uint16_t worker, uint8_t *mac)
+			 uint64_t session, uint16_t worker, uint16_t gen,
+			 uint8_t *mac)
 {
 	crypto_auth_hmacsha256_state st;
-	uint8_t tail[10];
+	uint8_t tail[12];
 
 	mac_begin(&st, auth_key, PXFER_KEY_LEN, "pxfer2 data");
 	crypto_auth_hmacsha256_update(&st, nonce_d, PXFER_NONCE_LEN);
 	pxfer_put_be(tail, session, 8);
 	pxfer_put_be(tail + 8, worker, 2);
+	pxfer_put_be(tail + 10, gen, 2);
 	crypto_auth_hmacsha256_update(&st, tail, sizeof(tail));
 	crypto_auth_hmacsha256_final(&st, mac);
 }

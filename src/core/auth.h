@@ -12,7 +12,8 @@
  *                             info = "pxfer2 " label), one per label:
  *                 "ctrl s2r", "ctrl r2s" (the control channel, each way),
  *                 "data s2r" (chunks), "data auth" (the two MACs below)
- *   data_mac    = HMAC(data auth, "pxfer2 data" | nonce_d | session | worker)
+ *   data_mac    = HMAC(data auth, "pxfer2 data" | nonce_d | session | worker |
+ *                      gen)
  *   dwel_mac    = HMAC(data auth, "pxfer2 data welcome" | nonce_d | session |
  *                      worker | blob_len | blob)
  *
@@ -40,7 +41,8 @@ void pxfer_auth_welcome_mac(const struct pxfer_secret *s,
 			    const uint8_t *nonce_r, const struct pxfer_hello *h,
 			    const struct pxfer_welcome *w, uint8_t *mac);
 void pxfer_auth_data_mac(const uint8_t *auth_key, const uint8_t *nonce_d,
-			 uint64_t session, uint16_t worker, uint8_t *mac);
+			 uint64_t session, uint16_t worker, uint16_t gen,
+			 uint8_t *mac);
 void pxfer_auth_dwel_mac(const uint8_t *auth_key, const uint8_t *nonce_d,
 			 uint64_t session, const struct pxfer_data_welcome *dw,
 			 uint8_t *mac);

@@ -119,6 +119,24 @@ int pxfer_credits_unuse(struct pxfer_credits *c, unsigned int slot)
 	return 0;
 }
 
+void pxfer_credits_reset(struct pxfer_credits *c)
+{
+	c->head = c->count = 0;
+	c->granted = 0;
+	memset(c->regrant, 0, c->n);
+	if (!c->receiver) {
+		memset(c->state, PXFER_SLOT_IDLE, c->n);
+		c->busy = 0;
+		return;
+	}
+	for (unsigned int i = 0; i < c->n; i++) {
+		if (c->state[i] == PXFER_SLOT_BUSY)
+			continue;
+		c->state[i] = PXFER_SLOT_IDLE;
+		fifo_push(c, i);
+	}
+}
+
 int pxfer_credits_put(struct pxfer_credits *c, unsigned int slot)
 {
 	if (slot >= c->n || c->state[slot] != PXFER_SLOT_BUSY)

@@ -59,6 +59,15 @@ int pxfer_credits_unuse(struct pxfer_credits *c, unsigned int slot);
 /* both: the slot is free again */
 int pxfer_credits_put(struct pxfer_credits *c, unsigned int slot);
 
+/*
+ * pxfer_credits_reset - the ring's connection was replaced by a new one,
+ * and the grants made for the old are void. Receiver: every slot not
+ * BUSY (still being written: put brings it back) is ready to grant
+ * again. Sender: no slot is usable until granted anew (none may be in
+ * use).
+ */
+void pxfer_credits_reset(struct pxfer_credits *c);
+
 /* slots ready: to grant (receiver) or to fill (sender) */
 static inline unsigned int pxfer_credits_ready(const struct pxfer_credits *c)
 {

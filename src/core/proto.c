@@ -29,10 +29,10 @@
 #define RAIL_LEN		(1 + 1 + 16)
 #define WELCOME_MAX		(PXFER_MAC_LEN + 8 + 4 + 2 + 2 + 4 + 4 + 1 + \
 				 PXFER_WIRE_RAILS_MAX * RAIL_LEN)
-#define DATA_LOST_LEN		(2 + 4 + 8)
-#define DATA_SENT_LEN		(2 + 8)
+#define DATA_LOST_LEN		(2 + 2 + 4 + 8)
+#define DATA_SENT_LEN		(2 + 2 + 8)
 #define FILE_SUM_LEN		(8 + 4 + PXFER_DIGEST_LEN)
-#define DATA_HELLO_LEN		(8 + 2 + PXFER_MAC_LEN)
+#define DATA_HELLO_LEN		(8 + 2 + 2 + PXFER_MAC_LEN)
 #define DATA_WELCOME_MAX	(2 + PXFER_MAC_LEN + 2 + PXFER_BLOB_MAX)
 #define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
 #define FILE_MAX		(8 + 1 + 1 + 4 + 8 + 8 + 4 + PXFER_DIGEST_LEN + \
@@ -375,6 +375,7 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 	case PXFER_MSG_DATA_HELLO:
 		put_u64(w, dh->session);
 		put_u16(w, dh->worker);
+		put_u16(w, dh->gen);
 		put_bytes(w, dh->mac, PXFER_MAC_LEN);
 		break;
 	case PXFER_MSG_DATA_WELCOME:
@@ -441,11 +442,13 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		break;
 	case PXFER_MSG_DATA_LOST:
 		put_u16(w, m->u.lost.worker);
+		put_u16(w, m->u.lost.gen);
 		put_u32(w, m->u.lost.code);
 		put_u64(w, m->u.lost.seq);
 		break;
 	case PXFER_MSG_DATA_SENT:
 		put_u16(w, m->u.sent.worker);
+		put_u16(w, m->u.sent.gen);
 		put_u64(w, m->u.sent.chunks);
 		break;
 	case PXFER_MSG_FILE_SUM:
@@ -518,6 +521,7 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 	case PXFER_MSG_DATA_HELLO:
 		dh->session = get_u64(r);
 		dh->worker = get_u16(r);
+		dh->gen = get_u16(r);
 		get_bytes(r, dh->mac, PXFER_MAC_LEN);
 		break;
 	case PXFER_MSG_DATA_WELCOME:
@@ -598,11 +602,13 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		break;
 	case PXFER_MSG_DATA_LOST:
 		m->u.lost.worker = get_u16(r);
+		m->u.lost.gen = get_u16(r);
 		m->u.lost.code = get_u32(r);
 		m->u.lost.seq = get_u64(r);
 		break;
 	case PXFER_MSG_DATA_SENT:
 		m->u.sent.worker = get_u16(r);
+		m->u.sent.gen = get_u16(r);
 		m->u.sent.chunks = get_u64(r);
 		break;
 	case PXFER_MSG_FILE_SUM:

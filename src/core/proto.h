@@ -197,6 +197,7 @@ struct pxfer_welcome {
  */
 struct pxfer_data_lost {
 	uint16_t worker;	/* < PXFER_WORKERS_MAX */
+	uint16_t gen;		/* its connection's generation (DATA_HELLO) */
 	uint32_t code;
 	uint64_t seq;
 };
@@ -209,6 +210,7 @@ struct pxfer_data_lost {
  */
 struct pxfer_data_sent {
 	uint16_t worker;	/* < PXFER_WORKERS_MAX */
+	uint16_t gen;		/* its connection's generation (DATA_HELLO) */
 	uint64_t chunks;
 };
 
@@ -233,10 +235,15 @@ struct pxfer_file_sum {
  * and room for a slow link's last chunk */
 #define PXFER_DATA_SENT_GRACE	20
 
-/* DATA_HELLO body: u64 session, u16 worker, mac[32]. */
+/*
+ * DATA_HELLO body: u64 session, u16 worker, u16 gen, mac[32]. gen is 0
+ * for the session's first connection of a worker, one more for each
+ * that replaces a lost one (docs/protocol.md, "Re-admission").
+ */
 struct pxfer_data_hello {
 	uint64_t session;
 	uint16_t worker;	/* < PXFER_WORKERS_MAX */
+	uint16_t gen;
 	uint8_t mac[PXFER_MAC_LEN];
 };
 

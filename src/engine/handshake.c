@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core/auth.h"
@@ -155,8 +156,9 @@ int pxfer_hs_data_hello(struct pxfer_session *s, struct pxfer_worker *w,
 	m->type = PXFER_MSG_DATA_HELLO;
 	m->u.data_hello.session = s->wel.session;
 	m->u.data_hello.worker = w->idx;
+	m->u.data_hello.gen = w->gen;
 	pxfer_auth_data_mac(s->keys.auth, ch->nonce, s->wel.session, w->idx,
-			    m->u.data_hello.mac);
+			    w->gen, m->u.data_hello.mac);
 	ret = pxfer_conn_send_msg(w->conn, m, timeout_ms);
 	if (!ret)
 		ret = pxfer_conn_recv_msg(w->conn, m, timeout_ms);
@@ -185,6 +187,70 @@ int pxfer_hs_data_hello(struct pxfer_session *s, struct pxfer_worker *w,
 				  "bad ring description on data connection %u: %s",
 				  w->idx, strerror(-ret));
 	return 0;
+}
+
+int pxfer_hs_rejoin(const struct pxfer_session *s, const struct pxfer_hs_target *to,
+		    struct pxfer_worker *w, uint16_t gen, struct pxfer_msg *m,
+		    struct pxfer_conn **c, char *why, size_t why_len)
+{
+	uint8_t mac[PXFER_MAC_LEN], nonce[PXFER_NONCE_LEN];
+	const char *step = "connect";
+	int ret;
+
+	*c = NULL;
+	ret = s->t->connect(to->host, to->port, to->bind, to->timeout_ms,
+			    s->wel.slots, c);
+	if (!ret) {
+		step = "greeting";
+		ret = pxfer_conn_recv_msg(*c, m, to->timeout_ms);
+	}
+	if (!ret && (m->type != PXFER_MSG_CHALLENGE ||
+		     m->u.challenge.transport != s->t->wire_id))
+		ret = -EPROTO;
+	if (ret)
+		goto out;
+	memcpy(nonce, m->u.challenge.nonce, sizeof(nonce));
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_DATA_HELLO;
+	m->u.data_hello.session = s->wel.session;
+	m->u.data_hello.worker = w->idx;
+	m->u.data_hello.gen = gen;
+	pxfer_auth_data_mac(s->keys.auth, nonce, s->wel.session, w->idx, gen,
+			    m->u.data_hello.mac);
+	step = "handshake";
+	ret = pxfer_conn_send_msg(*c, m, to->timeout_ms);
+	if (!ret)
+		ret = pxfer_conn_recv_msg(*c, m, to->timeout_ms);
+	if (ret)
+		goto out;
+	if (m->type == PXFER_MSG_REFUSE) {
+		char text[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)];
+
+		pxfer_escape_reason(text, sizeof(text), m->u.error.text,
+				    m->u.error.text_len, m->u.error.code);
+		snprintf(why, why_len, "the receiver refused it: %s", text);
+		return -ECONNREFUSED;
+	}
+	if (m->type != PXFER_MSG_DATA_WELCOME || m->u.data_welcome.worker != w->idx) {
+		ret = -EPROTO;
+		goto out;
+	}
+	pxfer_auth_dwel_mac(s->keys.auth, nonce, s->wel.session,
+			    &m->u.data_welcome, mac);
+	if (!pxfer_auth_equal(mac, m->u.data_welcome.mac)) {
+		snprintf(why, why_len, "its welcome does not prove the session key");
+		return -EBADMSG;
+	}
+	step = "ring";
+	ret = s->t->ring_remote(*c, m->u.data_welcome.blob,
+				m->u.data_welcome.blob_len);
+	if (!ret)
+		ret = s->t->ring_register(*c, &w->ring, NULL, NULL);
+out:
+	if (ret)
+		snprintf(why, why_len, "%s: %s", step,
+			 ret == -EPROTO ? "not what a pxfer receiver says" : strerror(-ret));
+	return ret;
 }
 
 /* ---- receiver -------------------------------------------------------- */
@@ -239,19 +305,21 @@ int pxfer_hs_welcome(struct pxfer_session *s, const struct pxfer_secret *secret,
 
 int pxfer_hs_data_check(struct pxfer_session *s, struct pxfer_conn *c,
 			const uint8_t *nonce, const struct pxfer_msg *m,
-			uint16_t *worker)
+			uint16_t *worker, uint16_t *gen)
 {
 	const struct pxfer_data_hello *dh = &m->u.data_hello;
 	uint8_t mac[PXFER_MAC_LEN];
 
 	if (m->type != PXFER_MSG_DATA_HELLO)
 		return -EPROTO;
-	pxfer_auth_data_mac(s->keys.auth, nonce, dh->session, dh->worker, mac);
+	pxfer_auth_data_mac(s->keys.auth, nonce, dh->session, dh->worker,
+			    dh->gen, mac);
 	if (dh->session != s->wel.session || !pxfer_auth_equal(mac, dh->mac)) {
 		pxfer_hs_refuse(c, EACCES, "not part of this session");
 		return -EACCES;
 	}
 	*worker = dh->worker;
+	*gen = dh->gen;
 	return 0;
 }
 

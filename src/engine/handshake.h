@@ -13,6 +13,7 @@
 #ifndef PXFER_ENGINE_HANDSHAKE_H
 #define PXFER_ENGINE_HANDSHAKE_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "pxfer/pxfer.h"
 #include "core/proto.h"
@@ -59,6 +60,20 @@ int pxfer_hs_data_hello(struct pxfer_session *s, struct pxfer_worker *w,
 			const struct pxfer_challenge *ch, int timeout_ms);
 
 /*
+ * pxfer_hs_rejoin - a new data connection for worker @w, whose last one
+ * was lost, as generation @gen, to @to: connect, prove the session key,
+ * register @w's ring with it and take the receiver's ring description.
+ * Unlike the rest, it runs beside the coordinator (on a thread of its
+ * own: s is only read, @m is its own message buffer) and fails nothing:
+ * 0 with the connection in *@c, or -errno with why in @why (-EBADMSG: a
+ * DATA_WELCOME that does not prove the session key, an integrity
+ * failure for the caller to report). The caller closes *@c on error too.
+ */
+int pxfer_hs_rejoin(const struct pxfer_session *s, const struct pxfer_hs_target *to,
+		    struct pxfer_worker *w, uint16_t gen, struct pxfer_msg *m,
+		    struct pxfer_conn **c, char *why, size_t why_len);
+
+/*
  * pxfer_hs_refused - fail the session for the receiver's REFUSE or ABORT
  * @e: a refused secret is PXFER_EXIT_AUTH, anything else PXFER_EXIT_FAIL.
  * Returns -1.
@@ -94,12 +109,13 @@ int pxfer_hs_welcome(struct pxfer_session *s, const struct pxfer_secret *secret,
 /*
  * pxfer_hs_data_check - whether @m, the answer on a new connection to the
  * CHALLENGE with @nonce, is a DATA_HELLO of this session: the worker it
- * is for into *worker (not yet checked against the workers). 0, or
- * -EACCES (not this session's key, told so) or -EPROTO.
+ * is for into *worker and its generation into *gen (neither checked
+ * against the workers yet). 0, or -EACCES (not this session's key, told
+ * so) or -EPROTO.
  */
 int pxfer_hs_data_check(struct pxfer_session *s, struct pxfer_conn *c,
 			const uint8_t *nonce, const struct pxfer_msg *m,
-			uint16_t *worker);
+			uint16_t *worker, uint16_t *gen);
 
 /*
  * pxfer_hs_data_welcome - send worker @worker's DATA_WELCOME on @c, whose

@@ -147,11 +147,12 @@ void pxfer_session_data_lost(struct pxfer_session *s, unsigned int idx,
 }
 
 int pxfer_session_send_lost(struct pxfer_session *s, unsigned int idx,
-			    int err, uint64_t seq)
+			    uint16_t gen, int err, uint64_t seq)
 {
 	struct pxfer_msg m = { .type = PXFER_MSG_DATA_LOST };
 
 	m.u.lost.worker = idx;
+	m.u.lost.gen = gen;
 	m.u.lost.code = err < 0 && err > -4096 ? -err : EIO;
 	m.u.lost.seq = seq;
 	if (pxfer_ctrl_queue(&s->ctrl, &m))

@@ -139,12 +139,12 @@ void pxfer_session_data_lost(struct pxfer_session *s, unsigned int idx,
 			     int err);
 
 /*
- * pxfer_session_send_lost - queue DATA_LOST for data connection @idx:
- * @err (a negative errno) why, @seq the chunks taken (receiver; 0 from
- * the sender). 0, or -1 after failing the session.
+ * pxfer_session_send_lost - queue DATA_LOST for data connection @idx of
+ * generation @gen: @err (a negative errno) why, @seq the chunks taken
+ * (receiver; 0 from the sender). 0, or -1 after failing the session.
  */
 int pxfer_session_send_lost(struct pxfer_session *s, unsigned int idx,
-			    int err, uint64_t seq);
+			    uint16_t gen, int err, uint64_t seq);
 
 /* pxfer_session_data_lost_any - whether a data connection broke */
 static inline int pxfer_session_data_lost_any(struct pxfer_session *s)

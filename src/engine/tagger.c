@@ -39,7 +39,7 @@ static int desc_ad(struct pxfer_tagger *g, const struct pxfer_chunk *ch)
 static void nonce_of(const struct pxfer_tagger *g, const struct pxfer_chunk *ch,
 		     uint8_t *nonce)
 {
-	pxfer_nonce_make(nonce, (uint32_t)g->worker << 16, ch->seq);
+	pxfer_nonce_make(nonce, (uint32_t)g->worker << 16 | g->gen, ch->seq);
 }
 
 static void checksum_tag(uint8_t *tag, uint64_t h)

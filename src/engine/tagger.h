@@ -11,9 +11,11 @@
  *   checksum  XXH3_64 of the payload, unkeyed: catches corruption, not
  *             an attacker
  *
- * The nonce is the worker's index and the chunk's sequence number on its
- * connection, so a chunk replayed, reordered or moved to another data
- * connection fails too. Each worker owns its tagger: no locks.
+ * The nonce is the worker's index, its connection's generation (0, or
+ * one more for each connection that replaced a lost one) and the chunk's
+ * sequence number on that connection, so a chunk replayed, reordered or
+ * moved to another data connection, or to the one that replaced it,
+ * fails too. Each worker owns its tagger: no locks.
  */
 #ifndef PXFER_ENGINE_TAGGER_H
 #define PXFER_ENGINE_TAGGER_H
@@ -26,6 +28,7 @@
 struct pxfer_tagger {
 	enum pxfer_prot prot;
 	uint16_t worker;
+	uint16_t gen;			/* its connection's generation */
 	struct pxfer_aead aead;		/* not for checksum */
 	uint8_t desc[PXFER_CHUNK_DESC_MAX];	/* the additional data */
 	size_t desc_len;
@@ -39,6 +42,16 @@ struct pxfer_tagger {
 int pxfer_tagger_init(struct pxfer_tagger *g, const struct pxfer_session *s,
 		      unsigned int worker, int seal);
 void pxfer_tagger_release(struct pxfer_tagger *g);
+
+/*
+ * pxfer_tagger_rejoin - the worker's connection was replaced by the one
+ * of generation @gen (DATA_HELLO gen), whose sequence numbers start at 0
+ * again: the nonces differ from every earlier one all the same
+ */
+static inline void pxfer_tagger_rejoin(struct pxfer_tagger *g, uint16_t gen)
+{
+	g->gen = gen;
+}
 
 /* pxfer_tagger_payload_plain - whether the payload goes out as it is in
  * the file (not when it is encrypted) */

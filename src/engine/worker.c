@@ -194,17 +194,26 @@ void pxfer_workers_add(struct pxfer_workers *ws, struct pxfer_worker *w)
 	ws->w[ws->n++] = w;
 }
 
+int pxfer_worker_start(struct pxfer_worker *w, void *(*fn)(void *),
+		       const char *role)
+{
+	int ret = thread_start(&w->thread, w->numa_node, fn, w);
+
+	if (ret)
+		return -ret;
+	w->started = 1;
+	pxfer_thread_name(w->thread, role, w->idx);
+	return 0;
+}
+
 int pxfer_workers_start(struct pxfer_workers *ws, void *(*fn)(void *),
 			const char *role)
 {
 	for (unsigned int i = 0; i < ws->n; i++) {
-		struct pxfer_worker *w = ws->w[i];
-		int ret = thread_start(&w->thread, w->numa_node, fn, w);
+		int ret = pxfer_worker_start(ws->w[i], fn, role);
 
 		if (ret)
-			return -ret;
-		w->started = 1;
-		pxfer_thread_name(w->thread, role, i);
+			return ret;
 	}
 	return 0;
 }

@@ -54,6 +54,8 @@ struct pxfer_worker {
 	int lost_told;		/* DATA_LOST sent */
 	int lost_heard;		/* DATA_LOST received */
 	int retired;		/* its work went to the others */
+	uint16_t gen;		/* its connection's generation: 0, then one
+				 * more each time a new one replaces it */
 	unsigned int rail;	/* which of the session's rails it uses */
 	int numa_node;		/* its rail's device's node: its threads run
 				 * there, and fault its ring in there; -1 */
@@ -151,6 +153,14 @@ static inline int pxfer_worker_alive(struct pxfer_worker *w)
 
 /* pxfer_workers_alive - how many of @ws's connections still carry chunks */
 unsigned int pxfer_workers_alive(struct pxfer_workers *ws);
+
+/*
+ * pxfer_worker_start - run @fn(worker) on a thread of @w alone, named
+ * "pxfer-@role-N" (a worker whose connection was replaced: its thread
+ * ended with the old one). 0 or -errno.
+ */
+int pxfer_worker_start(struct pxfer_worker *w, void *(*fn)(void *),
+		       const char *role);
 
 /* pxfer_worker_join - wait for the worker's thread, if it was started */
 void pxfer_worker_join(struct pxfer_worker *w);

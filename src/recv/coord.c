@@ -433,7 +433,10 @@ static int on_data_lost(struct recv_session *s, const struct pxfer_data_lost *l)
 	if (l->worker >= s->b.workers.n || l->seq)
 		return -EPROTO;
 	w = &s->w[l->worker];
-	if (w->b.lost_heard)
+	/* of a connection replaced since (both sides saw it go at once) */
+	if (l->gen < w->b.gen)
+		return 0;
+	if (l->gen > w->b.gen || w->b.lost_heard)
 		return -EPROTO;
 	w->b.lost_heard = 1;
 	pxfer_worker_lose(&w->b, s->b.t, -(int)l->code);
@@ -468,6 +471,11 @@ static int on_data_sent(struct recv_session *s, const struct pxfer_data_sent *d)
 	if (d->worker >= s->b.workers.n)
 		return -EPROTO;
 	w = &s->w[d->worker];
+	/* of a connection replaced since: what it sent is settled */
+	if (d->gen < w->b.gen)
+		return 0;
+	if (d->gen > w->b.gen)
+		return -EPROTO;
 	/* it cannot have sent fewer than it said before, or than arrived */
 	if (d->chunks < w->claimed ||
 	    d->chunks < atomic_load_explicit(&w->taken, memory_order_relaxed))
@@ -662,7 +670,7 @@ static int failover(struct recv_session *s)
 			w->b.lost_at = now;
 		if (!w->b.lost_heard && now - w->b.lost_at < 1.0)
 			continue;
-		if (pxfer_session_send_lost(&s->b, i, err, w->b.lost_seq))
+		if (pxfer_session_send_lost(&s->b, i, w->b.gen, err, w->b.lost_seq))
 			return -1;
 		w->b.lost_told = 1;
 		told++;
@@ -720,7 +728,8 @@ int recv_coordinate(struct recv_session *s)
 		if (reap_checks(s))
 			break;
 		wait = partials_flush_old(s);
-		if (failover(s) || check_sent(s) || pxfer_session_keepalive(&s->b) ||
+		if (failover(s) || recv_rejoin(s) || check_sent(s) ||
+		    pxfer_session_keepalive(&s->b) ||
 		    idle_check(s) || grant_credits(s))
 			break;
 	}

@@ -102,6 +102,7 @@ struct rworker {
 	int tag_init;
 	struct pxfer_idq finq;	/* files to finish here; guarded by b.lock */
 	int slots_freed;	/* the coordinator has credits to grant */
+	atomic_int rejoined;	/* the coordinator gave it a new connection */
 	int done_wake;		/* the coordinator has files to report */
 };
 
@@ -139,6 +140,8 @@ struct recv_session {
 	unsigned int nin;
 	int in_closed;			/* no more wanted */
 	int in_fd;			/* readable when one came */
+	atomic_int running;		/* all came: the coordinator takes
+					 * what comes later (rejoin.c) */
 	struct rworker *w;
 	struct pxfer_filetab tab;
 	int tab_init;
@@ -199,6 +202,15 @@ int recv_session_start(struct recv_server *srv, unsigned int slot,
  * -EBUSY: it wants no more). Server thread.
  */
 int recv_session_route(struct recv_server *srv, struct recv_newconn *nc);
+/* recv_session_inbox_pop - a data connection routed here: 0 when none */
+int recv_session_inbox_pop(struct recv_session *s, struct recv_newconn *nc);
+
+/*
+ * rejoin.c: recv_rejoin, each turn of the coordinator - a data connection
+ * routed here while the session runs may replace a lost one (DATA_HELLO
+ * gen); any other is refused. 0, or -1 after failing the session.
+ */
+int recv_rejoin(struct recv_session *s);
 /* recv_session_stop - have session @s end now (its thread fails it) */
 void recv_session_stop(struct recv_session *s);
 /*

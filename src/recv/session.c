@@ -170,14 +170,14 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c,
 		       const uint8_t *nonce, struct pxfer_msg *m)
 {
 	uint8_t blob[PXFER_BLOB_MAX];
-	uint16_t blob_len = 0, idx;
+	uint16_t blob_len = 0, idx, gen;
 	struct rworker *w;
 	int ret;
 
-	ret = pxfer_hs_data_check(&s->b, c, nonce, m, &idx);
+	ret = pxfer_hs_data_check(&s->b, c, nonce, m, &idx, &gen);
 	if (ret)
 		return ret;
-	if (idx >= s->b.workers.n || s->w[idx].b.conn)
+	if (idx >= s->b.workers.n || s->w[idx].b.conn || gen)
 		return -EPROTO;
 	w = &s->w[idx];
 	w->b.conn = c;
@@ -204,8 +204,7 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c,
 	return 0;
 }
 
-/* a data connection the server routed here: 0 when there is none */
-static int inbox_pop(struct recv_session *s, struct recv_newconn *nc)
+int recv_session_inbox_pop(struct recv_session *s, struct recv_newconn *nc)
 {
 	int ret = 0;
 
@@ -227,7 +226,7 @@ static void inbox_close(struct recv_session *s)
 	pthread_mutex_lock(&s->in_lock);
 	s->in_closed = 1;
 	pthread_mutex_unlock(&s->in_lock);
-	while (inbox_pop(s, &nc))
+	while (recv_session_inbox_pop(s, &nc))
 		nc.c->ops->close(nc.c);
 }
 
@@ -245,6 +244,10 @@ int recv_session_route(struct recv_server *srv, struct recv_newconn *nc)
 	if (!s->in_closed && s->nin < PXFER_WORKERS_MAX) {
 		s->in[s->nin++] = *nc;
 		ret = 0;
+		/* once the session runs, its coordinator takes them
+		 * (rejoin.c); its wake-up lives until the inbox closes */
+		if (atomic_load(&s->running))
+			pxfer_wake(s->b.ctrl.wake_fd);
 	}
 	pthread_mutex_unlock(&s->in_lock);
 	if (!ret)
@@ -323,12 +326,15 @@ static int accept_workers(struct recv_session *s)
 		if (s->b.ctrl.in_len == s->b.ctrl.in_cap)
 			p[2].fd = -1;
 		pxfer_drain(s->in_fd);
-		while (have < want && inbox_pop(s, &nc))
+		while (have < want && recv_session_inbox_pop(s, &nc))
 			have += take_data(s, &nc);
 	}
-	inbox_close(s);
-	if (pxfer_failed(&s->b.fail))
+	if (pxfer_failed(&s->b.fail)) {
+		inbox_close(s);
 		return -1;
+	}
+	/* from now on a data connection may only replace a lost one */
+	atomic_store(&s->running, 1);
 	return pxfer_session_start_workers(&s->b, recv_worker_main, "recv");
 }
 

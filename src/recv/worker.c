@@ -70,12 +70,17 @@ static int rw_write_now(struct rworker *w, unsigned int slot, unsigned int i)
 	return rw_write_done(w, ((uint64_t)slot << 8) | i, n < 0 ? -errno : (int)n);
 }
 
-/* the coordinator is told once per turn of the worker (recv_worker_main) */
-static void rw_slot_free(struct rworker *w, unsigned int slot)
+static void rw_slot_put(struct rworker *w, unsigned int slot)
 {
 	pthread_mutex_lock(&w->b.lock);
 	pxfer_credits_put(&w->b.cred, slot);
 	pthread_mutex_unlock(&w->b.lock);
+}
+
+/* the coordinator is told once per turn of the worker (recv_worker_main) */
+static void rw_slot_free(struct rworker *w, unsigned int slot)
+{
+	rw_slot_put(w, slot);
 	w->slots_freed = 1;
 	recv_progress(w->s);	/* its data is written */
 }
@@ -226,13 +231,16 @@ static int rw_lost(struct rworker *w, int err, int reserved)
 {
 	struct recv_session *s = w->s;
 
-	if (reserved && pxfer_filetab_unreserve(&s->tab, &w->desc))
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
-				  "data connection %u from %s failed (%s), and a chunk it was bringing could not be given back",
-				  w->b.idx, w->b.conn->peer, strerror(-err));
+	if (reserved) {
+		if (pxfer_filetab_unreserve(&s->tab, &w->desc))
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "data connection %u from %s failed (%s), and a chunk it was bringing could not be given back",
+					  w->b.idx, w->b.conn->peer, strerror(-err));
+		/* nothing is written from its slot */
+		rw_slot_put(w, w->desc.slot);
+	}
 	pxfer_worker_lose(&w->b, s->b.t, err);
 	w->b.lost_seq = w->seq;
-	atomic_store(&w->b.parked, 1);
 	pxfer_session_data_lost(&s->b, w->b.idx, err);
 	return 1;
 }
@@ -314,6 +322,9 @@ void *recv_worker_main(void *arg)
 	int n, ret, closed = 0;
 
 	while (!pxfer_workers_stopping(&s->b.workers) && !pxfer_failed(&s->b.fail)) {
+		/* a new connection in place of the lost one (rejoin.c) */
+		if (closed && atomic_exchange(&w->rejoined, 0))
+			closed = 0;
 		p[0].fd = w->b.wake_fd;
 		p[0].events = POLLIN;
 		/* a connection that ended is not polled: its hangup would
@@ -333,6 +344,9 @@ void *recv_worker_main(void *arg)
 			if (ret < 0)
 				break;
 			closed = ret > 0;
+			/* done with a lost one: the coordinator may replace it */
+			if (closed && !pxfer_worker_alive(&w->b))
+				atomic_store(&w->b.parked, 1);
 		}
 		ret = io->ops->submit(io);
 		if (ret) {

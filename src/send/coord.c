@@ -332,8 +332,9 @@ static int on_data_lost(struct send_session *s, const struct pxfer_data_lost *l)
 	if (l->worker >= s->b.workers.n)
 		return -EPROTO;
 	w = &s->w[l->worker];
-	if (w->b.lost_heard)
-		return -EPROTO;	/* its seq is checked once the worker parked */
+	/* its seq is checked once the worker parked */
+	if (w->b.lost_heard || l->gen != w->b.gen)
+		return -EPROTO;
 	w->b.lost_heard = 1;
 	w->b.lost_seq = l->seq;
 	pxfer_worker_lose(&w->b, s->b.t, -(int)l->code);
@@ -428,11 +429,6 @@ void send_draw_progress(struct send_session *s, int final)
 }
 
 /* the rail worker @w runs on, for messages */
-static const char *rail_of(struct send_session *s, struct sworker *w)
-{
-	return s->rails.n ? s->rails.r[w->b.rail].name : s->b.cconn->peer;
-}
-
 /*
  * The session fails only when no data connection is left: it names each
  * with why it failed.
@@ -447,7 +443,7 @@ static int all_lost(struct send_session *s)
 		struct sworker *w = &s->w[i];
 
 		n += snprintf(why + n, sizeof(why) - n, "%s%u (%s): %s",
-			      i ? "; " : "", i, rail_of(s, w),
+			      i ? "; " : "", i, send_rail_name(s, w),
 			      strerror(-atomic_load(&w->b.lost)));
 	}
 	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
@@ -481,7 +477,8 @@ static int failover(struct send_session *s)
 		if (!alive)
 			return pxfer_now() - s->all_lost_at < 1.0 ? 0 : all_lost(s);
 		if (!w->b.lost_told && !w->b.lost_heard) {
-			if (pxfer_session_send_lost(&s->b, i, atomic_load(&w->b.lost), 0))
+			if (pxfer_session_send_lost(&s->b, i, w->b.gen,
+						    atomic_load(&w->b.lost), 0))
 				return -1;
 			w->b.lost_told = 1;
 		}
@@ -500,7 +497,7 @@ static int failover(struct send_session *s)
 		w->b.retired = 1;
 		queued += n;
 		warning("data connection %u (%s) failed: %s; its %d chunk(s) in flight go again over the %u left",
-			i, rail_of(s, w), strerror(-atomic_load(&w->b.lost)), n, alive);
+			i, send_rail_name(s, w), strerror(-atomic_load(&w->b.lost)), n, alive);
 	}
 	if (queued)
 		wake_workers(s);
@@ -546,6 +543,7 @@ static int tell_sent(struct send_session *s)
 		if (n == w->sent_told || now - w->sent_since < PXFER_DATA_SENT_QUIET)
 			continue;
 		m.u.sent.worker = i;
+		m.u.sent.gen = w->b.gen;
 		m.u.sent.chunks = n;
 		if (pxfer_ctrl_queue(&s->b.ctrl, &m))
 			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
@@ -571,7 +569,8 @@ int send_coordinate(struct send_session *s)
 		reap_checks(s);
 		/* the receiver counts a check that goes on as progress */
 		s->b.ctrl.ping_checked = pxfer_check_done(&s->check);
-		if (failover(s) || tell_sent(s) || pxfer_session_keepalive(&s->b))
+		if (failover(s) || send_rejoin(s) || tell_sent(s) ||
+		    pxfer_session_keepalive(&s->b))
 			break;
 		send_draw_progress(s, 0);
 	}

@@ -234,6 +234,7 @@ static void workers_stop(struct send_session *s)
 		resend_release(s);
 		return;
 	}
+	send_rejoin_stop(s);
 	pxfer_workers_stop(&s->b.workers, s->b.t, pxfer_failed(&s->b.fail));
 	for (unsigned int i = 0; i < s->b.workers.n; i++) {
 		pxfer_worker_release(&s->w[i].b, s->b.t);

@@ -54,6 +54,7 @@ struct resend {
 };
 
 struct send_session;
+struct srejoin;
 
 struct sworker {
 	struct pxfer_worker b;
@@ -67,6 +68,10 @@ struct sworker {
 	/* the coordinator's: what DATA_SENT said, and since when sent stayed */
 	uint64_t sent_seen, sent_told;
 	double sent_since;
+	/* its chunks in the queue to go again: its ring is not used anew
+	 * before the others copied them out */
+	atomic_uint held;
+	struct srejoin *rj;		/* a new connection being made (rejoin.c) */
 };
 
 static inline struct sworker *to_sworker(struct pxfer_worker *w)
@@ -186,6 +191,16 @@ int send_coordinate(struct send_session *s);
  */
 int send_sum_start(struct send_session *s, struct sentry *e);
 void send_draw_progress(struct send_session *s, int final);
+
+/*
+ * rejoin.c: a lost connection's worker gets a new connection, on its own
+ * rail, in the running session. send_rejoin, each turn of the
+ * coordinator: 0, or -1 after failing the session.
+ * send_rejoin_stop: before the workers are released.
+ */
+int send_rejoin(struct send_session *s);
+void send_rejoin_stop(struct send_session *s);
+const char *send_rail_name(struct send_session *s, struct sworker *w);
 
 /* worker.c */
 void *send_worker_main(void *arg);

@@ -279,6 +279,8 @@ static int sw_resend(struct sworker *w, unsigned int slot)
 	ss->plan = r.from->slots[r.slot].plan;
 	memcpy(pxfer_ring_slot(&w->b.ring, slot),
 	       pxfer_ring_slot(&r.from->b.ring, r.slot), ss->plan.len);
+	/* its ring may take a new connection once none is left there */
+	atomic_fetch_sub(&r.from->held, 1);
 	memset(ss->err, 0, sizeof(ss->err));
 	ss->pending = 0;
 	ss->counted = 1;
@@ -334,6 +336,7 @@ int send_worker_requeue(struct send_session *s, struct sworker *w)
 			return -1;
 		sw_count(s, ss);
 		ss->state = SS_IDLE;
+		atomic_fetch_add(&w->held, 1);
 		pthread_mutex_lock(&s->resend_lock);
 		s->resend[s->nresend++] = (struct resend){ .from = w, .slot = i };
 		atomic_store(&s->resend_n, s->nresend);

@@ -138,7 +138,7 @@ static int lie(struct pxfer_listener *l, struct pxfer_session *s,
 	struct pxfer_conn *dc = NULL;
 	struct pxfer_hello h;
 	struct pxfer_msg m;
-	uint16_t worker;
+	uint16_t worker, gen;
 	int ret;
 
 	if (pxfer_hs_hello_check(secret, nonce_r, hello, &h))
@@ -156,7 +156,7 @@ static int lie(struct pxfer_listener *l, struct pxfer_session *s,
 	if (!ret)
 		ret = greet(dc, nonce, &m);
 	if (!ret)
-		ret = pxfer_hs_data_check(s, dc, nonce, &m, &worker);
+		ret = pxfer_hs_data_check(s, dc, nonce, &m, &worker, &gen);
 	if (!ret)
 		ret = pxfer_hs_data_welcome(s, dc, nonce, worker, blob, 0);
 	if (!ret)

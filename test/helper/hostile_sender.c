@@ -495,7 +495,7 @@ static int data_open(struct hs *h, struct pxfer_conn **c, enum data_how how)
 	h->m.type = PXFER_MSG_DATA_HELLO;
 	dh->session = h->wel.session;
 	dh->worker = how == DATA_BAD_WORKER ? h->wel.workers + 4 : 0;
-	pxfer_auth_data_mac(h->sess.keys.auth, nonce, dh->session, dh->worker,
+	pxfer_auth_data_mac(h->sess.keys.auth, nonce, dh->session, dh->worker, dh->gen,
 			    dh->mac);
 	if (how == DATA_BAD_MAC)
 		dh->mac[31] ^= 0x80;

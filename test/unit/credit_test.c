@@ -591,9 +591,55 @@ out:
 	free(m);
 }
 
+/*
+ * A connection replaced (re-admission): the receiver's grants are void
+ * and those slots ready again, a slot still being written stays busy
+ * until put; the sender has nothing usable until granted anew.
+ */
+static void test_reset(void)
+{
+	struct pxfer_credits r, s;
+	uint16_t out[8];
+	unsigned int n;
+
+	T_EXPECT(!pxfer_credits_init(&r, 8, 1) && !pxfer_credits_init(&s, 8, 0),
+		 "reset: init");
+	n = pxfer_credits_collect(&r, out, 8);
+	T_EXPECT(n == 8, "reset: 8 granted, not %u", n);
+	T_EXPECT(!pxfer_credits_accept(&r, out[0]) && !pxfer_credits_accept(&r, out[1]),
+		 "reset: two arrive");
+	for (unsigned int i = 0; i < n; i++)
+		T_EXPECT(!pxfer_credits_grant(&s, out[i]), "reset: sender granted %u", out[i]);
+	T_EXPECT(pxfer_credits_take(&s) >= 0, "reset: sender takes one");
+	pxfer_credits_reset(&r);
+	pxfer_credits_reset(&s);
+	consistent(&r, "receiver after reset");
+	consistent(&s, "sender after reset");
+	T_EXPECT(r.busy == 2 && r.granted == 0 && pxfer_credits_ready(&r) == 6,
+		 "reset: receiver busy %u granted %u ready %u, not 2 0 6",
+		 r.busy, r.granted, pxfer_credits_ready(&r));
+	T_EXPECT(s.busy == 0 && s.granted == 0 && pxfer_credits_take(&s) == -EAGAIN,
+		 "reset: the sender still has a usable slot");
+	/* an old grant is not a grant: the slot cannot arrive */
+	T_EXPECT(pxfer_credits_accept(&r, out[2]) == -EPROTO,
+		 "reset: a chunk arrived in a slot granted to the old connection");
+	/* the written slots come back, and all 8 are granted anew */
+	T_EXPECT(!pxfer_credits_put(&r, out[0]) && !pxfer_credits_put(&r, out[1]),
+		 "reset: the busy slots are put");
+	n = pxfer_credits_collect(&r, out, 8);
+	T_EXPECT(n == 8, "reset: %u granted anew, not 8", n);
+	for (unsigned int i = 0; i < n; i++)
+		T_EXPECT(!pxfer_credits_grant(&s, out[i]), "reset: sender granted %u anew", out[i]);
+	consistent(&r, "receiver granted anew");
+	consistent(&s, "sender granted anew");
+	pxfer_credits_release(&r);
+	pxfer_credits_release(&s);
+}
+
 int main(void)
 {
 	test_init_limits();
+	test_reset();
 	test_receiver();
 	test_sender();
 	test_simulation();

@@ -114,6 +114,7 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 	case PXFER_MSG_DATA_HELLO:
 		raw_be(r, dh->session, 8);
 		raw_be(r, dh->worker, 2);
+		raw_be(r, dh->gen, 2);
 		raw_bytes(r, dh->mac, PXFER_MAC_LEN, PXFER_MAC_LEN);
 		break;
 	case PXFER_MSG_DATA_WELCOME:
@@ -180,6 +181,7 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		break;
 	case PXFER_MSG_DATA_LOST:
 		raw_be(r, m->u.lost.worker, 2);
+		raw_be(r, m->u.lost.gen, 2);
 		raw_be(r, m->u.lost.code, 4);
 		raw_be(r, m->u.lost.seq, 8);
 		break;
@@ -188,6 +190,7 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		break;
 	case PXFER_MSG_DATA_SENT:
 		raw_be(r, m->u.sent.worker, 2);
+		raw_be(r, m->u.sent.gen, 2);
 		raw_be(r, m->u.sent.chunks, 8);
 		break;
 	case PXFER_MSG_FILE_SUM:
@@ -385,14 +388,15 @@ static void add_handshake_samples(void)
 	m->u.lost = (struct pxfer_data_lost){ .worker = 0, .code = ECONNRESET };
 	m = new_sample(PXFER_MSG_DATA_LOST);
 	m->u.lost = (struct pxfer_data_lost){
-		.worker = PXFER_WORKERS_MAX - 1, .code = 4095, .seq = UINT64_MAX,
+		.worker = PXFER_WORKERS_MAX - 1, .gen = UINT16_MAX, .code = 4095,
+		.seq = UINT64_MAX,
 	};
 
 	m = new_sample(PXFER_MSG_DATA_SENT);
 	m->u.sent = (struct pxfer_data_sent){ .worker = 0, .chunks = 0 };
 	m = new_sample(PXFER_MSG_DATA_SENT);
 	m->u.sent = (struct pxfer_data_sent){
-		.worker = PXFER_WORKERS_MAX - 1, .chunks = UINT64_MAX,
+		.worker = PXFER_WORKERS_MAX - 1, .gen = 7, .chunks = UINT64_MAX,
 	};
 
 	m = new_sample(PXFER_MSG_FILE_SUM);
@@ -408,6 +412,7 @@ static void add_handshake_samples(void)
 	m = new_sample(PXFER_MSG_DATA_HELLO);
 	m->u.data_hello.session = UINT64_MAX;
 	m->u.data_hello.worker = PXFER_WORKERS_MAX - 1;
+	m->u.data_hello.gen = UINT16_MAX;
 
 	m = new_sample(PXFER_MSG_DATA_WELCOME);
 	m->u.data_welcome.worker = 3;
