@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pxfer/pxfer.h"
 #include "cli.h"
@@ -22,6 +23,7 @@
 #include "core/log.h"
 #include "core/proto.h"
 #include "core/sys.h"
+#include "engine/params.h"
 #include "io/io.h"
 #include "transport/choose.h"
 
@@ -76,51 +78,45 @@ void doctor_fix(const char *fmt, ...)
 /* ---- memlock, io_uring, open files ---------------------------------------------------- */
 
 /*
- * The rings of a default transfer: the sender's default workers, and
- * the slots a receiver with the default --ring-mem and --max-sessions
- * gives them (pick_params in src/recv/session.c: the largest chunk down
- * to 1 MiB that leaves 8 slots a worker, and at least 2).
+ * The rings of a default transfer: the sender's default workers and
+ * chunk, shaped by a receiver with the default --ring-mem, --max-chunk
+ * and --max-sessions, as its session would (src/engine/params.c)
  */
 static void default_shape(const struct pxfer_transport_ops *t,
-			  unsigned int workers, unsigned int *slots,
-			  uint32_t *chunk)
+			  struct pxfer_params *p)
 {
-	uint64_t mem = PXFER_DEFAULT_RING_MEM, n;
-	unsigned int max = t->ring_slots_max / PXFER_DEFAULT_MAX_SESSIONS;
-	uint32_t c = PXFER_AUTO_CHUNK_MAX;
+	const struct pxfer_params_in in = {
+		.chunk = PXFER_AUTO_CHUNK_MAX,
+		.workers = pxfer_workers_auto(),
+		.chunk_auto = 1,
+		.ring_mem = PXFER_DEFAULT_RING_MEM,
+		.max_chunk = PXFER_DEFAULT_MAX_CHUNK,
+		.max_sessions = PXFER_DEFAULT_MAX_SESSIONS,
+		/* .nofile, .max_files: files in flight, not reported here */
+		.ring_slots_max = t->ring_slots_max,
+		.ring_hdr = t->ring_hdr,
+		.page = sysconf(_SC_PAGESIZE),
+	};
 
-	while (c / 2 >= PXFER_AUTO_CHUNK_MIN && mem / ((uint64_t)workers * c) < 8)
-		c /= 2;
-	while (c / 2 >= PXFER_CHUNK_MIN && mem / ((uint64_t)workers * c) < 2)
-		c /= 2;
-	n = mem / ((uint64_t)workers * c);
-	if (max && n > max / workers)
-		n = max / workers;
-	if (n < 2)
-		n = 2;
-	if (n > PXFER_SLOTS_MAX)
-		n = PXFER_SLOTS_MAX;
-	*slots = n;
-	*chunk = c;
+	pxfer_params_pick(&in, p);
 }
 
 static void check_memlock(struct doctor *d)
 {
 	const struct pxfer_transport_ops *t = &pxfer_rdma_ops;
-	unsigned int workers = pxfer_workers_auto(), slots;
 	uint64_t limit = pxfer_memlock_limit(), rings;
 	char msg[400], l[32], r[32], c[32];
-	uint32_t chunk;
+	struct pxfer_params p;
 	int short_of;
 
 	doctor_section("memlock");
-	default_shape(t, workers, &slots, &chunk);
-	rings = (uint64_t)workers * slots * (chunk + t->ring_hdr);
-	short_of = pxfer_transport_memlock(t, workers, slots, chunk, msg,
+	default_shape(t, &p);
+	rings = p.ring_mem;
+	short_of = pxfer_transport_memlock(t, p.workers, p.slots, p.chunk, msg,
 					   sizeof(msg));
 	printf("a default rdma transfer pins %s of rings (%u worker(s) x %u slots of %s) and its connections' buffers\n",
-	       pxfer_human(r, sizeof(r), rings), workers, slots,
-	       pxfer_human(c, sizeof(c), chunk));
+	       pxfer_human(r, sizeof(r), rings), p.workers, p.slots,
+	       pxfer_human(c, sizeof(c), p.chunk));
 	if (short_of) {
 		doctor_finding(d, d->rdma, "%s%s", d->rdma ? "" :
 			       "a transfer over rdma would stop here: ", msg);

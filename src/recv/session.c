@@ -22,73 +22,38 @@
 #include "core/limits.h"
 #include "core/log.h"
 #include "core/sys.h"
+#include "engine/params.h"
 #include "recv/pending.h"
 #include "recv/recv.h"
-
-#define RING_DEPTH 8		/* slots per worker an automatic chunk leaves */
 
 _Static_assert(PXFER_FD_RESERVE >= 2 * RECV_MAX_FILES + 256,
 	       "the descriptor table reserved holds every file in flight");
 
-static unsigned int pick_slots(const struct recv_session *s,
-			       unsigned int workers, uint32_t chunk)
-{
-	uint64_t n = s->ring_mem / ((uint64_t)workers * chunk);
-	unsigned int max = s->b.t->ring_slots_max / s->srv->max_sessions;
-
-	/* small chunks in a large --ring-mem: no more than the transport
-	 * can take (rdma: what its shared receive queue holds, which every
-	 * session shares) */
-	if (max && n > max / workers)
-		n = max / workers;
-	if (n < 2)
-		n = 2;
-	if (n > PXFER_SLOTS_MAX)
-		n = PXFER_SLOTS_MAX;
-	return n;
-}
-
-/* the session's parameters, for the sender's HELLO @h, into s->b.wel */
+/* the session's parameters, for the sender's HELLO @h, into s->b.wel
+ * (src/engine/params.c decides them) */
 static void pick_params(struct recv_session *s, const struct pxfer_hello *h)
 {
-	const struct pxfer_recv_opts *o = s->o;
+	const struct pxfer_params_in in = {
+		.chunk = h->chunk_size,
+		.workers = h->workers,
+		.chunk_auto = !!(h->flags & PXFER_HELLO_CHUNK_AUTO),
+		.ring_mem = s->ring_mem,
+		.max_chunk = s->o->max_chunk,
+		.max_sessions = s->srv->max_sessions,
+		.nofile = pxfer_raise_nofile(),
+		.max_files = RECV_MAX_FILES,
+		.ring_slots_max = s->b.t->ring_slots_max,
+		.ring_hdr = s->b.t->ring_hdr,
+		.page = sysconf(_SC_PAGESIZE),
+	};
 	struct pxfer_welcome *wel = &s->b.wel;
-	unsigned long nofile = pxfer_raise_nofile();
-	uint32_t chunk = h->chunk_size, page = sysconf(_SC_PAGESIZE);
-	unsigned int workers = h->workers;
+	struct pxfer_params p;
 
-	/* never more than the session's share: two of the smallest chunks
-	 * per worker at least */
-	if (workers > s->ring_mem / (2 * PXFER_CHUNK_MIN))
-		workers = s->ring_mem / (2 * PXFER_CHUNK_MIN);
-	if (chunk > o->max_chunk)
-		chunk = o->max_chunk;
-	/*
-	 * A sender that left the size to us gets the largest chunk (up to
-	 * what it asked) that still leaves RING_DEPTH slots per worker in
-	 * --ring-mem: fewer, larger chunks cost less per byte, but a worker
-	 * needs several in flight.
-	 */
-	if (h->flags & PXFER_HELLO_CHUNK_AUTO)
-		while (chunk / 2 >= PXFER_AUTO_CHUNK_MIN &&
-		       s->ring_mem / ((uint64_t)workers * chunk) < RING_DEPTH)
-			chunk /= 2;
-	/* ... and two slots per worker in the share */
-	while (chunk / 2 >= PXFER_CHUNK_MIN &&
-	       s->ring_mem / ((uint64_t)workers * chunk) < 2)
-		chunk /= 2;
-	chunk -= chunk % page;
-	if (chunk < PXFER_CHUNK_MIN)
-		chunk = PXFER_CHUNK_MIN;
-	wel->chunk_size = chunk;
-	wel->workers = workers;
-	wel->slots = pick_slots(s, workers, chunk);
-	/* every file in flight holds two descriptors, the file and its
-	 * directory, and the sessions share the table */
-	nofile /= s->srv->max_sessions;
-	wel->max_files = RECV_MAX_FILES;
-	if (nofile < 2 * RECV_MAX_FILES + 256)
-		wel->max_files = nofile > 320 ? (nofile - 256) / 2 : 32;
+	pxfer_params_pick(&in, &p);
+	wel->chunk_size = p.chunk;
+	wel->workers = p.workers;
+	wel->slots = p.slots;
+	wel->max_files = p.max_files;
 	/* wel->session: the server chose it, to route data connections */
 	/* the addresses this transport's sessions offer for data */
 	for (unsigned int k = 0; k < s->srv->nls; k++)
