@@ -5,12 +5,11 @@
  * RDMA: no device, a port down, a GID the peer cannot use, no address on
  * the peer's subnet, a memlock limit below what the rings pin, and, as
  * notes, io_uring and the open-file limit. It reads; it changes nothing.
- * This file has the command, the report's lines and the host's limits;
- * doctor_rdma.c the RDMA sections, from what src/transport/rdma/doctor.c
- * gathers.
+ * This file has the command and the host's limits; doctor_rdma.c the
+ * RDMA sections, from what the rdma transport's diagnostics gather
+ * (transport/diag.h); doctor_report.c the report's lines.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,54 +25,6 @@
 #include "engine/params.h"
 #include "io/io.h"
 #include "transport/choose.h"
-
-/* ---- the report's lines ---------------------------------------------------- */
-
-void doctor_section(const char *title)
-{
-	printf("\n%s\n", title);
-}
-
-__attribute__((format(printf, 3, 0)))
-static void say(struct doctor *d, const char *tag, const char *fmt, va_list ap)
-{
-	if (!strcmp(tag, "problem"))
-		d->problems++;
-	else if (!strcmp(tag, "note"))
-		d->notes++;
-	printf("%s: ", tag);
-	vprintf(fmt, ap);
-	putchar('\n');
-}
-
-void doctor_ok(struct doctor *d, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	say(d, "ok", fmt, ap);
-	va_end(ap);
-}
-
-void doctor_finding(struct doctor *d, int serious, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	say(d, serious ? "problem" : "note", fmt, ap);
-	va_end(ap);
-}
-
-void doctor_fix(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fputs("  fix: ", stdout);
-	vprintf(fmt, ap);
-	putchar('\n');
-	va_end(ap);
-}
 
 /* ---- memlock, io_uring, open files ---------------------------------------------------- */
 
@@ -103,7 +54,7 @@ static void default_shape(const struct pxfer_transport_ops *t,
 
 static void check_memlock(struct doctor *d)
 {
-	const struct pxfer_transport_ops *t = &pxfer_rdma_ops;
+	const struct pxfer_transport_ops *t = d->rdma_t;
 	uint64_t limit = pxfer_memlock_limit(), rings;
 	char msg[400], l[32], r[32], c[32];
 	struct pxfer_params p;
@@ -283,9 +234,12 @@ int cmd_doctor(int argc, char **argv)
 		error("'%s' is not a HOST", argv[first]);
 		return PXFER_EXIT_USAGE;
 	}
-	ret = pxfer_rdma_inventory_init(&d.inv);
+	d.rdma_t = pxfer_transport_find("rdma");
+	d.rd = d.rdma_t->diag;
+	d.ip = pxfer_transport_find("tcp")->diag;
+	ret = d.rd->inventory_init(&d.inv);
 	if (ret) {
-		pxfer_rdma_inventory_release(&d.inv);
+		d.rd->inventory_release(&d.inv);
 		error("cannot list the RDMA devices: %s", strerror(-ret));
 		return PXFER_EXIT_FAIL;
 	}
@@ -304,6 +258,6 @@ int cmd_doctor(int argc, char **argv)
 	printf("\n%u problem(s), %u note(s): %s\n", d.problems, d.notes,
 	       d.problems ? "a transfer would stop; see 'fix:' above" :
 	       "nothing found would stop a transfer");
-	pxfer_rdma_inventory_release(&d.inv);
+	d.rd->inventory_release(&d.inv);
 	return d.problems ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
 }

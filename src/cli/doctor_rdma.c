@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * pxfer doctor's RDMA sections: every device, port and GID (what
- * src/transport/rdma/doctor.c gathered), what --device and --gid-index
+ * pxfer doctor's RDMA sections: every device, port and GID (what the
+ * rdma transport's diagnostics gathered, transport/diag.h), what --device and --gid-index
  * select, and the way to HOST: the port rdma_cm takes, whether it is
  * active, the GID it connects from, and the rails (the local RoCE v2
  * addresses, and whether HOST is on their subnet).
@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "cli/doctor.h"
-#include "transport/tcp/tcp.h"
 
 /* a RoCE v2 packet's headers within the netdev's MTU: IPv6 (40, IPv4's
  * 20 fits too), UDP (8), BTH (12), RETH (16) and ICRC (4) */
@@ -19,15 +18,6 @@
 #define ROCE_MTU_MIN	1024
 
 /* ---- the RDMA devices ----------------------------------------------------------- */
-
-static const struct pxfer_rdma_port *port_of(const struct doctor *d, int dev,
-					     unsigned int num)
-{
-	if (dev < 0 || (unsigned int)dev >= d->inv.ndevs ||
-	    num < 1 || num > d->inv.devs[dev].nports)
-		return NULL;
-	return &d->inv.devs[dev].ports[num - 1];
-}
 
 /* the largest RDMA MTU a RoCE packet over a netdev of MTU @mtu can carry */
 static unsigned int roce_mtu_fits(int mtu)
@@ -73,10 +63,10 @@ static void fix_port(const struct pxfer_rdma_dev *dv,
 /* whether port @num of device @dev is the one that counts for a transfer */
 static int port_matters(const struct doctor *d, int dev, unsigned int num)
 {
-	if (d->host && d->route.dev >= 0)
-		return dev == d->route.dev && num == d->route.port;
-	if (d->sel_dev >= 0)
-		return dev == d->sel_dev;
+	if (d->host && d->sv.route.dev >= 0)
+		return dev == d->sv.route.dev && num == d->sv.route.port;
+	if (d->sv.sel_dev >= 0)
+		return dev == d->sv.sel_dev;
 	return !d->host;
 }
 
@@ -92,7 +82,7 @@ static void check_port(struct doctor *d, int dev, const struct pxfer_rdma_port *
 	 * (and what to do); without, another port may do.
 	 */
 	if (!p->active) {
-		doctor_finding(d, d->want_rdma && !d->host && d->sel_dev == dev,
+		doctor_finding(d, d->want_rdma && !d->host && d->sv.sel_dev == dev,
 			       "%s port %u is %s%s%s", dv->name, p->num, p->state,
 			       p->phys[0] ? ", physical state " : "", p->phys);
 		if (!d->host)
@@ -136,7 +126,7 @@ void doctor_devices(struct doctor *d)
 		else
 			printf("%s: NUMA node unknown\n", dv->name);
 		if (dv->error) {
-			doctor_finding(d, d->want_rdma && (int)i == d->sel_dev,
+			doctor_finding(d, d->want_rdma && (int)i == d->sv.sel_dev,
 				       "cannot open or query %s: %s", dv->name,
 				       strerror(-dv->error));
 			doctor_fix("check the driver ('dmesg', 'rdma link show %s') and the permissions of /dev/infiniband",
@@ -194,12 +184,13 @@ static const struct pxfer_rdma_gid *gid_find(const struct pxfer_rdma_port *p,
  * scope, "%eth0", aside), into @ra with its subnet's prefix: what tcp's
  * rails know of an address. 0, or -ENOENT when none holds it.
  */
-static int local_addr(const char *addr, struct pxfer_rail_addr *ra)
+static int local_addr(const struct doctor *d, const char *addr,
+		      struct pxfer_rail_addr *ra)
 {
 	memset(ra, 0, sizeof(*ra));
 	snprintf(ra->addr, sizeof(ra->addr), "%.*s", (int)strcspn(addr, "%"),
 		 addr);
-	return pxfer_tcp_ops.rail_query(ra);
+	return d->ip->addr_query(ra);
 }
 
 /*
@@ -214,7 +205,7 @@ static int on_peer_subnet(const struct doctor *d, const char *addr,
 	uint8_t fa, fb, a[16], b[16];
 
 	*prefix = 0;
-	if (local_addr(addr, &ra))
+	if (local_addr(d, addr, &ra))
 		return -1;
 	*prefix = ra.prefix;
 	snprintf(peer, sizeof(peer), "%.*s", (int)strcspn(d->peer, "%"), d->peer);
@@ -262,18 +253,6 @@ static void fix_gid(const struct doctor *d, const struct pxfer_rdma_dev *dv,
 			   p->ndev[0] ? p->ndev : "IF");
 }
 
-/* the device of the inventory named @raw, or -1 */
-static int find_dev(const struct doctor *d, const char *raw)
-{
-	char name[PXFER_RDMA_TEXT];
-
-	pxfer_escape(name, sizeof(name), raw, strlen(raw));
-	for (unsigned int i = 0; i < d->inv.ndevs; i++)
-		if (!strcmp(d->inv.devs[i].name, name))
-			return i;
-	return -1;
-}
-
 /* every name of --device A,B,...: does such a device exist? 0, or -1
  * after saying which does not */
 static int check_names(struct doctor *d)
@@ -288,7 +267,7 @@ static int check_names(struct doctor *d)
 		/* DEVICE or DEVICE:PORT */
 		snprintf(name, sizeof(name), "%.*s", (int)strcspn(p, ",:"), p);
 		p += n + (p[n] == ',');
-		if (find_dev(d, name) >= 0)
+		if (pxfer_rdma_dev_find(&d->inv, name) >= 0)
 			continue;
 		doctor_finding(d, 1, "no RDMA device named %s",
 			       pxfer_quote_str(q, sizeof(q), name));
@@ -304,17 +283,17 @@ static void check_source(struct doctor *d)
 {
 	char q[PXFER_QUOTE_MAX];
 
-	if (d->source_err) {
+	if (d->sv.source_err) {
 		d->bind_problem = 1;
-		doctor_finding(d, 1, "pxfer send would refuse them: %s", d->source_why);
+		doctor_finding(d, 1, "pxfer send would refuse them: %s", d->sv.source_why);
 		doctor_fix("name a device and GID listed above with a RoCE v2 IPv4 address");
-	} else if (d->a->bind && strcmp(d->a->bind, d->bind_buf)) {
+	} else if (d->a->bind && strcmp(d->a->bind, d->sv.bind_buf)) {
 		d->bind_problem = 1;
 		doctor_finding(d, 1, "--bind %s does not match %s, which they bind",
-			       pxfer_quote_str(q, sizeof(q), d->a->bind), d->bind_buf);
+			       pxfer_quote_str(q, sizeof(q), d->a->bind), d->sv.bind_buf);
 		doctor_fix("give --bind or --device/--gid-index, not both");
 	} else {
-		doctor_ok(d, "pxfer send would bind %s: %s", d->bind_buf, d->source_why);
+		doctor_ok(d, "pxfer send would bind %s: %s", d->sv.bind_buf, d->sv.source_why);
 	}
 }
 
@@ -342,12 +321,12 @@ void doctor_selection(struct doctor *d)
 		d->bind_problem = 1;
 		return;
 	}
-	if (d->sel_dev < 0) {	/* send's own words, as for "rxe0:1,..." */
+	if (d->sv.sel_dev < 0) {	/* send's own words, as for "rxe0:1,..." */
 		check_source(d);
 		return;
 	}
-	dv = &d->inv.devs[d->sel_dev];
-	p = port_of(d, d->sel_dev, 1);
+	dv = &d->inv.devs[d->sv.sel_dev];
+	p = pxfer_rdma_port_get(&d->inv, d->sv.sel_dev, 1);
 	if (a->gid_index < 0 || !p) {
 		check_source(d);
 		return;
@@ -412,14 +391,14 @@ static void check_route_gid(struct doctor *d, const struct pxfer_rdma_dev *dv,
 	if (!p->ethernet)
 		return;		/* InfiniBand: the port GID, no choice */
 	if (p->roce_mode[0])
-		mode = pxfer_gid_type_parse(p->roce_mode, 1);
-	g = gid_find(p, d->route.sgid, mode);
+		mode = p->roce_mode_type;
+	g = gid_find(p, d->sv.route.sgid, mode);
 	if (mode == PXFER_GID_ROCE_V2 && g) {
 		doctor_ok(d, "rdma_cm would use GID index %u (RoCE v2, %s)", g->index,
 			  g->addr);
 		return;
 	}
-	v1 = gid_find(p, d->route.sgid, PXFER_GID_ROCE_V1);
+	v1 = gid_find(p, d->sv.route.sgid, PXFER_GID_ROCE_V1);
 	if (mode != PXFER_GID_ROCE_V2) {
 		doctor_finding(d, d->rdma,
 			       "a GID the peer cannot use: rdma_cm on %s port %u is set to %s (configfs default_roce_mode), so it would connect from GID index %d, which a RoCE v2 peer cannot reach",
@@ -429,7 +408,7 @@ static void check_route_gid(struct doctor *d, const struct pxfer_rdma_dev *dv,
 	} else {
 		doctor_finding(d, d->rdma,
 			       "a GID the peer cannot use: %s has %s on %s port %u, no RoCE v2 GID: a RoCE v2 peer cannot reach it",
-			       d->route.src, v1 ? "only a RoCE v1 GID" : "no GID",
+			       d->sv.route.src, v1 ? "only a RoCE v1 GID" : "no GID",
 			       dv->name, p->num);
 		doctor_fix("enable RoCE v2 on %s (the NIC's RoCE mode), or use --transport tcp",
 			   dv->name);
@@ -484,7 +463,7 @@ static int on_the_way(const struct doctor *d, const struct pxfer_rdma_port *p)
 
 		if (g->link_local)
 			continue;
-		if (d->bind ? !strcmp(g->addr, d->bind) :
+		if (d->sv.bind ? !strcmp(g->addr, d->sv.bind) :
 		    on_peer_subnet(d, g->addr, &prefix) == 1)
 			return 1;
 	}
@@ -505,10 +484,10 @@ static void explain_no_route(struct doctor *d)
 		}
 	if (!down) {
 		doctor_finding(d, d->want_rdma, "no RDMA device routes to %s: %s",
-			       d->peer, d->route_why);
+			       d->peer, d->sv.route_why);
 		if (!ways)
 			doctor_fix("no RDMA port has %s: give the RoCE interface an address on %s's subnet, or route %s through it ('ip route get %s' names the interface the kernel picks)",
-				   d->bind ? "the source address" :
+				   d->sv.bind ? "the source address" :
 				   "an address on HOST's subnet",
 				   d->hostp, d->peer, d->peer);
 		else
@@ -516,7 +495,7 @@ static void explain_no_route(struct doctor *d)
 				   d->peer, d->peer, d->peer);
 		return;
 	}
-	printf("rdma_cm finds no way to %s: %s\n", d->peer, d->route_why);
+	printf("rdma_cm finds no way to %s: %s\n", d->peer, d->sv.route_why);
 	for (unsigned int i = 0; i < d->inv.ndevs; i++)
 		for (unsigned int j = 0; j < d->inv.devs[i].nports; j++) {
 			const struct pxfer_rdma_port *p = &d->inv.devs[i].ports[j];
@@ -524,7 +503,7 @@ static void explain_no_route(struct doctor *d)
 			if (!on_the_way(d, p) || p->active)
 				continue;
 			doctor_finding(d, d->want_rdma, "%s port %u, which %s, is %s",
-				       d->inv.devs[i].name, p->num, d->bind ?
+				       d->inv.devs[i].name, p->num, d->sv.bind ?
 				       "holds the source address" :
 				       "has an address on HOST's subnet", p->state);
 			fix_port(&d->inv.devs[i], p);
@@ -546,7 +525,7 @@ void doctor_route(struct doctor *d)
 		return;
 	}
 	printf("%s is %s", d->hostp, d->peer);
-	if (!local_addr(d->peer, &ra))
+	if (!local_addr(d, d->peer, &ra))
 		printf(", an address of this host (%s)",
 		       pxfer_escape(ifp, sizeof(ifp), ra.dev, strlen(ra.dev)));
 	putchar('\n');
@@ -572,25 +551,25 @@ void doctor_route(struct doctor *d)
 		printf("no route checked: --device and --gid-index cannot be used as given\n");
 		return;
 	}
-	if (d->bind)
-		printf("from %s%s\n", d->bind, d->a->bind ? "" :
+	if (d->sv.bind)
+		printf("from %s%s\n", d->sv.bind, d->a->bind ? "" :
 		       " (the address --device or --gid-index binds)");
-	p = port_of(d, d->route.dev, d->route.port);
-	if (d->route_err || !p) {
-		if (!d->route_err)	/* a device that came after the listing */
-			snprintf(d->route_why, sizeof(d->route_why),
+	p = pxfer_rdma_port_get(&d->inv, d->sv.route.dev, d->sv.route.port);
+	if (d->sv.route_err || !p) {
+		if (!d->sv.route_err)	/* a device that came after the listing */
+			snprintf(d->sv.route_why, sizeof(d->sv.route_why),
 				 "it went through a device not listed above");
 		explain_no_route(d);
 	} else if (!p->active) {
 		doctor_finding(d, d->want_rdma,
 			       "%s port %u, the port that routes to %s, is %s",
-			       d->inv.devs[d->route.dev].name, p->num, d->peer, p->state);
-		fix_port(&d->inv.devs[d->route.dev], p);
+			       d->inv.devs[d->sv.route.dev].name, p->num, d->peer, p->state);
+		fix_port(&d->inv.devs[d->sv.route.dev], p);
 	} else {
 		doctor_ok(d, "rdma_cm reaches %s through %s port %u, from %s",
-			  d->peer, d->inv.devs[d->route.dev].name, p->num,
-			  d->route.src);
-		check_route_gid(d, &d->inv.devs[d->route.dev], p);
+			  d->peer, d->inv.devs[d->sv.route.dev].name, p->num,
+			  d->sv.route.src);
+		check_route_gid(d, &d->inv.devs[d->sv.route.dev], p);
 	}
 	rails = print_rails(d);
 	if (!rails && d->usable)
@@ -607,34 +586,18 @@ void doctor_route(struct doctor *d)
 void doctor_survey(struct doctor *d)
 {
 	const struct doctor_args *a = d->a;
-	const struct pxfer_rdma_port *p;
+	const struct pxfer_rdma_ask ask = {
+		.device = a->device,
+		.gid_index = a->gid_index,
+		.bind = a->bind,
+		/* the way to HOST, where rdma could take it */
+		.peer = d->host && d->peer[0] && !d->peer_loopback && !d->tcp &&
+			d->inv.ndevs ? d->peer : NULL,
+	};
 
-	d->sel_dev = -1;
-	d->route.dev = -1;
-	d->bind = a->bind;
-	if (a->device || a->gid_index >= 0) {
-		/* of several devices, the first carries the control
-		 * connection and says what is bound, as for send */
-		if (a->device)
-			snprintf(d->device, sizeof(d->device), "%.*s",
-				 (int)strcspn(a->device, ","), a->device);
-		d->sel_dev = a->device ? find_dev(d, d->device) :
-			     d->inv.ndevs ? 0 : -1;
-		d->source_err = pxfer_rdma_source(a->device ? d->device : NULL,
-						  a->gid_index, d->bind_buf,
-						  sizeof(d->bind_buf),
-						  d->source_why,
-						  sizeof(d->source_why));
-		if (!d->source_err && !a->bind)
-			d->bind = d->bind_buf;
-	}
-	if (d->host && d->peer[0] && !d->peer_loopback && !d->tcp &&
-	    d->inv.ndevs) {
-		d->route_err = pxfer_rdma_route_find(&d->inv, d->peer, d->bind,
-						     &d->route, d->route_why,
-						     sizeof(d->route_why));
-		p = port_of(d, d->route.dev, d->route.port);
-		d->usable = !d->route_err && p && p->active;
+	d->rd->survey(&d->inv, &ask, &d->sv);
+	if (ask.peer) {
+		d->usable = d->sv.usable;
 		d->rdma = d->usable;
 	} else if (!d->host && !d->tcp) {
 		for (unsigned int i = 0; i < d->inv.ndevs; i++)

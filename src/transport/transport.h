@@ -21,6 +21,7 @@
 #include "core/ring.h"
 
 struct pxfer_transport_ops;
+struct pxfer_transport_diag;
 
 struct pxfer_conn {
 	const struct pxfer_transport_ops *ops;
@@ -129,6 +130,10 @@ struct pxfer_transport_ops {
 	/* wake anything blocked on the connection; close is still owed */
 	void (*shutdown)(struct pxfer_conn *c);
 	void (*close)(struct pxfer_conn *c);
+
+	/* optional: what pxfer doctor asks of the transport
+	 * (transport/diag.h); no transfer uses it */
+	const struct pxfer_transport_diag *diag;
 };
 
 /*

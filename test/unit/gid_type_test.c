@@ -13,7 +13,7 @@
  */
 #include <string.h>
 
-#include "transport/rdma/rdma.h"
+#include "transport/rdma/doctor.h"
 #include "test.h"
 
 int main(void)

@@ -5,7 +5,8 @@
  * link layer, active MTU, the netdev under a RoCE port, NUMA node), every
  * GID table entry with its type and netdev as sysfs gives them (the
  * files show_gids reads), and where rdma_cm goes to reach a peer. This
- * file gathers; src/cli/cmd_doctor.c judges. Names and text from a
+ * file gathers (diag.c hands it to the command through the ops table's
+ * diagnostics); src/cli/doctor_rdma.c judges. Names and text from a
  * device or sysfs are escaped where they come in.
  */
 #include <arpa/inet.h>
@@ -21,8 +22,8 @@
 #include "core/escape.h"
 #include "core/netaddr.h"
 #include "core/sys.h"
+#include "transport/rdma/doctor.h"
 #include "transport/rdma/priv.h"
-#include "transport/rdma/rdma.h"
 
 #define SYS_IB	"/sys/class/infiniband"
 #define SYS_NET	"/sys/class/net"
@@ -49,20 +50,6 @@ enum pxfer_gid_type pxfer_gid_type_parse(const char *text, int ethernet)
 	if (n == strlen("IB/RoCE v1") && !memcmp(text, "IB/RoCE v1", n))
 		return ethernet ? PXFER_GID_ROCE_V1 : PXFER_GID_IB;
 	return PXFER_GID_UNKNOWN;
-}
-
-const char *pxfer_gid_type_name(enum pxfer_gid_type type)
-{
-	switch (type) {
-	case PXFER_GID_IB:
-		return "IB";
-	case PXFER_GID_ROCE_V1:
-		return "RoCE v1";
-	case PXFER_GID_ROCE_V2:
-		return "RoCE v2";
-	default:
-		return "unknown type";
-	}
 }
 
 /*
@@ -224,6 +211,7 @@ static void port_fill(struct pxfer_rdma_port *p, const char *dev,
 	if (!read_line(text, sizeof(text), CFS_CM "/%s/ports/%u/default_roce_mode",
 		       dev, p->num))
 		escape_into(p->roce_mode, sizeof(p->roce_mode), text);
+	p->roce_mode_type = pxfer_gid_type_parse(p->roce_mode, 1);
 }
 
 /* device @d, opened as @ctx: its ports and their GID tables */

@@ -30,10 +30,13 @@
  *   probe.c     device probing, GIDs, and the route a connection took
  *   rails.c     the rails: each active port's address, and the state of one
  *   doctor.c    what pxfer doctor reports: devices, ports, GIDs, routes
+ *   diag.c      ... handed to it through the diag table: and what the
+ *               options select, and the way to a peer
  *   priv.h      the objects, and what the files share
  * This file holds the ops table: with the probing functions (rdma.h),
  * all that the rest of pxfer sees of the transport.
  */
+#include "transport/rdma/doctor.h"
 #include "transport/rdma/priv.h"
 #include "transport/rdma/rdma.h"
 
@@ -62,4 +65,5 @@ const struct pxfer_transport_ops pxfer_rdma_ops = {
 	.rail_query = rt_rail_query,
 	.shutdown = rt_shutdown,
 	.close = rt_close,
+	.diag = &pxfer_rdma_diag,
 };

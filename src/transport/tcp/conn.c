@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/netaddr.h"
+#include "transport/diag.h"
 #include "transport/tcp/priv.h"
 #include "transport/tcp/tcp.h"
 
@@ -253,6 +254,10 @@ static void tcp_close(struct pxfer_conn *c)
 	free(t);
 }
 
+static const struct pxfer_transport_diag tcp_diag = {
+	.addr_query = tcp_rail_query,
+};
+
 const struct pxfer_transport_ops pxfer_tcp_ops = {
 	.name = "tcp",
 	.wire_id = 0,
@@ -277,4 +282,5 @@ const struct pxfer_transport_ops pxfer_tcp_ops = {
 	.rail_query = tcp_rail_query,
 	.shutdown = tcp_shutdown,
 	.close = tcp_close,
+	.diag = &tcp_diag,
 };
