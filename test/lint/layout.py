@@ -9,7 +9,9 @@
     (include/pxfer/pxfer.h, the public API's types, is below them all);
     send and recv do not include each other, nor do the transports
     (transport/tcp, transport/rdma), and a transport's private headers
-    are included only inside it;
+    are included only inside it; the command line includes none of a
+    transport's own headers (it reaches them through the registry and
+    their ops tables, pxfer doctor through transport/diag.h);
   - no include cycle between modules (a module is a .c file and its .h);
   - no mutable state at file scope in the library (a static variable
     that is not const, outside src/cli/, which is one command in one
@@ -129,6 +131,10 @@ for f in files:
             if sub is not None or not exported:
                 problems.append("%s: %s includes %s, another transport's"
                                 " private header" % (where, f, target))
+        if layer == "cli" and tlayer == "transport" and tsub:
+            problems.append("%s: %s includes %s: the command line reaches a"
+                            " transport through its ops table (pxfer doctor:"
+                            " transport/diag.h)" % (where, f, target))
         tmod = os.path.splitext(target)[0]
         if tmod != mod:
             modules[mod].add(tmod)
