@@ -12,6 +12,7 @@
 #endif
 
 #include "core/digest.h"
+#include "core/sys.h"
 
 /* what one pread brings in, and the alignment O_DIRECT wants of it */
 #define DIGEST_BUF	PXFER_DIGEST_BUF
@@ -55,21 +56,11 @@ void pxfer_digest_range(struct pxfer_digest *out, const void *buf, size_t len,
 /* @len bytes of @fd at @off into @buf: 0, -ENODATA at the file's end */
 static int read_full(int fd, uint8_t *buf, size_t len, uint64_t off)
 {
-	while (len) {
-		ssize_t n = pread(fd, buf, len, (off_t)off);
+	int ret = pxfer_pread_full(fd, buf, len, off);
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ENODATA;
+	if (!ret)
 		check_delay();
-		buf += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return ret;
 }
 
 /* the hash of the record of @len bytes at @off, read from @fd */

@@ -9,6 +9,7 @@
 #include <sched.h>
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -26,6 +27,17 @@ void pxfer_drain(int fd);
 
 /* pxfer_set_nonblock - set O_NONBLOCK on @fd; 0 or -errno */
 int pxfer_set_nonblock(int fd);
+
+/*
+ * pxfer_pread_full - @len bytes of @fd at @off into @buf, whatever the
+ * short reads and interruptions: 0, -ENODATA at the file's end, -errno.
+ */
+int pxfer_pread_full(int fd, void *buf, size_t len, uint64_t off);
+/*
+ * pxfer_pwrite_full - @len bytes of @buf to @fd at @off, whatever the
+ * short writes and interruptions: 0, -EIO when nothing is written, -errno.
+ */
+int pxfer_pwrite_full(int fd, const void *buf, size_t len, uint64_t off);
 
 /*
  * pxfer_thread_name - name a thread "pxfer-ROLE" or "pxfer-ROLE-N" (for

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <sodium.h>
 
+#include "core/sys.h"
 #include "recv/partial.h"
 
 #define SUFFIX_DATA	".part"
@@ -32,22 +33,6 @@
 static void name_of(char *buf, const char *key, const char *suffix)
 {
 	snprintf(buf, NAME_BUF, "%s%s", key, suffix);
-}
-
-static int pwrite_full(int fd, const uint8_t *buf, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t n = pwrite(fd, buf, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n ? -errno : -EIO;
-		buf += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /* ---- what the partials add up to (struct pxfer_partials_use) ------------ */
@@ -250,7 +235,7 @@ int pxfer_partial_write_records(int fd, uint64_t off,
 		for (; k < WRITE_RECS && i < n; k++, i++)
 			pxfer_partial_record_encode(buf + k * PXFER_JOURNAL_REC_LEN,
 						    &r[i], nonce);
-		ret = pwrite_full(fd, buf, (size_t)k * PXFER_JOURNAL_REC_LEN, off);
+		ret = pxfer_pwrite_full(fd, buf, (size_t)k * PXFER_JOURNAL_REC_LEN, off);
 		off += (uint64_t)k * PXFER_JOURNAL_REC_LEN;
 	}
 	return ret;
@@ -291,7 +276,7 @@ static int journal_replace(struct pxfer_partial *p,
 	if (flock(tfd, LOCK_EX | LOCK_NB))
 		ret = -errno;
 	if (!ret)
-		ret = pwrite_full(tfd, hdr, hlen, 0);
+		ret = pxfer_pwrite_full(tfd, hdr, hlen, 0);
 	if (!ret)
 		ret = pxfer_partial_write_records(tfd, hlen, r, n, nonce);
 	if (!ret && fdatasync(tfd))

@@ -11,26 +11,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/sys.h"
 #include "recv/partial.h"
 
 /* the pending records a small one is looked for among, to merge with */
 #define MERGE_LOOK	16
-
-static int pread_full(int fd, uint8_t *buf, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t n = pread(fd, buf, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n ? -errno : -ENODATA;
-		buf += n;
-		off += (uint64_t)n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* the room beyond PXFER_PARTIAL_PEND_MIN that @p's two arrays take */
 static unsigned int pend_taken(const struct pxfer_partial *p)
@@ -211,7 +196,7 @@ static unsigned int take_batch(struct pxfer_partial *p)
 static int rehash(int fd, struct pxfer_partial_rec *r)
 {
 	uint8_t buf[PXFER_PARTIAL_SMALL];
-	int ret = pread_full(fd, buf, r->len, r->off);
+	int ret = pxfer_pread_full(fd, buf, r->len, r->off);
 
 	if (!ret) {
 		pxfer_digest_range(&r->h, buf, r->len, r->off);
