@@ -27,8 +27,6 @@
 /* the most of a journal that is read: a header, then the records read */
 #define JOURNAL_READ_MAX (PXFER_JOURNAL_HDR_LEN(UINT16_MAX) + \
 			  (size_t)PXFER_PARTIAL_RECORDS_MAX * PXFER_JOURNAL_REC_LEN)
-/* records encoded for one write */
-#define WRITE_RECS	128
 
 static void name_of(char *buf, const char *key, const char *suffix)
 {
@@ -221,25 +219,6 @@ static int journal_lock(int dfd, const char *name, int make, int wait,
 }
 
 /* ---- a partial's journal and data --------------------------------------- */
-
-int pxfer_partial_write_records(int fd, uint64_t off,
-				const struct pxfer_partial_rec *r, unsigned int n,
-				uint64_t nonce)
-{
-	uint8_t buf[WRITE_RECS * PXFER_JOURNAL_REC_LEN];
-	int ret = 0;
-
-	for (unsigned int i = 0; i < n && !ret;) {
-		unsigned int k = 0;
-
-		for (; k < WRITE_RECS && i < n; k++, i++)
-			pxfer_partial_record_encode(buf + k * PXFER_JOURNAL_REC_LEN,
-						    &r[i], nonce);
-		ret = pxfer_pwrite_full(fd, buf, (size_t)k * PXFER_JOURNAL_REC_LEN, off);
-		off += (uint64_t)k * PXFER_JOURNAL_REC_LEN;
-	}
-	return ret;
-}
 
 /*
  * Replace the journal with a new one: @id's header under a new nonce and

@@ -2,8 +2,10 @@
 /*
  * A partial's records before they reach its journal: what
  * pxfer_partial_add remembers, merged and bounded, and the flush that
- * makes it durable (recv/partial.h); the rest of a partial's life is
- * recv/partial.c's.
+ * makes it durable, and the writing of records to a journal
+ * (recv/partial.h). The rest of a partial's life is recv/partial.c's,
+ * which calls down here (a partial's open, a new journal's records),
+ * never the other way.
  */
 #include <errno.h>
 #include <limits.h>
@@ -16,6 +18,8 @@
 
 /* the pending records a small one is looked for among, to merge with */
 #define MERGE_LOOK	16
+/* records encoded for one write */
+#define WRITE_RECS	128
 
 /* the room beyond PXFER_PARTIAL_PEND_MIN that @p's two arrays take */
 static unsigned int pend_taken(const struct pxfer_partial *p)
@@ -246,6 +250,26 @@ static void batch_shrink(struct pxfer_partial *p)
 	p->batch = r;
 	p->batch_cap = PXFER_PARTIAL_PEND_MIN;
 	atomic_fetch_sub(p->room, more);
+}
+
+/* records to a journal, @WRITE_RECS at a time: a flush, a new journal */
+int pxfer_partial_write_records(int fd, uint64_t off,
+				const struct pxfer_partial_rec *r, unsigned int n,
+				uint64_t nonce)
+{
+	uint8_t buf[WRITE_RECS * PXFER_JOURNAL_REC_LEN];
+	int ret = 0;
+
+	for (unsigned int i = 0; i < n && !ret;) {
+		unsigned int k = 0;
+
+		for (; k < WRITE_RECS && i < n; k++, i++)
+			pxfer_partial_record_encode(buf + k * PXFER_JOURNAL_REC_LEN,
+						    &r[i], nonce);
+		ret = pxfer_pwrite_full(fd, buf, (size_t)k * PXFER_JOURNAL_REC_LEN, off);
+		off += (uint64_t)k * PXFER_JOURNAL_REC_LEN;
+	}
+	return ret;
 }
 
 /*
