@@ -177,9 +177,6 @@ CIRCLES_LEFT = {
     ("recv/rdir.c", "recv/rfile.c"),
     ("recv/rfile.c", "recv/rcheck.c"),
     ("send/manifest.c", "send/coord.c"),
-    ("transport/rdma/msg.c", "transport/rdma/cm.c"),
-    ("transport/rdma/ctx.c", "transport/rdma/dev.c"),
-    ("transport/rdma/ctx.c", "transport/rdma/progress.c"),
 }
 
 # Circles within a folder: within one folder, file A "uses" file B when it

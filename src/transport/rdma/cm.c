@@ -313,30 +313,3 @@ short rt_poll_events(struct pxfer_conn *c, int want_send)
 	/* completions and credits are announced on the eventfd */
 	return POLLIN;
 }
-
-/* a port lost says more than the local error it caused */
-int rt_conn_error(struct rdma_conn *c)
-{
-	int st = atomic_load(&c->wc_error);
-
-	if (atomic_load(&c->port_down))
-		return -ENETDOWN;
-	switch (st) {
-	case 0:
-		return 0;
-	case IBV_WC_RETRY_EXC_ERR:
-		return -ETIMEDOUT;
-	case IBV_WC_RNR_RETRY_EXC_ERR:
-		return -ENOBUFS;
-	case IBV_WC_REM_ACCESS_ERR:
-	case IBV_WC_LOC_PROT_ERR:
-		return -EACCES;
-	case IBV_WC_REM_OP_ERR:
-	case IBV_WC_REM_INV_REQ_ERR:
-		return -EPROTO;
-	case IBV_WC_LOC_LEN_ERR:
-		return -EMSGSIZE;
-	default:
-		return -EIO;
-	}
-}

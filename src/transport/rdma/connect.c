@@ -68,7 +68,7 @@ static int rt_connect_to(const char *host, const char *port,
 	uint8_t priv[8];
 	int ret;
 
-	ret = rt_ctx_get(&ctx);
+	ret = rt_ctx_get(&ctx, rt_progress_main);
 	if (ret)
 		return ret;
 	c = rt_conn_alloc(ctx);

@@ -5,8 +5,9 @@
  * One context per process holds what every connection shares whatever
  * its device: the rdma_cm event channel, the list of connections, the
  * device contexts (dev.c) and the listener, and the progress thread
- * (progress.c), which serves the event channel and each device context's
- * completion channel and asynchronous events. Connections, device
+ * (progress.c's loop, which the first caller gives), which serves the
+ * event channel and each device context's completion channel and
+ * asynchronous events. Connections, device
  * contexts and the listener each hold a reference; the last one stops the
  * thread and frees the context.
  */
@@ -29,7 +30,7 @@ static pthread_mutex_t ctx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct rdma_ctx *the_ctx;
 
 /* Get the process's context (event channel and progress thread). */
-int rt_ctx_get(struct rdma_ctx **out)
+int rt_ctx_get(struct rdma_ctx **out, void *(*serve)(void *))
 {
 	struct rdma_ctx *ctx;
 	unsigned int spin = 2000, cq_first = RDMA_CQ_MIN;
@@ -74,7 +75,7 @@ int rt_ctx_get(struct rdma_ctx **out)
 	/* shared by the calls of the process and outliving the one that
 	 * made it: it reports to the process's default log, not to a call's
 	 * (so pthread_create, not pxfer_thread_create) */
-	ret = -pthread_create(&ctx->thread, NULL, rt_progress_main, ctx);
+	ret = -pthread_create(&ctx->thread, NULL, serve, ctx);
 	if (ret)
 		goto out_stopfd;
 	pxfer_thread_name(ctx->thread, "rdma", -1);

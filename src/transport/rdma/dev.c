@@ -57,11 +57,6 @@ int rt_reg_failed(size_t bytes, const char *what)
 	return err ? -err : -ENOMEM;
 }
 
-const char *rt_dev_name(const struct rdma_dev *d)
-{
-	return ibv_get_device_name(d->verbs->device);
-}
-
 static int srq_post(struct rdma_dev *d, uint32_t idx)
 {
 	struct ibv_sge sge = {

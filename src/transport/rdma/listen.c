@@ -40,7 +40,7 @@ int rt_listen(const char *bind_addr, const char *port,
 	}
 	l->l.ops = &pxfer_rdma_ops;
 	l->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	ret = l->efd < 0 ? -errno : rt_ctx_get(&l->ctx);
+	ret = l->efd < 0 ? -errno : rt_ctx_get(&l->ctx, rt_progress_main);
 	if (ret)
 		goto out_free;
 	if (rdma_create_id(l->ctx->ech, &l->id, NULL, RDMA_PS_TCP)) {

@@ -8,6 +8,7 @@
 #ifndef PXFER_TRANSPORT_RDMA_PRIV_H
 #define PXFER_TRANSPORT_RDMA_PRIV_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -222,8 +223,14 @@ static inline void note_posted(struct rdma_conn *c, unsigned int n)
 
 /* ctx.c: the process's context */
 
-/* rt_ctx_get - the context (event channel, progress thread), referenced */
-int rt_ctx_get(struct rdma_ctx **out);
+/*
+ * rt_ctx_get - the context (event channel, progress thread), referenced.
+ * @serve is the progress thread's loop (progress.c's rt_progress_main),
+ * started with a new context: given by the connection's ends, so that
+ * the context, which the connections and devices hold, never calls up
+ * into what serves them.
+ */
+int rt_ctx_get(struct rdma_ctx **out, void *(*serve)(void *));
 /* rt_ctx_hold - another reference to @ctx, of which the caller holds one */
 void rt_ctx_hold(struct rdma_ctx *ctx);
 /* rt_ctx_put - the last reference stops the thread and frees it */
@@ -248,7 +255,10 @@ void rt_dev_hold(struct rdma_dev *d);
 /* rt_dev_put - the last reference frees the device's resources */
 void rt_dev_put(struct rdma_dev *d);
 /* rt_dev_name - the device's name, for messages */
-const char *rt_dev_name(const struct rdma_dev *d);
+static inline const char *rt_dev_name(const struct rdma_dev *d)
+{
+	return ibv_get_device_name(d->verbs->device);
+}
 /* rt_cq_reserve - @n more CQ entries (negative: given back), grown first */
 int rt_cq_reserve(struct rdma_dev *d, int n);
 /* rt_srq_refill - SRQ buffer @returned_idx (-1: none) is free; top up */
@@ -282,8 +292,36 @@ void rt_conn_param_init(struct rdma_conn_param *p, uint8_t *priv,
 			enum conn_kind kind);
 /* rt_conn_free - the QP, buffers and shares of @c, and its ctx reference */
 void rt_conn_free(struct rdma_conn *c);
-/* rt_conn_error - the failed completion @c saw as -errno, 0 if none */
-int rt_conn_error(struct rdma_conn *c);
+/*
+ * rt_conn_error - the failed completion @c saw as -errno, 0 if none: what
+ * the progress thread recorded, read by the connection's every layer (a
+ * port lost says more than the local error it caused)
+ */
+static inline int rt_conn_error(struct rdma_conn *c)
+{
+	int st = atomic_load(&c->wc_error);
+
+	if (atomic_load(&c->port_down))
+		return -ENETDOWN;
+	switch (st) {
+	case 0:
+		return 0;
+	case IBV_WC_RETRY_EXC_ERR:
+		return -ETIMEDOUT;
+	case IBV_WC_RNR_RETRY_EXC_ERR:
+		return -ENOBUFS;
+	case IBV_WC_REM_ACCESS_ERR:
+	case IBV_WC_LOC_PROT_ERR:
+		return -EACCES;
+	case IBV_WC_REM_OP_ERR:
+	case IBV_WC_REM_INV_REQ_ERR:
+		return -EPROTO;
+	case IBV_WC_LOC_LEN_ERR:
+		return -EMSGSIZE;
+	default:
+		return -EIO;
+	}
+}
 int rt_conn_fd(struct pxfer_conn *pc);
 short rt_poll_events(struct pxfer_conn *c, int want_send);
 void rt_shutdown(struct pxfer_conn *pc);
