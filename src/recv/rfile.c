@@ -215,15 +215,6 @@ static int open_dest(int rootfd, const char *dest, size_t dest_len)
 	return pxfer_path_open_dir(rootfd, dest);
 }
 
-/* the receiver's own state directory, at the top: no sender writes there */
-int pxfer_rfile_reserved(const char *path, size_t len)
-{
-	size_t n = strlen(PXFER_STATE_DIR);
-
-	return len >= n && !memcmp(path, PXFER_STATE_DIR, n) &&
-	       (len == n || path[n] == '/');
-}
-
 int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
 		      size_t dest_len, unsigned int n, int fsync,
 		      uint32_t mode_mask)
@@ -304,14 +295,6 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r)
 	if (r->basefd >= 0)
 		close(r->basefd);
 	r->basefd = -1;
-}
-
-void pxfer_rfile_times(struct timespec *ts, const struct pxfer_file *m)
-{
-	ts[0].tv_sec = 0;
-	ts[0].tv_nsec = UTIME_OMIT;
-	ts[1].tv_sec = m->mtime_sec;
-	ts[1].tv_nsec = m->mtime_nsec;
 }
 
 /* ---- creating --------------------------------------------------------- */

@@ -19,7 +19,9 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include "core/digest.h"
 #include "core/proto.h"
 #include "engine/check.h"
@@ -281,11 +283,28 @@ int pxfer_rfile_check_job(struct pxfer_rfiles *r, uint64_t id);
 int pxfer_rfile_compare_job(struct pxfer_rfiles *r, const struct pxfer_file *m,
 			    int dfd, const char *base, int fd);
 
-/* is @path (@len bytes) the receiver's own state directory, or in it? */
-int pxfer_rfile_reserved(const char *path, size_t len);
+/*
+ * is @path (@len bytes) the receiver's own state directory, or in it? No
+ * sender writes there. (Inline, as pxfer_rfile_times: of the message
+ * alone, for rdir.c and rcheck.c too, which rfile.c calls down to.)
+ */
+static inline int pxfer_rfile_reserved(const char *path, size_t len)
+{
+	size_t n = strlen(PXFER_STATE_DIR);
+
+	return len >= n && !memcmp(path, PXFER_STATE_DIR, n) &&
+	       (len == n || path[n] == '/');
+}
 
 /* the times to give what @m describes: its mtime, the atime left alone */
-void pxfer_rfile_times(struct timespec *ts, const struct pxfer_file *m);
+static inline void pxfer_rfile_times(struct timespec *ts,
+				     const struct pxfer_file *m)
+{
+	ts[0].tv_sec = 0;
+	ts[0].tv_nsec = UTIME_OMIT;
+	ts[1].tv_sec = m->mtime_sec;
+	ts[1].tv_nsec = m->mtime_nsec;
+}
 
 /*
  * pxfer_rdirs_fresh - did this session make directory @path (mkdirat
