@@ -132,29 +132,6 @@ static void checked(struct send_session *s, struct pxfer_check_job *j,
 	file_go(s, e, work);
 }
 
-int send_sum_start(struct send_session *s, struct sentry *e)
-{
-	struct pxfer_check_job *j = calloc(1, sizeof(*j));
-	int ret;
-
-	if (!j || !(j->pieces = calloc(1, sizeof(*j->pieces)))) {
-		free(j);
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
-	}
-	j->pieces[0].len = e->f.size;
-	j->n = 1;
-	j->whole = 1;
-	j->fd = e->f.fd;
-	j->id = e->f.id;
-	e->check = j;
-	ret = pxfer_check_submit(&s->check, j);
-	if (ret)
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
-				  "cannot start the threads that check files: %s",
-				  strerror(-ret));
-	return 0;
-}
-
 /*
  * File @e was hashed (--checksum): its FILE_SUM says the digest, or that
  * the file could not be read (the receiver refuses it; said here).

@@ -334,6 +334,34 @@ static void file_flags(struct send_session *s, struct sentry *se,
 		pxfer_digest_wire(fm->digest, &d);
 }
 
+/*
+ * Hash file @e (its FILE sent with PXFER_FILE_SUM_FOLLOWS) on the check
+ * threads; the coordinator sends its FILE_SUM when that is done. 0, or -1
+ * after failing the session.
+ */
+static int sum_start(struct send_session *s, struct sentry *e)
+{
+	struct pxfer_check_job *j = calloc(1, sizeof(*j));
+	int ret;
+
+	if (!j || !(j->pieces = calloc(1, sizeof(*j->pieces)))) {
+		free(j);
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	}
+	j->pieces[0].len = e->f.size;
+	j->n = 1;
+	j->whole = 1;
+	j->fd = e->f.fd;
+	j->id = e->f.id;
+	e->check = j;
+	ret = pxfer_check_submit(&s->check, j);
+	if (ret)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				  "cannot start the threads that check files: %s",
+				  strerror(-ret));
+	return 0;
+}
+
 static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 {
 	struct manifest *man = &s->man;
@@ -405,7 +433,7 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 		man->files_walked++;
 	}
 	ret = pxfer_ctrl_queue(&s->b.ctrl, m);
-	if (!ret && se->sum_due && send_sum_start(s, se))
+	if (!ret && se->sum_due && sum_start(s, se))
 		return -ECANCELED;	/* the session failed */
 	return ret;
 }

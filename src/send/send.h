@@ -184,12 +184,6 @@ void send_file_end(struct send_session *s, struct pxfer_sfile *f);
 
 /* coord.c */
 int send_coordinate(struct send_session *s);
-/*
- * send_sum_start - hash file @e (FILE sent with PXFER_FILE_SUM_FOLLOWS)
- * on the check threads; its FILE_SUM goes when that is done. 0, or -1
- * after failing the session.
- */
-int send_sum_start(struct send_session *s, struct sentry *e);
 void send_draw_progress(struct send_session *s, int final);
 
 /*
