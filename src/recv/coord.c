@@ -632,6 +632,7 @@ static int idle_check(struct recv_session *s)
 		 "idle for %d s: no file data, FILE, FILE_END or FIN arrived (the receiver's --idle-timeout)",
 		 secs);
 	pxfer_session_abort(&s->b, ETIMEDOUT, text, 1000);
+	s->idled = !pxfer_failed(&s->b.fail);
 	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
 			  "ended the session with the sender %s: %s",
 			  s->b.cconn->peer, text);

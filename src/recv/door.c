@@ -32,6 +32,8 @@ int recv_door_hello(struct recv_server *srv, struct pxfer_conn *c,
 	int r = pxfer_hs_hello_check(&srv->o->secret, nonce, m, h);
 
 	if (r == -EACCES) {
+		recv_count(&srv->m->auth_failures, 1);
+		recv_count(&srv->m->sessions[RECV_OUT_REFUSED], 1);
 		if (recv_gate_failed(&srv->gate, c->source, pxfer_now()) &&
 		    !srv->o->quiet)
 			warning("refused a sender from %s: authentication failed (wrong secret)",

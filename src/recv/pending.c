@@ -27,7 +27,7 @@ void recv_pending_clear(struct recv_pendings *ps)
 		recv_pending_drop(ps, 0);
 }
 
-void recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c)
+int recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c)
 {
 	struct recv_pending *e;
 	unsigned int victim;
@@ -35,7 +35,7 @@ void recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c)
 
 	if (r < 0) {
 		c->ops->close(c);
-		return;
+		return 1;
 	}
 	if (r > 0)
 		recv_pending_drop(ps, victim);
@@ -46,10 +46,11 @@ void recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c)
 	e->deadline = pxfer_now() + RECV_PENDING_SILENT_SECS;
 	if (pxfer_hs_challenge(c, e->nonce) || pxfer_ctrl_init(&e->ctrl, c)) {
 		c->ops->close(c);
-		return;
+		return r > 0;
 	}
 	recv_quota_add(&ps->q, c->source);
 	ps->n++;
+	return r > 0;
 }
 
 /* a peer that speaks gets the whole time to finish */

@@ -41,9 +41,10 @@ struct recv_pendings {
  * recv_pending_add - challenge @c and wait for its answer (the set owns
  * @c from now on). Places are shared out by source (gate.h): it may take
  * the place of an older connection, closed then; or, when every place
- * is held by sources with a session, be closed at once itself.
+ * is held by sources with a session, be closed at once itself. How
+ * many connections that closed for want of a place: 0 or 1.
  */
-void recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c);
+int recv_pending_add(struct recv_pendings *ps, struct pxfer_conn *c);
 
 /*
  * recv_pending_hold - leave pending connection @i unread until @until (its

@@ -26,6 +26,7 @@
 #include "engine/worker.h"
 #include "recv/filetab.h"
 #include "recv/gate.h"
+#include "recv/metrics.h"
 #include "recv/rfile.h"
 #include "transport/choose.h"
 
@@ -62,7 +63,10 @@ struct recv_server {
 	int rootfd;			/* the top directory (--dir) */
 	double sweep_next;		/* when to look for expired ones */
 	atomic_int store_warned;	/* the store was refused: said once */
-	struct pxfer_partials_use use;	/* its partials, capped; sessions share it */
+	struct pxfer_recv_metrics *m;	/* what it counts: the caller's, or own */
+	struct pxfer_recv_metrics own;
+	struct pxfer_partials_use *use;	/* its partials, capped; sessions share
+					 * it (the metrics show it: m->use) */
 	int use_seeded;			/* ... counted from the store */
 	uint32_t mode_mask;		/* the bits of a wire mode that apply */
 	int stops_seen;			/* times o->stop was raised, as seen */
@@ -103,6 +107,7 @@ struct rworker {
 	struct pxfer_idq finq;	/* files to finish here; guarded by b.lock */
 	int slots_freed;	/* the coordinator has credits to grant */
 	atomic_int rejoined;	/* the coordinator gave it a new connection */
+	int rail_down;		/* its connection was lost (metrics) */
 	int done_wake;		/* the coordinator has files to report */
 };
 
@@ -127,6 +132,7 @@ struct recv_session {
 	uint64_t ring_mem;		/* its share of --ring-mem */
 	struct pxfer_hello hello;	/* what the sender asked */
 	int welcomed;			/* the WELCOME went out: keys agreed */
+	int idled;			/* ended by --idle-timeout */
 	uint8_t nonce[PXFER_NONCE_LEN];	/* of the control connection's CHALLENGE */
 	pthread_t thread;
 	struct pxfer_stop stop;		/* raised by the server: end now */
@@ -232,6 +238,11 @@ static inline void recv_progress(struct recv_session *s)
 {
 	atomic_fetch_add_explicit(&s->progress, 1, memory_order_relaxed);
 }
+
+/* server.c: session @s ended, for the metrics; server thread, once its
+ * thread is joined */
+void recv_metrics_session_end(struct recv_server *srv,
+			      const struct recv_session *s);
 
 /* worker.c */
 void *recv_worker_main(void *arg);

@@ -176,6 +176,7 @@ static void admit(struct recv_server *srv, struct pxfer_conn *c,
 	int ret;
 
 	if (srv->draining) {
+		recv_count(&srv->m->sessions[RECV_OUT_REFUSED], 1);
 		pxfer_hs_refuse(c, ESHUTDOWN, "the receiver is shutting down");
 		c->ops->close(c);
 		return;
@@ -186,6 +187,7 @@ static void admit(struct recv_server *srv, struct pxfer_conn *c,
 			 srv->nsess, srv->max_sessions);
 		verbose("told a sender from %s to wait: %u sessions are running",
 			c->peer, srv->nsess);
+		recv_count(&srv->m->sessions[RECV_OUT_BUSY], 1);
 		pxfer_hs_refuse(c, EBUSY, text);
 		c->ops->close(c);
 		return;
@@ -194,15 +196,57 @@ static void admit(struct recv_server *srv, struct pxfer_conn *c,
 		;
 	ret = recv_session_start(srv, slot, c, h, nonce);
 	if (ret) {
+		recv_count(&srv->m->sessions[RECV_OUT_FAILED], 1);
 		error("cannot start a session for a sender: %s", strerror(-ret));
 		return;
 	}
+	recv_count(&srv->m->running, 1);
+	recv_count(&srv->m->ring_used, srv->share);
 	/* newcomers from elsewhere may not take the places of the
 	 * connections this sender is about to open */
 	srv->sess[slot]->vouched = !recv_quota_vouch(&srv->pend->q,
 						     srv->sess[slot]->source);
 	srv->nsess++;
 	srv->admitted++;
+}
+
+/* how session @s ended, as the metrics name it */
+static enum recv_outcome outcome(const struct recv_session *s)
+{
+	switch (s->code) {
+	case PXFER_EXIT_OK:
+		return RECV_OUT_COMPLETE;
+	case PXFER_EXIT_INTR:
+		return RECV_OUT_STOPPED;
+	case PXFER_EXIT_INTEGRITY:
+		return RECV_OUT_INTEGRITY;
+	case PXFER_EXIT_AUTH:
+	case PXFER_EXIT_FAIL:
+		/* refused before the WELCOME: unencrypted, or the
+		 * destination cannot be used */
+		if (!s->welcomed)
+			return RECV_OUT_REFUSED;
+		break;
+	case PXFER_EXIT_NET:
+		if (s->idled)
+			return RECV_OUT_IDLE;
+		break;
+	}
+	return RECV_OUT_FAILED;
+}
+
+void recv_metrics_session_end(struct recv_server *srv,
+			      const struct recv_session *s)
+{
+	struct pxfer_recv_metrics *m = srv->m;
+	enum recv_transport t = recv_transport_of(s->b.t->name);
+
+	recv_count(&m->sessions[outcome(s)], 1);
+	recv_count(&m->bytes[t], s->bytes);
+	recv_count(&m->files[t], s->files_ok);
+	recv_count(&m->files_failed[t], s->failed);
+	recv_uncount(&m->running, 1);
+	recv_uncount(&m->ring_used, srv->share);
 }
 
 /*
@@ -224,6 +268,7 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 	if (recv_door_wait(srv, pend, i)) {
 		if (pxfer_now() < e->deadline)
 			return 1;
+		recv_count(&srv->m->door[RECV_DOOR_THROTTLED], 1);
 		recv_pending_drop(pend, i);
 		return 0;
 	}
@@ -236,6 +281,7 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 		pxfer_hs_refuse(e->c, EPROTO, "expected a HELLO");
 	}
 	if (r <= 0) {
+		recv_count(&srv->m->door[r ? RECV_DOOR_PROTOCOL : RECV_DOOR_TIMEOUT], 1);
 		recv_pending_drop(pend, i);
 		return 0;
 	}
@@ -244,6 +290,7 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 		nc.c = recv_pending_take(pend, i, nc.nonce);
 		r = recv_session_route(srv, &nc);
 		if (r) {
+			recv_count(&srv->m->door[RECV_DOOR_NO_SESSION], 1);
 			verbose("dropped a data connection from %s: %s", nc.c->peer,
 				r == -ENOENT ? "no such session" : "not wanted");
 			pxfer_hs_refuse(nc.c, EACCES, "not part of a session here");
@@ -254,6 +301,7 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 	/* a wrong secret is refused, and logged or counted (door.c) */
 	r = recv_door_hello(srv, e->c, e->nonce, m, &h);
 	if (r && r != -EACCES) {
+		recv_count(&srv->m->door[RECV_DOOR_PROTOCOL], 1);
 		verbose("dropped a connection from %s: it did not open with a HELLO",
 			e->c->peer);
 		pxfer_hs_refuse(e->c, EPROTO, "expected a HELLO");
@@ -278,8 +326,8 @@ static void accept_new(struct recv_server *srv, struct recv_pendings *pend,
 		if (!(p[i].revents & POLLIN))
 			continue;
 		ret = l->ops->accept(l, &c);
-		if (!ret)
-			recv_pending_add(pend, c);
+		if (!ret && recv_pending_add(pend, c))
+			recv_count(&srv->m->door[RECV_DOOR_CROWDED], 1);
 		else if (ret != -EAGAIN && !srv->o->quiet)
 			warning("could not accept a %s connection: %s",
 				l->ops->name, pxfer_worker_setup_error(ret));
@@ -336,8 +384,11 @@ static void use_init(struct recv_server *srv)
 {
 	const struct pxfer_recv_opts *o = srv->o;
 
-	srv->use.max_count = o->partial_max;
-	srv->use.max_bytes = o->partial_max_bytes;
+	srv->use = &srv->m->use;
+	srv->use->max_count = o->partial_max;
+	srv->use->max_bytes = o->partial_max_bytes;
+	atomic_store(&srv->m->partial_max_files, o->partial_max);
+	atomic_store(&srv->m->partial_max_bytes, o->partial_max_bytes);
 }
 
 static void use_seed(struct recv_server *srv, struct pxfer_partials *ps)
@@ -348,8 +399,8 @@ static void use_seed(struct recv_server *srv, struct pxfer_partials *ps)
 	srv->use_seeded = 1;
 	if (pxfer_partials_scan(ps, &n, &bytes))
 		return;
-	atomic_store(&srv->use.count, n);
-	atomic_store(&srv->use.bytes, bytes);
+	atomic_store(&srv->use->count, n);
+	atomic_store(&srv->use->bytes, bytes);
 	if (n)
 		verbose("%llu partial file%s of %s kept for a later session",
 			(unsigned long long)n, n == 1 ? "" : "s",
@@ -382,7 +433,7 @@ static void sweep(struct recv_server *srv, double now)
 		return;
 	}
 	pxfer_partials_ok(&srv->store_warned);
-	parts.use = &srv->use;
+	parts.use = srv->use;
 	n = pxfer_partials_sweep(&parts, ttl, time(NULL));
 	if (n > 0)
 		verbose("removed %d partial file%s older than %.0f s (--partial-ttl)",
@@ -505,7 +556,8 @@ static int check_opts(const struct pxfer_recv_opts *o)
 	return 0;
 }
 
-static int recv_run(const struct pxfer_recv_opts *o)
+static int recv_run(const struct pxfer_recv_opts *o,
+		    struct pxfer_recv_metrics *m)
 {
 	struct recv_server *srv;
 	int code;
@@ -518,10 +570,14 @@ static int recv_run(const struct pxfer_recv_opts *o)
 	if (!srv)
 		return PXFER_EXIT_LOCAL;
 	srv->o = o;
+	srv->m = m ? m : &srv->own;
 	srv->rootfd = -1;
 	srv->ended_fd = -1;
 	srv->max_sessions = o->once ? 1 : o->max_sessions;
 	srv->share = o->ring_mem ? o->ring_mem / o->max_sessions : RECV_SHARE_DEFAULT;
+	atomic_store(&srv->m->start_time, (uint64_t)time(NULL));
+	atomic_store(&srv->m->max_sessions, srv->max_sessions);
+	atomic_store(&srv->m->ring_budget, srv->share * srv->max_sessions);
 	srv->sess = calloc(srv->max_sessions, sizeof(*srv->sess));
 	srv->pend = calloc(1, sizeof(*srv->pend));
 	srv->ended_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -567,7 +623,8 @@ out_srv:
 }
 
 /* the call's log, on this thread and on every thread it starts */
-int pxfer_recv(const struct pxfer_recv_opts *o)
+int pxfer_recv_metered(const struct pxfer_recv_opts *o,
+		       struct pxfer_recv_metrics *m)
 {
 	struct pxfer_log log, *old;
 	int code;
@@ -575,8 +632,13 @@ int pxfer_recv(const struct pxfer_recv_opts *o)
 	if (pxfer_log_init(&log, o->log, o->log_arg, o->verbose))
 		return PXFER_EXIT_LOCAL;
 	old = pxfer_log_attach(&log);
-	code = recv_run(o);
+	code = recv_run(o, m);
 	pxfer_log_attach(old);
 	pxfer_log_release(&log);
 	return code;
+}
+
+int pxfer_recv(const struct pxfer_recv_opts *o)
+{
+	return pxfer_recv_metered(o, NULL);
 }

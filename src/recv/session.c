@@ -368,7 +368,7 @@ static void run(struct recv_session *s)
 	s->files.keep = s->o->partial_ttl > 0;
 	s->files.dir = s->o->dir;
 	s->files.store_warned = &s->srv->store_warned;
-	s->files.use = &s->srv->use;
+	s->files.use = s->srv->use;
 	if (ret) {
 		char text[PXFER_TEXT_MAX + 1], q[PXFER_QUOTE_MAX];
 
@@ -556,6 +556,7 @@ unsigned int recv_session_reap(struct recv_server *srv, int *code)
 		if (!s || !atomic_load(&s->ended))
 			continue;
 		pthread_join(s->thread, NULL);
+		recv_metrics_session_end(srv, s);
 		*code = s->code;
 		if (s->vouched)
 			recv_quota_unvouch(&srv->pend->q, s->source);

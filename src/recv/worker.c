@@ -240,6 +240,14 @@ static int rw_lost(struct rworker *w, int err, int reserved)
 		rw_slot_put(w, w->desc.slot);
 	}
 	pxfer_worker_lose(&w->b, s->b.t, err);
+	if (!w->rail_down) {
+		struct pxfer_recv_metrics *m = s->srv->m;
+
+		w->rail_down = 1;
+		recv_uncount(&m->rails_up, 1);
+		recv_count(&m->rails_down, 1);
+		recv_count(&m->rails_lost, 1);
+	}
 	w->b.lost_seq = w->seq;
 	pxfer_session_data_lost(&s->b, w->b.idx, err);
 	return 1;
@@ -321,6 +329,7 @@ void *recv_worker_main(void *arg)
 	struct pollfd p[3];
 	int n, ret, closed = 0;
 
+	recv_count(&s->srv->m->rails_up, 1);
 	while (!pxfer_workers_stopping(&s->b.workers) && !pxfer_failed(&s->b.fail)) {
 		/* a new connection in place of the lost one (rejoin.c) */
 		if (closed && atomic_exchange(&w->rejoined, 0))
@@ -380,5 +389,6 @@ void *recv_worker_main(void *arg)
 		for (int i = 0; i < n; i++)
 			rw_write_drained(w, cqe[i].tag, cqe[i].res);
 	}
+	recv_uncount(w->rail_down ? &s->srv->m->rails_down : &s->srv->m->rails_up, 1);
 	return NULL;
 }
