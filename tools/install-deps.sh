@@ -6,7 +6,8 @@ set -euo pipefail
 
 build_pkgs=(build-essential pkg-config liburing-dev libibverbs-dev librdmacm-dev
 	    libxxhash-dev libsodium-dev libssl-dev)
-test_pkgs=(iproute2 procps psmisc libseccomp-dev python3 bash-completion zsh)
+# prometheus: promtool, for test/e2e/metrics.sh
+test_pkgs=(iproute2 procps psmisc libseccomp-dev python3 bash-completion zsh prometheus)
 bench_pkgs=(iperf3 rsync netcat-openbsd time openssh-client openssh-server gnuplot-nox)
 # CI's checks: the clang build and make lint
 check_pkgs=(clang shellcheck graphviz)

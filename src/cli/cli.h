@@ -126,6 +126,19 @@ int cli_parse_uint(const char *s, unsigned long min, unsigned long max,
 struct pxfer_stop;
 struct pxfer_stop *cli_stop_on_signals(void);
 
+/*
+ * cli_metrics_start - serve @m over HTTP on @addr (PORT, ADDR:PORT or
+ * [ADDR]:PORT; a loopback address unless @public) and/or write it to
+ * @file every few seconds, on a thread of its own (*@out, NULL when
+ * neither is asked). 0, or the exit status of a failure (said).
+ * cli_metrics_stop ends it, and writes @file a last time.
+ */
+struct cli_metrics;
+struct pxfer_recv_metrics;
+int cli_metrics_start(struct cli_metrics **out, struct pxfer_recv_metrics *m,
+		      const char *addr, int public, const char *file, int quiet);
+void cli_metrics_stop(struct cli_metrics *cm);
+
 /* load the secret from --secret-file or $PXFER_SECRET, with clear errors */
 struct pxfer_secret;
 int cli_load_secret(struct pxfer_secret *s, const char *file, int generate);

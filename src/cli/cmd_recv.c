@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "core/escape.h"
 #include "core/log.h"
+#include "recv/metrics.h"
 
 
 /* the command line of pxfer recv, as it is parsed */
@@ -15,6 +16,9 @@ struct recv_args {
 	struct pxfer_recv_opts o;
 	const char *secret_file;
 	int json;
+	const char *metrics;		/* --metrics ADDR:PORT */
+	const char *metrics_file;
+	int metrics_public;
 };
 
 static int set_dir(void *ctx, const char *arg)
@@ -167,6 +171,32 @@ static int set_partial_max_size(void *ctx, const char *arg)
 	return 0;
 }
 
+static int set_metrics(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+
+	a->metrics = arg;
+	return 0;
+}
+
+static int set_metrics_file(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+
+	if (!*arg)
+		return error("--metrics-file takes a path, such as /var/lib/prometheus/node-exporter/pxfer.prom");
+	a->metrics_file = arg;
+	return 0;
+}
+
+static int set_metrics_public(void *ctx, const char *arg)
+{
+	struct recv_args *a = ctx;
+
+	a->metrics_public = 1;
+	return 0;
+}
+
 static const struct cli_opt recv_opts[] = {
 	{ "dir", 'd', "DIR", set_dir,
 	  "directory to receive into (default: the current one)", CLI_DIR },
@@ -204,6 +234,15 @@ static const struct cli_opt recv_opts[] = {
 	{ "partial-max-size", 0, "SIZE", set_partial_max_size,
 	  "the same for their size in all, their files' sizes\n"
 	  "(default 0: no cap)", NULL },
+	{ "metrics", 0, "ADDR:PORT", set_metrics,
+	  "serve Prometheus metrics over HTTP at\n"
+	  "http://ADDR:PORT/metrics (PORT alone: on 127.0.0.1)", NULL },
+	{ "metrics-public", 0, NULL, set_metrics_public,
+	  "let --metrics listen on an address that is not\n"
+	  "loopback (anyone who reaches it reads them)", NULL },
+	{ "metrics-file", 0, "PATH", set_metrics_file,
+	  "write the metrics to PATH every 5 s and at exit\n"
+	  "(node_exporter's textfile collector: *.prom)", CLI_FILE },
 	{ 0 },
 };
 
@@ -282,6 +321,21 @@ static void print_session(const struct pxfer_session_report *r, void *arg)
 	funlockfile(f);
 }
 
+/* the secret, the signals, and serve counting into @m */
+static int serve(struct recv_args *a, struct pxfer_recv_metrics *m)
+{
+	struct pxfer_recv_opts *o = &a->o;
+
+	if (cli_load_secret(&o->secret, a->secret_file, 1))
+		return PXFER_EXIT_USAGE;
+	if (a->json)
+		o->on_session = print_session;
+	o->stop = cli_stop_on_signals();
+	if (!o->stop)
+		return PXFER_EXIT_LOCAL;
+	return pxfer_recv_metered(o, m);
+}
+
 int cmd_recv(int argc, char **argv)
 {
 	struct recv_args a = { 0 };
@@ -293,6 +347,8 @@ int cmd_recv(int argc, char **argv)
 		.gid_index = &o->gid_index, .io = &o->io,
 		.fsync = &o->fsync, .quiet = &o->quiet, .verbose = &o->verbose,
 	};
+	struct pxfer_recv_metrics metrics;
+	struct cli_metrics *cm;
 	int first, code;
 
 	pxfer_recv_opts_init(o);
@@ -304,13 +360,6 @@ int cmd_recv(int argc, char **argv)
 		      argv[first]);
 		return PXFER_EXIT_USAGE;
 	}
-	if (cli_load_secret(&o->secret, a.secret_file, 1))
-		return PXFER_EXIT_USAGE;
-	if (a.json)
-		o->on_session = print_session;
-	o->stop = cli_stop_on_signals();
-	if (!o->stop)
-		return PXFER_EXIT_LOCAL;
 	/*
 	 * A receiver service's threads come and go with its sessions, and
 	 * glibc gives each new one an arena of its own up to 8 a core, each
@@ -320,5 +369,17 @@ int cmd_recv(int argc, char **argv)
 	 * is the command's to tune, not the library's.
 	 */
 	mallopt(M_ARENA_MAX, 1);
-	return pxfer_recv(o);
+	if (a.metrics_public && !a.metrics) {
+		error("--metrics-public goes with --metrics ADDR:PORT");
+		return PXFER_EXIT_USAGE;
+	}
+	/* a bad --metrics is said before a secret is generated */
+	pxfer_recv_metrics_init(&metrics);
+	code = cli_metrics_start(&cm, &metrics, a.metrics, a.metrics_public,
+				 a.metrics_file, o->quiet);
+	if (code)
+		return code;
+	code = serve(&a, &metrics);
+	cli_metrics_stop(cm);
+	return code;
 }
