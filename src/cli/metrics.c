@@ -188,7 +188,7 @@ static int read_request(struct cli_metrics *cm, int fd, double deadline)
 		ssize_t r;
 
 		cm->req[n] = 0;
-		if (strstr(cm->req, "\r\n\r\n") || strstr(cm->req, "\n\n"))
+		if (memmem(cm->req, n, "\r\n\r\n", 4) || memmem(cm->req, n, "\n\n", 2))
 			break;
 		if (n == sizeof(cm->req) - 1)
 			return 431;
@@ -202,6 +202,8 @@ static int read_request(struct cli_metrics *cm, int fd, double deadline)
 	}
 	/* METHOD SP TARGET SP HTTP/1.x, and nothing else on the line */
 	eol = cm->req + strcspn(cm->req, "\r\n");
+	if (memchr(cm->req, 0, eol - cm->req))
+		return 400;
 	*eol = 0;
 	sp1 = strchr(cm->req, ' ');
 	sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
