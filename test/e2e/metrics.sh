@@ -245,7 +245,13 @@ if [ $((rss1 - rss0)) -gt 16384 ]; then
 else
 	ok "the receiver's memory: $rss0 KiB before the flood, $rss1 KiB during it"
 fi
-wait_for 5 eval 'scrape "$mport" >"$T/m3" 2>/dev/null' ||
+# scrape_to FILE - scrape the receiver's metrics into FILE (for wait_for)
+# shellcheck disable=SC2317
+scrape_to()
+{
+	scrape "$mport" >"$1" 2>/dev/null
+}
+wait_for 5 scrape_to "$T/m3" ||
 	fail "the metrics port does not answer after the flood"
 want "$T/m3" 'pxfer_recv_sessions_total{outcome="complete"}' 10
 
