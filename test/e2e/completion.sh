@@ -24,7 +24,7 @@ for cmd in send recv doctor; do
 	"$PXFER" "$cmd" --help >"$T/help.$cmd" || fail "pxfer $cmd --help failed"
 	# "  -j, --jobs N   help" or "      --json   help", in the options
 	sed -n '/^options:$/,/^$/p' "$T/help.$cmd" |
-		sed -nE 's/^  (-(.), |    )(--[a-z0-9-]+)( ([A-Z]+))?( .*)?$/\3|\2|\5/p' |
+		sed -nE 's/^  (-(.), |    )(--[a-z0-9-]+)( ([A-Z][A-Z:]*))?( .*)?$/\3|\2|\5/p' |
 		sed -E 's/\|(.)\|/|-\1|/' | sort >"$T/help.opts"
 	[ "$(wc -l <"$T/help.opts")" -ge 4 ] ||
 		fail "found only $(wc -l <"$T/help.opts") options in 'pxfer $cmd --help'"
