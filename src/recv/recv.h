@@ -202,14 +202,18 @@ struct recv_session {
 int recv_session_start(struct recv_server *srv, unsigned int slot,
 		       struct pxfer_conn *c, const struct pxfer_hello *h,
 		       const uint8_t *nonce);
+
+/* inbox.c */
 /*
- * recv_session_route - hand data connection @nc to the session it named:
+ * recv_inbox_route - hand data connection @nc to the session it named:
  * 0, or -errno with @nc still the caller's (-ENOENT: no such session;
  * -EBUSY: it wants no more). Server thread.
  */
-int recv_session_route(struct recv_server *srv, struct recv_newconn *nc);
-/* recv_session_inbox_pop - a data connection routed here: 0 when none */
-int recv_session_inbox_pop(struct recv_session *s, struct recv_newconn *nc);
+int recv_inbox_route(struct recv_server *srv, struct recv_newconn *nc);
+/* recv_inbox_pop - a data connection routed here: 0 when none */
+int recv_inbox_pop(struct recv_session *s, struct recv_newconn *nc);
+/* recv_inbox_close - no more wanted: close those that came too late */
+void recv_inbox_close(struct recv_session *s);
 
 /*
  * rejoin.c: recv_rejoin, each turn of the coordinator - a data connection
@@ -238,11 +242,6 @@ static inline void recv_progress(struct recv_session *s)
 {
 	atomic_fetch_add_explicit(&s->progress, 1, memory_order_relaxed);
 }
-
-/* server.c: session @s ended, for the metrics; server thread, once its
- * thread is joined */
-void recv_metrics_session_end(struct recv_server *srv,
-			      const struct recv_session *s);
 
 /* worker.c */
 void *recv_worker_main(void *arg);

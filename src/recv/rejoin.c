@@ -117,7 +117,7 @@ int recv_rejoin(struct recv_session *s)
 	struct recv_newconn nc;
 
 	pxfer_drain(s->in_fd);
-	while (recv_session_inbox_pop(s, &nc))
+	while (recv_inbox_pop(s, &nc))
 		if (take(s, &nc))
 			return -1;
 	return 0;

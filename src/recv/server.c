@@ -210,45 +210,6 @@ static void admit(struct recv_server *srv, struct pxfer_conn *c,
 	srv->admitted++;
 }
 
-/* how session @s ended, as the metrics name it */
-static enum recv_outcome outcome(const struct recv_session *s)
-{
-	switch (s->code) {
-	case PXFER_EXIT_OK:
-		return RECV_OUT_COMPLETE;
-	case PXFER_EXIT_INTR:
-		return RECV_OUT_STOPPED;
-	case PXFER_EXIT_INTEGRITY:
-		return RECV_OUT_INTEGRITY;
-	case PXFER_EXIT_AUTH:
-	case PXFER_EXIT_FAIL:
-		/* refused before the WELCOME: unencrypted, or the
-		 * destination cannot be used */
-		if (!s->welcomed)
-			return RECV_OUT_REFUSED;
-		break;
-	case PXFER_EXIT_NET:
-		if (s->idled)
-			return RECV_OUT_IDLE;
-		break;
-	}
-	return RECV_OUT_FAILED;
-}
-
-void recv_metrics_session_end(struct recv_server *srv,
-			      const struct recv_session *s)
-{
-	struct pxfer_recv_metrics *m = srv->m;
-	enum recv_transport t = recv_transport_of(s->b.t->name);
-
-	recv_count(&m->sessions[outcome(s)], 1);
-	recv_count(&m->bytes[t], s->bytes);
-	recv_count(&m->files[t], s->files_ok);
-	recv_count(&m->files_failed[t], s->failed);
-	recv_uncount(&m->running, 1);
-	recv_uncount(&m->ring_used, srv->share);
-}
-
 /*
  * What pending connection @i sent, once it is all there: a HELLO that
  * proves the secret is admitted, a DATA_HELLO goes to its session, and
@@ -288,7 +249,7 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 	if (m->type == PXFER_MSG_DATA_HELLO) {
 		nc.dh = m->u.data_hello;
 		nc.c = recv_pending_take(pend, i, nc.nonce);
-		r = recv_session_route(srv, &nc);
+		r = recv_inbox_route(srv, &nc);
 		if (r) {
 			recv_count(&srv->m->door[RECV_DOOR_NO_SESSION], 1);
 			verbose("dropped a data connection from %s: %s", nc.c->peer,

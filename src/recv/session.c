@@ -169,57 +169,6 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c,
 	return 0;
 }
 
-int recv_session_inbox_pop(struct recv_session *s, struct recv_newconn *nc)
-{
-	int ret = 0;
-
-	pthread_mutex_lock(&s->in_lock);
-	if (s->nin) {
-		*nc = s->in[0];
-		memmove(s->in, s->in + 1, --s->nin * sizeof(s->in[0]));
-		ret = 1;
-	}
-	pthread_mutex_unlock(&s->in_lock);
-	return ret;
-}
-
-/* no more data connections: close those that came too late */
-static void inbox_close(struct recv_session *s)
-{
-	struct recv_newconn nc;
-
-	pthread_mutex_lock(&s->in_lock);
-	s->in_closed = 1;
-	pthread_mutex_unlock(&s->in_lock);
-	while (recv_session_inbox_pop(s, &nc))
-		nc.c->ops->close(nc.c);
-}
-
-int recv_session_route(struct recv_server *srv, struct recv_newconn *nc)
-{
-	struct recv_session *s = NULL;
-	int ret = -EBUSY;
-
-	for (unsigned int i = 0; i < srv->max_sessions && !s; i++)
-		if (srv->sess[i] && srv->sess[i]->b.wel.session == nc->dh.session)
-			s = srv->sess[i];
-	if (!s)
-		return -ENOENT;
-	pthread_mutex_lock(&s->in_lock);
-	if (!s->in_closed && s->nin < PXFER_WORKERS_MAX) {
-		s->in[s->nin++] = *nc;
-		ret = 0;
-		/* once the session runs, its coordinator takes them
-		 * (rejoin.c); its wake-up lives until the inbox closes */
-		if (atomic_load(&s->running))
-			pxfer_wake(s->b.ctrl.wake_fd);
-	}
-	pthread_mutex_unlock(&s->in_lock);
-	if (!ret)
-		pxfer_wake(s->in_fd);
-	return ret;
-}
-
 /* data connection @nc, routed here: 1 when it became a worker's */
 static int take_data(struct recv_session *s, struct recv_newconn *nc)
 {
@@ -291,11 +240,11 @@ static int accept_workers(struct recv_session *s)
 		if (s->b.ctrl.in_len == s->b.ctrl.in_cap)
 			p[2].fd = -1;
 		pxfer_drain(s->in_fd);
-		while (have < want && recv_session_inbox_pop(s, &nc))
+		while (have < want && recv_inbox_pop(s, &nc))
 			have += take_data(s, &nc);
 	}
 	if (pxfer_failed(&s->b.fail)) {
-		inbox_close(s);
+		recv_inbox_close(s);
 		return -1;
 	}
 	/* from now on a data connection may only replace a lost one */
@@ -440,7 +389,7 @@ static void session_release(struct recv_session *s)
 		pthread_mutex_destroy(&s->done_lock);
 	}
 	s->done_init = 0;
-	inbox_close(s);
+	recv_inbox_close(s);
 }
 
 static void *session_main(void *arg)
@@ -545,6 +494,45 @@ void recv_session_stop(struct recv_session *s)
 	pxfer_stop_raise(&s->stop);
 }
 
+/* how session @s ended, as the metrics name it */
+static enum recv_outcome outcome(const struct recv_session *s)
+{
+	switch (s->code) {
+	case PXFER_EXIT_OK:
+		return RECV_OUT_COMPLETE;
+	case PXFER_EXIT_INTR:
+		return RECV_OUT_STOPPED;
+	case PXFER_EXIT_INTEGRITY:
+		return RECV_OUT_INTEGRITY;
+	case PXFER_EXIT_AUTH:
+	case PXFER_EXIT_FAIL:
+		/* refused before the WELCOME: unencrypted, or the
+		 * destination cannot be used */
+		if (!s->welcomed)
+			return RECV_OUT_REFUSED;
+		break;
+	case PXFER_EXIT_NET:
+		if (s->idled)
+			return RECV_OUT_IDLE;
+		break;
+	}
+	return RECV_OUT_FAILED;
+}
+
+/* what session @s did, counted once its thread is done */
+static void count_end(struct recv_server *srv, const struct recv_session *s)
+{
+	struct pxfer_recv_metrics *m = srv->m;
+	enum recv_transport t = recv_transport_of(s->b.t->name);
+
+	recv_count(&m->sessions[outcome(s)], 1);
+	recv_count(&m->bytes[t], s->bytes);
+	recv_count(&m->files[t], s->files_ok);
+	recv_count(&m->files_failed[t], s->failed);
+	recv_uncount(&m->running, 1);
+	recv_uncount(&m->ring_used, srv->share);
+}
+
 unsigned int recv_session_reap(struct recv_server *srv, int *code)
 {
 	unsigned int n = 0;
@@ -556,7 +544,7 @@ unsigned int recv_session_reap(struct recv_server *srv, int *code)
 		if (!s || !atomic_load(&s->ended))
 			continue;
 		pthread_join(s->thread, NULL);
-		recv_metrics_session_end(srv, s);
+		count_end(srv, s);
 		*code = s->code;
 		if (s->vouched)
 			recv_quota_unvouch(&srv->pend->q, s->source);

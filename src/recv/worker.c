@@ -332,8 +332,14 @@ void *recv_worker_main(void *arg)
 	recv_count(&s->srv->m->rails_up, 1);
 	while (!pxfer_workers_stopping(&s->b.workers) && !pxfer_failed(&s->b.fail)) {
 		/* a new connection in place of the lost one (rejoin.c) */
-		if (closed && atomic_exchange(&w->rejoined, 0))
+		if (closed && atomic_exchange(&w->rejoined, 0)) {
 			closed = 0;
+			if (w->rail_down) {
+				w->rail_down = 0;
+				recv_uncount(&s->srv->m->rails_down, 1);
+				recv_count(&s->srv->m->rails_up, 1);
+			}
+		}
 		p[0].fd = w->b.wake_fd;
 		p[0].events = POLLIN;
 		/* a connection that ended is not polled: its hangup would
