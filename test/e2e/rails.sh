@@ -16,6 +16,11 @@
 #     sender warns naming the rail and the chunks the receiver did not
 #     take go over the other rail: exit 0, the file intact, nothing left
 #     behind
+#   - one rail's addresses removed, then, once its connections are
+#     found lost and their chunks went over the other, put back: the
+#     sender makes them again in the same session (the link shaped to
+#     200 Mbit/s so that time is left), both sides say so, and the new
+#     connections carry chunks to the end; exit 0, the file intact
 #   - both rails removed (the control connection on 127.0.0.1 is left):
 #     the sender fails in bounded time (4), naming each connection, and
 #     nothing shows under a final name
@@ -113,9 +118,57 @@ grep -qE "from \[?(::ffff:)?$S1\]?:[0-9]+: [1-9][0-9]* chunks$" "$RECV_LOG" ||
 	fail "the rail left carried nothing"
 ok "exit 0 in $(timer_secs) s, intact: $(grep -m 1 'failed:' "$SEND_ERR")"
 
-note "both rails fail: a clear error in bounded time"
+note "a rail that comes back carries data again, in the same session"
+# the link at 200 Mbit/s, so the file takes about 20 s: the rail is
+# found lost after 10 s, and comes back with time left to carry data
+tc qdisc add dev lo root tbf rate 200mbit burst 256kb latency 100ms ||
+	skip "cannot shape lo with tc (sch_tbf)"
 ip addr add "$R2/24" dev lo
 ip addr add "$S2/24" dev lo
+dst=$T/dst.back
+mkdir "$dst"
+start_recv "$dst" -v --rails "$R1,$R2"
+timer_start
+bg_send -v -j 4 --retries 0 --encrypt --rails "$S1,$S2" "$src/huge" "$R1:$RECV_PORT"
+wait_for 30 have_part "$dst" || fail "nothing arrived within 30 s"
+sleep 1
+ip addr del "$R2/24" dev lo
+ip addr del "$S2/24" dev lo 2>/dev/null
+wait_for 40 grep -q "failed: .*go again over" "$SEND_ERR" ||
+	fail "no failover within 40 s: $(cat "$SEND_ERR")"
+lost_at=$(timer_secs)
+ip addr add "$R2/24" dev lo
+ip addr add "$S2/24" dev lo
+wait_pid "$SEND_PID" 120
+send_rc=$WAIT_RC
+wait_recv
+tc qdisc del dev lo root
+if [ "$send_rc" -ne 0 ]; then
+	cat "$SEND_ERR" "$RECV_LOG" >&2
+	fail "the sender exited $send_rc after a rail came back, not 0"
+fi
+cmp -s "$src/huge" "$dst/huge" || fail "the file that crossed the rail's return differs"
+no_part_files "$dst"
+n=$(grep -cE "data connection [0-9] \(lo $S2 -> $R2\) is back: it carries data again" "$SEND_ERR")
+[ "$n" -eq 2 ] || {
+	cat "$SEND_ERR" >&2
+	fail "$n of the rail's 2 data connections came back, by the sender's log"
+}
+# the receiver (-q -v) names each old connection as it is replaced, and
+# the new ones carried chunks, and ended with the session
+n=$(grep -cE "data connection [0-9] from \[?(::ffff:)?$S2\]?:[0-9]+: [0-9]+ chunks, then lost$" "$RECV_LOG")
+[ "$n" -eq 2 ] || {
+	cat "$RECV_LOG" >&2
+	fail "$n of the rail's 2 data connections were replaced, by the receiver's log"
+}
+n=$(grep -cE "data connection [0-9] from \[?(::ffff:)?$S2\]?:[0-9]+: [1-9][0-9]* chunks$" "$RECV_LOG")
+[ "$n" -eq 2 ] || {
+	cat "$RECV_LOG" >&2
+	fail "$n of the rail's new data connections carried chunks, not 2"
+}
+ok "lost at $lost_at s, back and carrying chunks; exit 0 in $(timer_secs) s, intact"
+
+note "both rails fail: a clear error in bounded time"
 dst=$T/dst.both-fail
 mkdir "$dst"
 start_recv "$dst" --rails "$R1,$R2"
