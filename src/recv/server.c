@@ -287,11 +287,13 @@ static void accept_new(struct recv_server *srv, struct recv_pendings *pend,
 		if (!(p[i].revents & POLLIN))
 			continue;
 		ret = l->ops->accept(l, &c);
-		if (!ret && recv_pending_add(pend, c))
-			recv_count(&srv->m->door[RECV_DOOR_CROWDED], 1);
-		else if (ret != -EAGAIN && !srv->o->quiet)
+		if (!ret) {
+			if (recv_pending_add(pend, c))
+				recv_count(&srv->m->door[RECV_DOOR_CROWDED], 1);
+		} else if (ret != -EAGAIN && !srv->o->quiet) {
 			warning("could not accept a %s connection: %s",
 				l->ops->name, pxfer_worker_setup_error(ret));
+		}
 	}
 }
 
