@@ -57,6 +57,7 @@ static void swap(struct recv_session *s, struct rworker *w,
 	w->b.lost_at = 0;
 	w->b.lost_seq = 0;
 	w->b.lost_told = w->b.lost_heard = 0;
+	s->all_lost_at = 0;
 	atomic_store(&w->b.parked, 0);
 	atomic_store(&w->b.lost, 0);
 	/* the worker looks at its connection again only after this */

@@ -468,6 +468,8 @@ enum data_how {
 	DATA_BAD_MAC,
 	DATA_BAD_WORKER,
 	DATA_RESET,		/* reset the connection after DATA_HELLO */
+	DATA_GEN1,		/* worker 0 as generation 1 (re-admission) */
+	DATA_GEN2,		/* ... as generation 2 */
 };
 
 /*
@@ -495,6 +497,7 @@ static int data_open(struct hs *h, struct pxfer_conn **c, enum data_how how)
 	h->m.type = PXFER_MSG_DATA_HELLO;
 	dh->session = h->wel.session;
 	dh->worker = how == DATA_BAD_WORKER ? h->wel.workers + 4 : 0;
+	dh->gen = how == DATA_GEN1 ? 1 : how == DATA_GEN2 ? 2 : 0;
 	pxfer_auth_data_mac(h->sess.keys.auth, nonce, dh->session, dh->worker, dh->gen,
 			    dh->mac);
 	if (how == DATA_BAD_MAC)
@@ -943,6 +946,82 @@ static enum outcome sc_data_reset(struct hs *h)
 	if (ret == -EPIPE || ret == -ECONNRESET || (!ret && h->m.type == PXFER_MSG_ABORT))
 		return O_ABORTED;
 	return ret ? O_FAILED : O_ACCEPTED;
+}
+
+/*
+ * Data connections for worker 0 while its connection works, as its first
+ * generation again and as the next: both refused, and the session goes
+ * on to its end (FIN, ACK). refused only then.
+ */
+static enum outcome sc_rejoin_live(struct hs *h)
+{
+	struct pxfer_conn *c = NULL;
+	enum outcome o;
+	int r0, r1;
+
+	if (hello(h, NULL, 0)) {
+		conn_close(&h->ctl);
+		return O_FAILED;
+	}
+	if (data_open(h, &h->data, DATA_GOOD)) {
+		session_close(h);
+		return O_FAILED;
+	}
+	say("worker 0's connection again, as generation 0, then 1, while it works");
+	r0 = data_open(h, &c, DATA_GOOD);
+	conn_close(&c);
+	r1 = data_open(h, &c, DATA_GEN1);
+	conn_close(&c);
+	o = finish(h, O_COMPLETED);
+	session_close(h);
+	if (r0 < 0 || r1 < 0)
+		return O_FAILED;
+	if (!r0 || !r1)
+		return O_ACCEPTED;
+	return o == O_COMPLETED ? O_REFUSED : o;
+}
+
+/*
+ * Worker 0's connection given up (DATA_LOST), the receiver's answer
+ * awaited, then a new one: as generation 2 (refused), then as 1 (taken),
+ * and the session ends well over it. refused only then.
+ */
+static enum outcome sc_rejoin_lost(struct hs *h)
+{
+	struct pxfer_conn *c = NULL;
+	enum outcome o;
+	int r1, r2, ret;
+
+	if (hello(h, NULL, 0)) {
+		conn_close(&h->ctl);
+		return O_FAILED;
+	}
+	if (data_open(h, &h->data, DATA_GOOD)) {
+		session_close(h);
+		return O_FAILED;
+	}
+	say("worker 0's connection given up (DATA_LOST)");
+	memset(&h->m, 0, sizeof(h->m));
+	h->m.type = PXFER_MSG_DATA_LOST;
+	h->m.u.lost.code = ECONNRESET;
+	if (send_msg(h->ctl, &h->m) || (ret = wait_for(h, PXFER_MSG_DATA_LOST, 0)) != 1) {
+		session_close(h);
+		return O_FAILED;
+	}
+	conn_close(&h->data);
+	say("a new connection for it as generation 2, then as 1");
+	r2 = data_open(h, &c, DATA_GEN2);
+	conn_close(&c);
+	r1 = data_open(h, &h->data, DATA_GEN1);
+	o = finish(h, O_COMPLETED);
+	session_close(h);
+	if (r1 < 0 || r2 < 0)
+		return O_FAILED;
+	if (!r2)
+		return O_ACCEPTED;	/* the wrong generation was taken */
+	if (r1)
+		return O_ABORTED;	/* the right one was refused */
+	return o == O_COMPLETED ? O_REFUSED : o;
 }
 
 /* ---- scenarios: paths ------------------------------------------------- */
@@ -2088,6 +2167,8 @@ static const struct scenario scenarios[] = {
 	{ "data-hello-bad-worker", sc_data_hello_bad_worker, "DATA_HELLO for a worker the session does not have" },
 	{ "silent-before-data", sc_silent_before_data, "a silent connection between the HELLO and the data connection" },
 	{ "data-reset", sc_data_reset, "a data connection reset after its DATA_HELLO, before the DATA_WELCOME" },
+	{ "rejoin-live", sc_rejoin_live, "a second data connection for a worker whose connection works" },
+	{ "rejoin-lost", sc_rejoin_lost, "a lost data connection replaced with the wrong generation, then the right one" },
 	{ "dest-dotdot", sc_dest_dotdot, "destination '../outside'" },
 	{ "dest-abs", sc_dest_abs, "absolute destination OUTSIDE" },
 	{ "dest-symlink", sc_dest_symlink, "destination through a link made in an earlier session" },
