@@ -117,6 +117,12 @@ static int worker_prepare(struct send_session *s, struct sworker *w)
 	ret = pxfer_tagger_init(&w->tag, &s->b, w->b.idx, 1);
 	if (ret)
 		return ret;
+	/* a test's switch: data connection 0 given up after N chunks, as if
+	 * it broke (the tests of re-admission, where a link cannot be
+	 * taken down and brought back: rxe) */
+	if (!w->b.idx && pxfer_env_uint("PXFER_TEST_LOSE_AFTER", 1, UINT_MAX,
+					&w->lose_after) < 0)
+		warning("PXFER_TEST_LOSE_AFTER is not a number of chunks: ignored");
 	return pxfer_worker_prepare(&w->b, s->b.t, s->o->io, s->b.wel.slots,
 				    s->b.wel.chunk_size, 0, &s->pool);
 }

@@ -71,7 +71,8 @@ struct sworker {
 	/* its chunks in the queue to go again: its ring is not used anew
 	 * before the others copied them out */
 	atomic_uint held;
-	struct srejoin *rj;		/* a new connection being made (rejoin.c) */
+	struct srejoin *rj;
+	unsigned int lose_after;	/* PXFER_TEST_LOSE_AFTER, worker 0 */		/* a new connection being made (rejoin.c) */
 };
 
 static inline struct sworker *to_sworker(struct pxfer_worker *w)

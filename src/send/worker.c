@@ -140,7 +140,6 @@ static void sw_sent(struct sworker *w, uint32_t len)
 {
 	atomic_fetch_add(&w->s->bytes_sent, len);
 	atomic_fetch_add(&w->s->chunks, 1);
-	atomic_store_explicit(&w->sent, w->seq, memory_order_relaxed);
 }
 
 static int sw_send_slot(struct sworker *w, unsigned int slot)
@@ -171,6 +170,14 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 				  "cannot seal a chunk: %s", strerror(-ret));
 	ss->sealed = 1;
 	ss->seq = d->seq;
+	/*
+	 * Counted for DATA_SENT before it goes: the transport may return
+	 * well after the receiver took it (rdma waits for room in the send
+	 * queue after posting), and a count below what arrived is a
+	 * protocol error. One that fails loses the connection, whose count
+	 * is never told.
+	 */
+	atomic_store_explicit(&w->sent, w->seq, memory_order_relaxed);
 	ret = s->b.t->send_chunk(w->b.conn, d, buf);
 	if (ret) {
 		ss->state = SS_FILLED;
@@ -179,6 +186,8 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 	ss->state = SS_SENT;
 	ss->seq = d->seq;
 	sw_sent(w, d->len);
+	if (w->lose_after && w->seq == w->lose_after && !w->b.gen)
+		pxfer_worker_lose(&w->b, s->b.t, -ECONNRESET);
 	return sw_reap_sent(w);
 }
 

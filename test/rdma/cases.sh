@@ -91,6 +91,14 @@
 #      intact); the link back up, the next transfer uses both rails
 #      again; both links down: the sender fails within 60 s and nothing
 #      has its final name
+#   rails-back
+#      the same two rails, 160 MiB, data connection 0 given up after 5
+#      chunks as if it broke (PXFER_TEST_LOSE_AFTER: rxe cannot connect
+#      again over a link that went down and came back, see link_restore):
+#      the sender makes it again in the same session, both sides say it
+#      is back, the receiver names the old one (at most 5 chunks taken)
+#      and the new one (its own ring window) carries chunks to the end;
+#      exit 0, intact
 #   many
 #      4 senders at once to one receiver (the tree and 30 MiB each, to a
 #      destination of its own): all intact, 4 session lines in its log;
@@ -141,7 +149,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # port-down and link-down last: they take the link down, which can upset
 # the rxe driver
-ALL_CASES="tree auto receiver-killed two-devices lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry doctor rails port-down link-down"
+ALL_CASES="tree auto receiver-killed two-devices lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry doctor rails rails-back port-down link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -712,6 +720,57 @@ case_rails()
 	rdma_cm_works "$SRV_ADDR2" "$CLI_ADDR2" ||
 		rxe_recreate "$SRV_DEV2" "$SRV_IF2" "$CLI_DEV2" "$CLI_IF2" >>"$log" 2>&1
 	link_restore rails "$tdown" "$log"
+	rm -rf "$dst"
+}
+
+# ---- rails-back: a lost data connection made again, in the same session -------------------
+
+case_rails_back()
+{
+	local dst=$W/rails-back src=$W/back log=$LOGS/rails-back.check.log rc=0 n send_rc
+
+	mkdir -p "$dst" "$src"
+	: >"$log"
+	[ -f "$src/big" ] || head -c $((160 << 20)) /dev/urandom >"$src/big"
+	if ! start_server rails-back "$dst" --transport rdma --device "$SRV_DEV,$SRV_DEV2"; then
+		fail "rails-back: the receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	# rxe cannot make connections again on a link that went down and
+	# came back (see link_restore): data connection 0 is given up after
+	# 20 chunks instead, as if it broke (a test's switch)
+	SEND_WRAP=(env PXFER_TEST_LOSE_AFTER=5)
+	bg_send rails-back -v -j 4 --retries 0 --transport rdma \
+		--device "$CLI_DEV,$CLI_DEV2" "$src/big" "$SRV_ADDR:$RECV_PORT"
+	SEND_WRAP=()
+	wait_pid "$SEND_PID" 180
+	send_rc=$WAIT_RC
+	echo "sender exit $send_rc after $WAIT_SECS s" >>"$log"
+	[ "$send_rc" -eq 0 ] || rc=1
+	same_file "$src/big" "$dst/big" "$log" || rc=1
+	grep_log "warning: data connection 0 \\($CLI_DEV:1 $CLI_ADDR -> $SRV_ADDR\\) failed: .*go again over the 3 left" \
+		"$SEND_LOG" "$log" || rc=1
+	grep_log "data connection 0 \\($CLI_DEV:1 $CLI_ADDR -> $SRV_ADDR\\) is back: it carries data again" \
+		"$SEND_LOG" "$log" || rc=1
+	kill -TERM "$RECV_PID" 2>/dev/null
+	recv_done 20
+	# the receiver's -v log: the old connection (at most the 5 chunks
+	# sent on it taken: those in flight were flushed) replaced, and the
+	# new one (a new memory window on a new queue pair) carried chunks to
+	# the end
+	grep_log "data connection 0 from $CLI_ADDR:[0-9]*: [0-5] chunks, then lost" "$RECV_LOG" "$log" || rc=1
+	grep_log "data connection 0 from $CLI_ADDR:[0-9]* is back: it carries data again" "$RECV_LOG" "$log" || rc=1
+	n=$(grep -cE "data connection 0 from $CLI_ADDR:[0-9]+: [1-9][0-9]* chunks$" "$RECV_LOG")
+	echo "$n new connection(s) 0 that carried chunks" >>"$log"
+	[ "$n" -eq 1 ] || rc=1
+	[ "$(grep -c "a window bound to its queue pair" "$RECV_LOG")" -eq 5 ] || {
+		echo "not 5 rings with a window each (4 connections and the new one)" >>"$log"
+		rc=1
+	}
+	check $rc "rails-back: data connection 0 given up after 5 chunks: made again in the same session, carried chunks to the end; exit $send_rc, intact" \
+		"$log" "$SEND_LOG" "$RECV_LOG"
+	kill_leftovers
 	rm -rf "$dst"
 }
 
