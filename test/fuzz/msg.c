@@ -123,6 +123,7 @@ static bool same_msg(const struct pxfer_msg *a, const struct pxfer_msg *b)
 			       wa->nrails * sizeof(wa->rail[0]));
 	case PXFER_MSG_DATA_HELLO:
 		return da->session == db->session && da->worker == db->worker &&
+		       da->gen == db->gen &&
 		       !memcmp(da->mac, db->mac, PXFER_MAC_LEN);
 	case PXFER_MSG_DATA_WELCOME:
 		/* the decoder zeroes the blob past blob_len: it all counts */
@@ -157,10 +158,12 @@ static bool same_msg(const struct pxfer_msg *a, const struct pxfer_msg *b)
 		return true;
 	case PXFER_MSG_DATA_LOST:
 		return a->u.lost.worker == b->u.lost.worker &&
+		       a->u.lost.gen == b->u.lost.gen &&
 		       a->u.lost.code == b->u.lost.code &&
 		       a->u.lost.seq == b->u.lost.seq;
 	case PXFER_MSG_DATA_SENT:
 		return a->u.sent.worker == b->u.sent.worker &&
+		       a->u.sent.gen == b->u.sent.gen &&
 		       a->u.sent.chunks == b->u.sent.chunks;
 	case PXFER_MSG_FILE_SUM:
 		return a->u.sum.id == b->u.sum.id && a->u.sum.code == b->u.sum.code &&
