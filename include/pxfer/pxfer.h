@@ -64,8 +64,32 @@ extern "C" {
 #define PXFER_DEFAULT_PARTIAL_MAX 10000
 #define PXFER_DEFAULT_RETRIES 5			/* reconnections after a failure */
 #define PXFER_DEFAULT_RETRY_WAIT 2		/* seconds before the first, doubling */
-#define PXFER_SECRET_MIN	16
+
+/*
+ * The limits of the options, in one place: pxfer_send_opts_check and
+ * pxfer_recv_opts_check refuse what lies outside them, for the pxfer
+ * command and for programs alike. The first four are the protocol's too.
+ */
+#define PXFER_WORKERS_MAX	64		/* workers: 1 to this */
+#define PXFER_CHUNK_MIN		4096u		/* chunk_size, max_chunk: from */
+#define PXFER_CHUNK_MAX		(64u << 20)	/* ... to this; chunk_size a
+						 * multiple of PXFER_CHUNK_MIN */
+#define PXFER_PATH_MAX		4096		/* bytes of dest, and of any
+						 * path below the receiver's dir */
+#define PXFER_SECRET_MIN	16		/* bytes of a secret */
 #define PXFER_SECRET_MAX	1024
+#define PXFER_TIMEOUT_MS_MAX	3600000		/* timeout_ms: 1 to this */
+#define PXFER_WAIT_SECS_MAX	86400		/* wait_secs: 0 to this */
+#define PXFER_RETRIES_MAX	100		/* retries: 0 to this */
+#define PXFER_RETRY_WAIT_MAX	3600		/* retry_wait: 0 to this */
+#define PXFER_RETRY_WAIT_CAP	60		/* ... doubling up to this */
+#define PXFER_SESSIONS_MAX	64		/* max_sessions: 1 to this */
+#define PXFER_RING_MEM_MIN	(64u << 10)	/* ring_mem: a session's share */
+#define PXFER_RING_MEM_MAX	(4ull << 30)	/* ... and all of it */
+#define PXFER_GRACE_SECS_MAX	86400		/* grace_secs: 0 to this */
+#define PXFER_IDLE_TIMEOUT_MAX	86400		/* idle_timeout: 0 to this */
+#define PXFER_PARTIAL_TTL_MAX	(3650 * 86400)	/* partial_ttl: 0 to this */
+#define PXFER_PARTIAL_MAX_MAX	100000000	/* partial_max: 0 to this */
 /*
  * The least strength a secret must have against an offline guess, in
  * bits, as estimated without a dictionary: only the shortest prefix whose
@@ -190,16 +214,19 @@ struct pxfer_send_opts {
 	const char *host;	/* the receiver: a name or an address (none) */
 	const char *port;	/* PXFER_DEFAULT_PORT */
 	const char *bind;	/* source address, or NULL (NULL) */
-	const char *dest;	/* subdirectory below the receiver's DIR, or NULL */
+	const char *dest;	/* subdirectory below the receiver's DIR, at
+				 * most PXFER_PATH_MAX bytes, or NULL */
 	const char *transport;	/* "tcp", "rdma" or "auto" ("auto") */
 	const char *device;	/* rdma device to use, or a list of them
 				 * ("rxe0,rxe2": one rail each), or NULL (NULL) */
 	int gid_index;		/* its GID to use, or -1 (-1) */
 	const char *io;		/* "auto", "uring" or "sync" ("auto") */
-	int workers;		/* 1 to 64 (one per CPU the process may
-				 * use, at most PXFER_AUTO_WORKERS_MAX) */
-	uint32_t chunk_size;	/* bytes, a multiple of 4096 from 4 KiB to
-				 * 64 MiB (PXFER_AUTO_CHUNK_MAX) */
+	int workers;		/* 1 to PXFER_WORKERS_MAX (one per CPU the
+				 * process may use, at most
+				 * PXFER_AUTO_WORKERS_MAX) */
+	uint32_t chunk_size;	/* bytes, a multiple of PXFER_CHUNK_MIN from
+				 * it to PXFER_CHUNK_MAX
+				 * (PXFER_AUTO_CHUNK_MAX) */
 	int chunk_auto;		/* chunk_size is an upper bound and the
 				 * receiver picks the size (1) */
 	int fsync;		/* have the receiver fsync each file before
@@ -207,10 +234,12 @@ struct pxfer_send_opts {
 	int verbose;		/* 0, 1 (what was chosen) or 2 (with the
 				 * seconds since the start) (0) */
 	int progress;		/* draw a progress line on stderr (0) */
-	int timeout_ms;		/* connect and handshake timeout
+	int timeout_ms;		/* connect and handshake timeout, up to
+				 * PXFER_TIMEOUT_MS_MAX
 				 * (PXFER_DEFAULT_TIMEOUT_MS) */
 	int wait_secs;		/* while the receiver says it is busy, try
-				 * again for up to this long; 0: fail at once
+				 * again for up to this long, at most
+				 * PXFER_WAIT_SECS_MAX; 0: fail at once
 				 * (PXFER_DEFAULT_WAIT_SECS) */
 	struct pxfer_secret secret;	/* (none) */
 	/* how file data is protected (docs/security.md): "mac", a keyed tag
@@ -235,10 +264,11 @@ struct pxfer_send_opts {
 				 * its storage and compare it with the source's
 				 * digest before naming it (0) */
 	int retries;		/* times to reconnect and go on after the
-				 * connection failed, 0 to 100
+				 * connection failed, 0 to PXFER_RETRIES_MAX
 				 * (PXFER_DEFAULT_RETRIES) */
 	double retry_wait;	/* seconds before the first reconnection,
-				 * doubling each time up to 60
+				 * 0 to PXFER_RETRY_WAIT_MAX, doubling each
+				 * time up to PXFER_RETRY_WAIT_CAP
 				 * (PXFER_DEFAULT_RETRY_WAIT) */
 	/* rails: the local addresses to spread the data connections over,
 	 * each paired with an address the receiver offers on its subnet:
@@ -297,15 +327,18 @@ struct pxfer_recv_opts {
 	int verbose;		/* as for pxfer_send_opts (0) */
 	int quiet;		/* print only errors (0) */
 	uint64_t ring_mem;	/* bytes for the rings of all sessions, each
-				 * getting ring_mem / max_sessions: 64 KiB
-				 * each to 4 GiB in all; 0: max_sessions x
-				 * PXFER_DEFAULT_RING_MEM (0) */
-	uint32_t max_chunk;	/* the largest chunk accepted, 4 KiB to 64 MiB
+				 * getting ring_mem / max_sessions:
+				 * PXFER_RING_MEM_MIN each to
+				 * PXFER_RING_MEM_MAX in all; 0: max_sessions
+				 * x PXFER_DEFAULT_RING_MEM (0) */
+	uint32_t max_chunk;	/* the largest chunk accepted,
+				 * PXFER_CHUNK_MIN to PXFER_CHUNK_MAX
 				 * (PXFER_DEFAULT_MAX_CHUNK) */
-	unsigned int max_sessions;	/* at once, 1 to 64
+	unsigned int max_sessions;	/* at once, 1 to PXFER_SESSIONS_MAX
 					 * (PXFER_DEFAULT_MAX_SESSIONS) */
 	int grace_secs;		/* after stop is raised, running sessions
-				 * may finish for this long (0: stopped at
+				 * may finish for this long, at most
+				 * PXFER_GRACE_SECS_MAX (0: stopped at
 				 * once) (PXFER_DEFAULT_GRACE_SECS) */
 	/* called as each session ends, on that session's thread (sessions
 	 * end concurrently), or NULL (NULL) */
@@ -319,12 +352,14 @@ struct pxfer_recv_opts {
 	int idle_timeout;	/* end a session, with an ABORT that says why,
 				 * after this many seconds in which the sender
 				 * sent no file data and no FILE, FILE_END or
-				 * FIN (PINGs do not count), 0 to 86400; 0:
-				 * never (PXFER_DEFAULT_IDLE_TIMEOUT) */
+				 * FIN (PINGs do not count), 0 to
+				 * PXFER_IDLE_TIMEOUT_MAX; 0: never
+				 * (PXFER_DEFAULT_IDLE_TIMEOUT) */
 	int require_encrypt;	/* refuse a sender that does not encrypt (0) */
 	double partial_ttl;	/* seconds an interrupted file's partial state
 				 * is kept beneath dir for a later session to
-				 * resume, then removed; 0: removed when its
+				 * resume, then removed, at most
+				 * PXFER_PARTIAL_TTL_MAX; 0: removed when its
 				 * session ends (PXFER_DEFAULT_PARTIAL_TTL) */
 	/* the addresses offered to senders for their data connections (at
 	 * most 8): "auto" (every address of the transport's devices or
@@ -341,8 +376,8 @@ struct pxfer_recv_opts {
 	/* partial files (what arrived of a file over 1 MiB, kept for resume,
 	 * partial_ttl) kept beneath dir at most, by all sessions: a file
 	 * that would make one more arrives without one, and cannot be
-	 * resumed; the receiver warns once a session. 0: no cap
-	 * (PXFER_DEFAULT_PARTIAL_MAX) */
+	 * resumed; the receiver warns once a session. At most
+	 * PXFER_PARTIAL_MAX_MAX; 0: no cap (PXFER_DEFAULT_PARTIAL_MAX) */
 	unsigned int partial_max;
 	/* their apparent size (their files' sizes, holes included) at most,
 	 * the same way; 0: no cap (0) */

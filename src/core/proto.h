@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "pxfer/pxfer.h"
 
 #define PXFER_PROTO_VERSION	5
 #define PXFER_MAGIC		0x50584652u	/* "PXFR" */
@@ -29,16 +30,20 @@
 #define PXFER_HDR_LEN		8
 #define PXFER_NONCE_LEN		32
 #define PXFER_MAC_LEN		32
-#define PXFER_PATH_MAX		4096	/* bytes of a relative path, no NUL */
+/*
+ * The limits the options share with the wire are the public header's:
+ * PXFER_PATH_MAX (bytes of a relative path, no NUL), PXFER_WORKERS_MAX,
+ * PXFER_CHUNK_MIN and PXFER_CHUNK_MAX; they fit the fields that carry
+ * them (u16 lengths and counts, u32 sizes)
+ */
+_Static_assert(PXFER_PATH_MAX <= UINT16_MAX && PXFER_WORKERS_MAX <= UINT16_MAX,
+	       "a public limit does not fit its wire field");
 #define PXFER_NAME_MAX		255	/* bytes of one path component */
 #define PXFER_TEXT_MAX		256	/* bytes of an error text */
 #define PXFER_BLOB_MAX		64	/* bytes of a transport ring descriptor */
 #define PXFER_CREDIT_MAX	256	/* slots in one CREDIT message */
 #define PXFER_SEG_MAX		64	/* segments (files) in one chunk */
-#define PXFER_WORKERS_MAX	64
 #define PXFER_SLOTS_MAX		1024	/* slots per worker ring */
-#define PXFER_CHUNK_MIN		4096u
-#define PXFER_CHUNK_MAX		(64u << 20)
 /* largest control message body: a FILE entry with path and symlink target */
 #define PXFER_MSG_MAX		(2 * PXFER_PATH_MAX + 128)
 /* largest encoded chunk descriptor */

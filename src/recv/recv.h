@@ -35,8 +35,6 @@
 
 /* ring memory per session, unless --ring-mem says otherwise */
 #define RECV_SHARE_DEFAULT PXFER_DEFAULT_RING_MEM
-/* sessions at once at most (--max-sessions) */
-#define RECV_SESSIONS_MAX 64
 
 /*
  * The server: its thread listens, admits senders and hands each session's

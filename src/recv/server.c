@@ -495,9 +495,9 @@ static int check_opts(const struct pxfer_recv_opts *o)
 	if (pxfer_port_check(o->port))
 		return error("pxfer_recv: port '%s': a number from 1 to 65535",
 			     o->port);
-	if (o->max_sessions < 1 || o->max_sessions > RECV_SESSIONS_MAX)
+	if (o->max_sessions < 1 || o->max_sessions > PXFER_SESSIONS_MAX)
 		return error("pxfer_recv: %u sessions at once: from 1 to %d",
-			     o->max_sessions, RECV_SESSIONS_MAX);
+			     o->max_sessions, PXFER_SESSIONS_MAX);
 	if (o->ring_mem && (o->ring_mem > (4ull << 30) ||
 			    o->ring_mem / o->max_sessions < (64u << 10)))
 		return error("pxfer_recv: %llu bytes of ring memory for %u sessions: at least 64 KiB a session, at most 4 GiB in all",
