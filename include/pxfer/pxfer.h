@@ -398,6 +398,28 @@ PXFER_API void pxfer_send_opts_init(struct pxfer_send_opts *o);
 PXFER_API void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
 
 /*
+ * pxfer_send_opts_check - whether pxfer_send would take @o: 0, or -EINVAL
+ * with why in @why (@len bytes, NUL-terminated; @len 0: no message),
+ * one line that names the option as the pxfer command spells it and the
+ * field in parentheses ("-j takes a number of workers from 1 to 64, not
+ * 65 (workers)"). It checks what is missing (paths, host, port, the
+ * secret), the ranges of the limits above, the secret's strength
+ * (PXFER_SECRET_BITS) and the choices that exclude each other; not
+ * whether the paths exist or the host answers (pxfer_send finds that).
+ * pxfer_send calls it first, and the pxfer command before it starts
+ * anything. Prints nothing.
+ */
+PXFER_API int pxfer_send_opts_check(const struct pxfer_send_opts *o,
+				    char *why, size_t len);
+
+/*
+ * pxfer_recv_opts_check - the same for pxfer_recv: 0, or -EINVAL with
+ * why; not whether dir exists or the port is free (pxfer_recv finds that).
+ */
+PXFER_API int pxfer_recv_opts_check(const struct pxfer_recv_opts *o,
+				    char *why, size_t len);
+
+/*
  * pxfer_send - send opts->paths to the receiver at opts->host, each under
  * its own name below the receiver's directory (or opts->dest inside it),
  * and return when the receiver has acknowledged all of it or the transfer
@@ -410,10 +432,10 @@ PXFER_API void pxfer_recv_opts_init(struct pxfer_recv_opts *o);
  * RDMA one that polls the completion queue. All have ended when it returns.
  *
  * Options outside their documented ranges, or missing, are refused with
- * PXFER_EXIT_USAGE and a message, before anything starts (a secret weaker
- * than PXFER_SECRET_BITS among them); so are paths that are missing,
- * unreadable, or not a regular file or a directory (a link to one is
- * followed), before anything is sent.
+ * PXFER_EXIT_USAGE and pxfer_send_opts_check's message, before anything
+ * starts (a secret weaker than PXFER_SECRET_BITS among them); so are
+ * paths that are missing, unreadable, or not a regular file or a
+ * directory (a link to one is followed), before anything is sent.
  *
  * Raising opts->stop ends the transfer with PXFER_EXIT_INTR (a
  * connection being made or authenticated first, within timeout_ms). The
@@ -439,7 +461,7 @@ PXFER_API int pxfer_send(const struct pxfer_send_opts *opts, struct pxfer_stats 
  * listens and what each session did (opts->log, or stderr); errors are
  * always reported.
  *
- * Options are checked as for pxfer_send. Threads, stop and limits: as
+ * Options are checked as for pxfer_send (pxfer_recv_opts_check). Threads, stop and limits: as
  * for pxfer_send, with a thread per running session and one per worker of
  * each.
  */
