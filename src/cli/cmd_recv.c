@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "core/escape.h"
 #include "core/log.h"
-#include "recv/metrics.h"
+#include "api/api.h"
 
 
 /* the command line of pxfer recv, as it is parsed */

@@ -3,7 +3,7 @@
  * What a receiver counts for its operator (docs/operations.md, "Metrics"):
  * sessions by how they ended, bytes and files received, the front door's
  * refusals, the partial store, rails and ring memory. The object is the
- * caller's (pxfer_recv_metered): the receiver's threads update it with
+ * caller's (pxfer_recv_metered, src/api/api.h): the receiver's threads update it with
  * relaxed atomics, at a session's admission and end and at the door, never
  * per chunk, and any thread may render it at any time, also after the
  * call returned (pxfer_recv_metrics_format). No label value comes from a
@@ -84,13 +84,6 @@ void pxfer_recv_metrics_init(struct pxfer_recv_metrics *m);
  */
 int pxfer_recv_metrics_format(struct pxfer_recv_metrics *m, char *buf,
 			      size_t size);
-
-/*
- * pxfer_recv_metered - pxfer_recv, counting into @m (set up with
- * pxfer_recv_metrics_init) as it serves.
- */
-int pxfer_recv_metered(const struct pxfer_recv_opts *o,
-		       struct pxfer_recv_metrics *m);
 
 /* the receiver's updates: relaxed, on any of its threads */
 static inline void recv_count(recv_counter *c, uint64_t n)

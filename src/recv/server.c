@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * pxfer_recv: the receiver as a server. It checks the receiving
- * directory, listens on the transports --transport names and challenges
+ * The receiver as a server, for pxfer_recv (src/api/recv.c). It checks
+ * the receiving directory, listens on the transports --transport names and challenges
  * every new connection (pending.c). A HELLO that proves the secret starts
  * a session (session.c) on a thread of its own, up to --max-sessions at
  * once, each with its share of --ring-mem; a sender that finds them all
@@ -22,10 +22,10 @@
 
 #include "core/limits.h"
 #include "core/log.h"
-#include "core/netaddr.h"
 #include "core/sys.h"
 #include "recv/pending.h"
 #include "recv/recv.h"
+#include "recv/server.h"
 
 /* seconds between looks at the stop for a second raise, while draining */
 #define STOP_RECHECK_S 0.1
@@ -487,48 +487,13 @@ static int serve(struct recv_server *srv)
 	return code;
 }
 
-/* what the command line checks, for programs that call the library */
-static int check_opts(const struct pxfer_recv_opts *o)
-{
-	if (!o->dir || !o->port)
-		return error("pxfer_recv needs a directory and a port");
-	if (pxfer_port_check(o->port))
-		return error("pxfer_recv: port '%s': a number from 1 to 65535",
-			     o->port);
-	if (o->max_sessions < 1 || o->max_sessions > PXFER_SESSIONS_MAX)
-		return error("pxfer_recv: %u sessions at once: from 1 to %d",
-			     o->max_sessions, PXFER_SESSIONS_MAX);
-	if (o->ring_mem && (o->ring_mem > (4ull << 30) ||
-			    o->ring_mem / o->max_sessions < (64u << 10)))
-		return error("pxfer_recv: %llu bytes of ring memory for %u sessions: at least 64 KiB a session, at most 4 GiB in all",
-			     (unsigned long long)o->ring_mem, o->max_sessions);
-	if (o->grace_secs < 0)
-		return error("pxfer_recv: a grace period of %d s", o->grace_secs);
-	if (o->max_chunk < PXFER_CHUNK_MIN || o->max_chunk > PXFER_CHUNK_MAX)
-		return error("pxfer_recv: a largest chunk of %u: from 4 KiB to 64 MiB",
-			     o->max_chunk);
-	if (o->idle_timeout < 0 || o->idle_timeout > 86400)
-		return error("pxfer_recv: an idle timeout of %d s: from 0 (never) to 86400",
-			     o->idle_timeout);
-	if (o->secret.len < PXFER_SECRET_MIN || o->secret.len > PXFER_SECRET_MAX)
-		return error("pxfer_recv: no secret, or one of %zu bytes: %d to %d",
-			     o->secret.len, PXFER_SECRET_MIN, PXFER_SECRET_MAX);
-	if (pxfer_secret_bits(&o->secret) < PXFER_SECRET_BITS)
-		return error("pxfer_recv: the secret is too weak: about %u bits of the %d needed",
-			     pxfer_secret_bits(&o->secret), PXFER_SECRET_BITS);
-	return 0;
-}
-
-static int recv_run(const struct pxfer_recv_opts *o,
+/* serve: the receiver of one pxfer_recv call, its options checked */
+int recv_server_run(const struct pxfer_recv_opts *o,
 		    struct pxfer_recv_metrics *m)
 {
 	struct recv_server *srv;
 	int code;
 
-	if (check_opts(o))
-		return PXFER_EXIT_USAGE;
-	if (pxfer_auth_init())
-		return error("cannot initialise the crypto library"), PXFER_EXIT_LOCAL;
 	srv = calloc(1, sizeof(*srv));
 	if (!srv)
 		return PXFER_EXIT_LOCAL;
@@ -557,8 +522,6 @@ static int recv_run(const struct pxfer_recv_opts *o,
 	 * stays.
 	 */
 	srv->mode_mask = o->perms ? 01777 : 01777 & ~pxfer_umask_get();
-	/* before the call's threads start (best effort: it only saves time) */
-	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	if (check_dir(o, &srv->rootfd)) {
 		code = PXFER_EXIT_USAGE;
 		goto out_srv;
@@ -583,25 +546,4 @@ out_srv:
 	free(srv->pend);
 	free(srv);
 	return code;
-}
-
-/* the call's log, on this thread and on every thread it starts */
-int pxfer_recv_metered(const struct pxfer_recv_opts *o,
-		       struct pxfer_recv_metrics *m)
-{
-	struct pxfer_log log, *old;
-	int code;
-
-	if (pxfer_log_init(&log, o->log, o->log_arg, o->verbose))
-		return PXFER_EXIT_LOCAL;
-	old = pxfer_log_attach(&log);
-	code = recv_run(o, m);
-	pxfer_log_attach(old);
-	pxfer_log_release(&log);
-	return code;
-}
-
-int pxfer_recv(const struct pxfer_recv_opts *o)
-{
-	return pxfer_recv_metered(o, NULL);
 }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * pxfer_send: the sender's session from start to end. It chooses the
- * transport, starts the tree walk, authenticates on the control
- * connection (engine/handshake.c), makes one data connection and ring per
- * worker, then leaves the transfer to the coordinator (coord.c) and the
- * workers (worker.c), and tears everything down whichever way it ended.
+ * One session of pxfer_send (src/api/send.c runs them), from start to
+ * end. It chooses the transport, starts the tree walk, authenticates on
+ * the control connection (engine/handshake.c), makes one data connection
+ * and ring per worker, then leaves the transfer to the coordinator
+ * (coord.c) and the workers (worker.c), and tears everything down
+ * whichever way it ended.
  */
 #include <errno.h>
 #include <poll.h>
@@ -13,11 +14,10 @@
 #include <sodium.h>
 
 #include "core/escape.h"
-#include "core/limits.h"
 #include "core/log.h"
-#include "core/netaddr.h"
 #include "core/sys.h"
 #include "send/send.h"
+#include "send/sender.h"
 
 #define BUSY_FIRST 0.25	/* s before the first try again */
 #define BUSY_MAX 8.0
@@ -330,72 +330,16 @@ static int session_start(struct send_session *s)
 	return workers_start(s);
 }
 
-/* what the command line checks, for programs that call the library */
-static int check_opts(const struct pxfer_send_opts *o)
-{
-	if (!o->paths || o->npaths < 1 || !o->host || !*o->host || !o->port)
-		return error("pxfer_send needs paths, a host and a port");
-	if (pxfer_port_check(o->port))
-		return error("pxfer_send: port '%s': a number from 1 to 65535",
-			     o->port);
-	for (int i = 0; i < o->npaths; i++)
-		if (!o->paths[i] || !*o->paths[i])
-			return error("pxfer_send: path %d is empty", i);
-	if (o->workers < 1 || o->workers > PXFER_WORKERS_MAX)
-		return error("pxfer_send: %d workers: from 1 to %d",
-			     o->workers, PXFER_WORKERS_MAX);
-	if (o->chunk_size < PXFER_CHUNK_MIN || o->chunk_size > PXFER_CHUNK_MAX ||
-	    o->chunk_size % PXFER_CHUNK_MIN)
-		return error("pxfer_send: a chunk size of %u: a multiple of 4 KiB from 4 KiB to 64 MiB",
-			     o->chunk_size);
-	if (o->timeout_ms < 1)
-		return error("pxfer_send: a timeout of %d ms", o->timeout_ms);
-	if (o->wait_secs < 0)
-		return error("pxfer_send: a wait of %d s", o->wait_secs);
-	if (o->secret.len < PXFER_SECRET_MIN || o->secret.len > PXFER_SECRET_MAX)
-		return error("pxfer_send: no secret, or one of %zu bytes: %d to %d",
-			     o->secret.len, PXFER_SECRET_MIN, PXFER_SECRET_MAX);
-	if (pxfer_secret_bits(&o->secret) < PXFER_SECRET_BITS)
-		return error("pxfer_send: the secret is too weak: about %u bits of the %d needed",
-			     pxfer_secret_bits(&o->secret), PXFER_SECRET_BITS);
-	/* NULL: the default, for a caller that did not call opts_init */
-	if (o->integrity && strcmp(o->integrity, "mac") &&
-	    strcmp(o->integrity, "checksum"))
-		return error("pxfer_send: integrity '%s': mac or checksum",
-			     o->integrity);
-	if (o->encrypt && o->integrity && !strcmp(o->integrity, "checksum"))
-		return error("pxfer_send: encryption authenticates every chunk: it cannot go with the plain checksum");
-	if (o->retries < 0 || o->retries > 100)
-		return error("pxfer_send: %d retries: from 0 to 100", o->retries);
-	if (!(o->retry_wait >= 0 && o->retry_wait <= 3600))
-		return error("pxfer_send: a retry wait of %g s: from 0 to 3600",
-			     o->retry_wait);
-	if (o->checksum && o->overwrite)
-		return error("pxfer_send: --checksum decides what to skip, --overwrite skips nothing: not both");
-	if (o->cipher && strcmp(o->cipher, "aes-256-gcm") &&
-	    strcmp(o->cipher, "chacha20-poly1305"))
-		return error("pxfer_send: cipher '%s': aes-256-gcm or chacha20-poly1305",
-			     o->cipher);
-	return 0;
-}
-
-/*
- * One session: connect, send what the receiver does not have, and tear
- * down. *@again: files that want another session (changed while they
- * were sent, or busy on the receiver); *@welcomed: the handshake
- * completed.
- */
-static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
-		       unsigned int pass, const char *transport,
-		       unsigned int *again, int *welcomed, int *peer_ended,
-		       uint64_t *done_size)
+/* one session: everything it used is released when it returns */
+int send_session_run(const struct pxfer_send_opts *o, struct pxfer_stats *st,
+		     struct send_pass *p)
 {
 	struct send_session *s;
 	int code;
 
-	*again = 0;
-	*welcomed = 0;
-	*peer_ended = 0;
+	p->again = 0;
+	p->welcomed = 0;
+	p->peer_ended = 0;
 	s = calloc(1, sizeof(*s));
 	if (!s || pxfer_session_init(&s->b, "receiver", o->stop)) {
 		error("out of memory");
@@ -404,8 +348,8 @@ static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 	}
 	s->o = o;
 	s->st = st;
-	s->pass = pass;
-	s->transport = transport;
+	s->pass = p->pass;
+	s->transport = p->transport;
 	pxfer_progress_init(&s->prog, o->progress);
 	if (!session_start(s))
 		send_coordinate(s);
@@ -420,10 +364,10 @@ static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 	pxfer_progress_end(&s->prog);
 	st->chunks += atomic_load(&s->chunks);
 	st->bytes_sent += atomic_load(&s->bytes_sent);
-	*again = s->again;
-	*done_size += s->done_size;
-	*welcomed = s->b.wel.workers != 0;
-	*peer_ended = s->b.peer_ended;
+	p->again = s->again;
+	p->done_size += s->done_size;
+	p->welcomed = s->b.wel.workers != 0;
+	p->peer_ended = s->b.peer_ended;
 	if (pxfer_failed(&s->b.fail))
 		code = pxfer_fail_code(&s->b.fail);
 	else if (s->nospace)
@@ -432,142 +376,5 @@ static int run_session(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 		code = st->files_failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
 	session_release(s);
 	free(s);
-	return code;
-}
-
-/* wait @secs unless stopped: 0, or -1 when @stop was raised */
-static int retry_sleep(const struct pxfer_stop *stop, double secs)
-{
-	struct pollfd p = { .fd = pxfer_stop_fd(stop), .events = POLLIN };
-	double end = pxfer_now() + secs;
-
-	while (!pxfer_stop_raised(stop)) {
-		double left = end - pxfer_now();
-
-		if (left <= 0)
-			return 0;
-		poll(&p, 1, left > 0.1 ? 100 : (int)(left * 1000) + 1);
-	}
-	return -1;
-}
-
-/*
- * pxfer_send: sessions until everything is there. A session that lost
- * its connection (once one reached the receiver) is followed by another
- * after a wait (--retries,
- * --retry-wait, doubling up to RETRY_WAIT_MAX): the receiver kept what
- * arrived, so the next one sends only the rest. Files that another
- * session of the receiver held get one more session, at once (files
- * that changed while they were sent are sent again in the same one).
- */
-#define RETRY_WAIT_MAX 60.0
-
-static int send_run(const struct pxfer_send_opts *o, struct pxfer_stats *st)
-{
-	double t0 = pxfer_now(), wait;
-	const char *transport = NULL;
-	unsigned int pass = 0, again;
-	uint64_t credited = 0, credited_bytes = 0, failed_now = 0, done_size = 0;
-	int code, retries = 0, welcomed = 0, ever_welcomed = 0, peer_ended = 0;
-
-	if (check_opts(o))
-		return PXFER_EXIT_USAGE;
-	if (pxfer_auth_init()) {
-		error("cannot initialise the crypto library");
-		return PXFER_EXIT_LOCAL;
-	}
-	/* before the call's threads start (best effort: it only saves time) */
-	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
-	wait = o->retry_wait;
-	for (;;) {
-		uint64_t failed = st->files_failed, same = st->files_same;
-		uint64_t bsame = st->bytes_same, dirs = st->dirs, links = st->links;
-		uint64_t files0 = st->files, bytes0 = done_size;
-
-		st->sessions++;
-		code = run_session(o, st, pass, transport, &again, &welcomed,
-				   &peer_ended, &done_size);
-		/*
-		 * A later session finds what an earlier one sent there
-		 * already: that is not what was there before the call
-		 */
-		same = st->files_same - same;
-		bsame = st->bytes_same - bsame;
-		same = same < files0 - credited ? same : files0 - credited;
-		bsame = bsame < bytes0 - credited_bytes ? bsame : bytes0 - credited_bytes;
-		st->files_same -= same;
-		st->bytes_same -= bsame;
-		credited += same;
-		credited_bytes += bsame;
-		/* each session makes every directory and link again */
-		if (st->dirs - dirs < dirs)
-			st->dirs = dirs;
-		else
-			st->dirs -= dirs;
-		if (st->links - links < links)
-			st->links = links;
-		else
-			st->links -= links;
-		/* what failed is tried again by the next session, if any */
-		failed_now = st->files_failed;
-		st->files_failed = failed;
-		ever_welcomed |= welcomed;
-		/* a receiver that was never reached is not retried (the
-		 * address or port may be wrong, and the user should know),
-		 * nor one that ended the session itself (it said why) */
-		if (code == PXFER_EXIT_NET && ever_welcomed && !peer_ended &&
-		    retries < o->retries && !pxfer_stop_raised(o->stop)) {
-			retries++;
-			/* --transport auto: an rdma session that could not
-			 * even start goes on over tcp */
-			if (!welcomed && !transport && st->transport &&
-			    !strcmp(st->transport, "rdma") &&
-			    (!o->transport || !strcmp(o->transport, "auto"))) {
-				transport = "tcp";
-				info("pxfer: rdma to %s failed; going on over tcp (--transport auto)",
-				     o->host);
-			}
-			info("pxfer: trying again in %.0f s (retry %d of %d); what arrived is kept",
-			     wait, retries, o->retries);
-			if (retry_sleep(o->stop, wait)) {
-				code = PXFER_EXIT_INTR;
-				break;
-			}
-			wait = wait * 2 > RETRY_WAIT_MAX ? RETRY_WAIT_MAX : wait * 2;
-			continue;
-		}
-		if ((code == PXFER_EXIT_OK || code == PXFER_EXIT_FAIL) && again) {
-			/* files busy on the receiver: a second pass at
-			 * once, only once; then the next retry */
-			if (!pass) {
-				pass = 1;
-				continue;
-			}
-			if (retries < o->retries && !retry_sleep(o->stop, wait)) {
-				retries++;
-				continue;
-			}
-			code = PXFER_EXIT_FAIL;
-		}
-		break;
-	}
-	st->files_failed = failed_now;
-	st->seconds = pxfer_now() - t0;
-	return code;
-}
-
-/* the call's log, on this thread and on every thread it starts */
-int pxfer_send(const struct pxfer_send_opts *o, struct pxfer_stats *st)
-{
-	struct pxfer_log log, *old;
-	int code;
-
-	memset(st, 0, sizeof(*st));
-	if (pxfer_log_init(&log, o->log, o->log_arg, o->verbose))
-		return PXFER_EXIT_LOCAL;
-	old = pxfer_log_attach(&log);
-	code = send_run(o, st);
-	pxfer_log_attach(old);
-	pxfer_log_release(&log);
 	return code;
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the sender (src/send/). pxfer_send (send.c) sets a session
- * up and tears it down; the coordinator (coord.c) runs the control
- * connection; the manifest (manifest.c) turns the tree walk into FILE
- * messages and keeps the files in flight; each worker (worker.c) owns a
- * data connection and a ring and moves the chunks the scheduler plans.
+ * Private to the sender (src/send/); what it offers src/api/ is
+ * send/sender.h. send.c sets a session up and tears it down; the
+ * coordinator (coord.c) runs the control connection; the manifest
+ * (manifest.c) turns the tree walk into FILE messages and keeps the files
+ * in flight; each worker (worker.c) owns a data connection and a ring and
+ * moves the chunks the scheduler plans.
  */
 #ifndef PXFER_SEND_SEND_H
 #define PXFER_SEND_SEND_H
