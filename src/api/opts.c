@@ -176,7 +176,7 @@ int pxfer_recv_opts_check(const struct pxfer_recv_opts *o, char *why,
 		return refuse(why, len, "--idle-timeout takes seconds from 0 (never) to %d, not %d (idle_timeout)",
 			      PXFER_IDLE_TIMEOUT_MAX, o->idle_timeout);
 	if (!(o->partial_ttl >= 0 && o->partial_ttl <= PXFER_PARTIAL_TTL_MAX))
-		return refuse(why, len, "--partial-ttl takes from 0 (keep nothing) to %dd, not %g s (partial_ttl)",
+		return refuse(why, len, "--partial-ttl takes from 0 (keep nothing) to %dd, not %.0f s (partial_ttl)",
 			      PXFER_PARTIAL_TTL_MAX / 86400, o->partial_ttl);
 	if (o->partial_max > PXFER_PARTIAL_MAX_MAX)
 		return refuse(why, len, "--partial-max takes a number of partial files from 0 (no cap) to %d, not %u (partial_max)",

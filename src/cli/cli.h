@@ -139,8 +139,13 @@ int cli_metrics_start(struct cli_metrics **out, struct pxfer_recv_metrics *m,
 		      const char *addr, int public, const char *file, int quiet);
 void cli_metrics_stop(struct cli_metrics *cm);
 
-/* load the secret from --secret-file or $PXFER_SECRET, with clear errors */
+/*
+ * load the secret from --secret-file or $PXFER_SECRET, with clear errors;
+ * with neither and @generated not NULL, make one and set *@generated, and
+ * cli_secret_announce says it once the options are found good
+ */
 struct pxfer_secret;
-int cli_load_secret(struct pxfer_secret *s, const char *file, int generate);
+int cli_load_secret(struct pxfer_secret *s, const char *file, int *generated);
+void cli_secret_announce(const struct pxfer_secret *s);
 
 #endif

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* pxfer recv: parse the command line and serve. */
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,11 @@
 #include "core/log.h"
 #include "api/api.h"
 
+/*
+ * The setters below read an option's syntax; what the value may be is
+ * pxfer_recv_opts_check's, once they all are read, so that the command
+ * refuses what the library does, with its words.
+ */
 
 /* the command line of pxfer recv, as it is parsed */
 struct recv_args {
@@ -42,9 +48,10 @@ static int set_ring_mem(void *ctx, const char *arg)
 	struct recv_args *a = ctx;
 	uint64_t size;
 
-	if (cli_parse_size(arg, &size) || size < (64u << 10) ||
-	    size > (4ull << 30))
-		return error("--ring-mem takes a size from 64K to 4G, not '%s'", arg);
+	if (cli_parse_size(arg, &size))
+		return error("--ring-mem takes a size from %uK to %lluG, not '%s'",
+			     PXFER_RING_MEM_MIN >> 10, PXFER_RING_MEM_MAX >> 30,
+			     arg);
 	a->o.ring_mem = size;
 	return 0;
 }
@@ -54,8 +61,9 @@ static int set_max_sessions(void *ctx, const char *arg)
 	struct recv_args *a = ctx;
 	unsigned long v;
 
-	if (cli_parse_uint(arg, 1, 64, &v))
-		return error("--max-sessions takes a number from 1 to 64, not '%s'", arg);
+	if (cli_parse_uint(arg, 0, UINT_MAX, &v))
+		return error("--max-sessions takes a number from 1 to %d, not '%s'",
+			     PXFER_SESSIONS_MAX, arg);
 	a->o.max_sessions = v;
 	return 0;
 }
@@ -65,8 +73,9 @@ static int set_grace(void *ctx, const char *arg)
 	struct recv_args *a = ctx;
 	unsigned long v;
 
-	if (cli_parse_uint(arg, 0, 86400, &v))
-		return error("--grace takes seconds from 0 to 86400, not '%s'", arg);
+	if (cli_parse_uint(arg, 0, INT_MAX, &v))
+		return error("--grace takes seconds from 0 to %d, not '%s'",
+			     PXFER_GRACE_SECS_MAX, arg);
 	a->o.grace_secs = v;
 	return 0;
 }
@@ -84,8 +93,9 @@ static int set_max_chunk(void *ctx, const char *arg)
 	struct recv_args *a = ctx;
 	uint64_t size;
 
-	if (cli_parse_size(arg, &size) || size < 4096 || size > (64u << 20))
-		return error("--max-chunk takes a size from 4K to 64M, not '%s'", arg);
+	if (cli_parse_size(arg, &size) || size > UINT32_MAX)
+		return error("--max-chunk takes a size from %uK to %uM, not '%s'",
+			     PXFER_CHUNK_MIN >> 10, PXFER_CHUNK_MAX >> 20, arg);
 	a->o.max_chunk = size;
 	return 0;
 }
@@ -111,9 +121,9 @@ static int set_idle_timeout(void *ctx, const char *arg)
 	struct recv_args *a = ctx;
 	unsigned long secs;
 
-	if (cli_parse_uint(arg, 0, 86400, &secs))
-		return error("--idle-timeout takes seconds from 0 (never) to 86400, not '%s'",
-			     arg);
+	if (cli_parse_uint(arg, 0, INT_MAX, &secs))
+		return error("--idle-timeout takes seconds from 0 (never) to %d, not '%s'",
+			     PXFER_IDLE_TIMEOUT_MAX, arg);
 	a->o.idle_timeout = secs;
 	return 0;
 }
@@ -139,9 +149,9 @@ static int set_partial_ttl(void *ctx, const char *arg)
 		n = sizeof(num) - 1;
 	memcpy(num, arg, n);
 	num[n] = 0;
-	if (cli_parse_uint(num, 0, 3650ul * 86400, &v) || v * mul > 3650.0 * 86400)
-		return error("--partial-ttl takes a time such as 3600, 90m, 12h or 7d (0: keep nothing; at most 3650d), not '%s'",
-			     arg);
+	if (cli_parse_uint(num, 0, ULONG_MAX, &v))
+		return error("--partial-ttl takes a time such as 3600, 90m, 12h or 7d (0: keep nothing; at most %dd), not '%s'",
+			     PXFER_PARTIAL_TTL_MAX / 86400, arg);
 	a->o.partial_ttl = v * mul;
 	return 0;
 }
@@ -151,9 +161,9 @@ static int set_partial_max(void *ctx, const char *arg)
 	struct recv_args *a = ctx;
 	unsigned long v;
 
-	if (cli_parse_uint(arg, 0, 100000000, &v))
-		return error("--partial-max takes a number of partial files from 0 (no cap) to 100000000, not '%s'",
-			     arg);
+	if (cli_parse_uint(arg, 0, UINT_MAX, &v))
+		return error("--partial-max takes a number of partial files from 0 (no cap) to %d, not '%s'",
+			     PXFER_PARTIAL_MAX_MAX, arg);
 	a->o.partial_max = v;
 	return 0;
 }
@@ -321,13 +331,11 @@ static void print_session(const struct pxfer_session_report *r, void *arg)
 	funlockfile(f);
 }
 
-/* the secret, the signals, and serve counting into @m */
+/* the signals, and serve counting into @m */
 static int serve(struct recv_args *a, struct pxfer_recv_metrics *m)
 {
 	struct pxfer_recv_opts *o = &a->o;
 
-	if (cli_load_secret(&o->secret, a->secret_file, 1))
-		return PXFER_EXIT_USAGE;
 	if (a->json)
 		o->on_session = print_session;
 	o->stop = cli_stop_on_signals();
@@ -349,7 +357,8 @@ int cmd_recv(int argc, char **argv)
 	};
 	struct pxfer_recv_metrics metrics;
 	struct cli_metrics *cm;
-	int first, code;
+	char why[400];
+	int first, code, generated = 0;
 
 	pxfer_recv_opts_init(o);
 	first = cli_parse(&recv_cmd, argc, argv, &a, &common, &code);
@@ -373,12 +382,18 @@ int cmd_recv(int argc, char **argv)
 		error("--metrics-public goes with --metrics ADDR:PORT");
 		return PXFER_EXIT_USAGE;
 	}
-	/* a bad --metrics is said before a secret is generated */
+	/* a secret generated is said once nothing else is wrong */
+	if (cli_load_secret(&o->secret, a.secret_file, &generated))
+		return PXFER_EXIT_USAGE;
+	if (pxfer_recv_opts_check(o, why, sizeof(why)))
+		return error("%s", why), PXFER_EXIT_USAGE;
 	pxfer_recv_metrics_init(&metrics);
 	code = cli_metrics_start(&cm, &metrics, a.metrics, a.metrics_public,
 				 a.metrics_file, o->quiet);
 	if (code)
 		return code;
+	if (generated)
+		cli_secret_announce(&o->secret);
 	code = serve(&a, &metrics);
 	cli_metrics_stop(cm);
 	return code;

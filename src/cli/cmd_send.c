@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* pxfer send: parse the command line, run pxfer_send, print the summary. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,7 +11,11 @@
 #include "core/log.h"
 #include "core/netaddr.h"
 
-/* a macro's number as a string literal, for the help */
+/*
+ * The setters below read an option's syntax; what the value may be is
+ * pxfer_send_opts_check's, once they all are read, so that the command
+ * refuses what the library does, with its words.
+ */
 
 /* the command line of pxfer send, as it is parsed */
 struct send_args {
@@ -26,8 +31,9 @@ static int set_jobs(void *ctx, const char *arg)
 	struct send_args *a = ctx;
 	unsigned long v;
 
-	if (cli_parse_uint(arg, 1, 64, &v))
-		return error("-j takes a number of workers from 1 to 64, not '%s'", arg);
+	if (cli_parse_uint(arg, 0, INT_MAX, &v))
+		return error("-j takes a number of workers from 1 to %d, not '%s'",
+			     PXFER_WORKERS_MAX, arg);
 	a->o.workers = v;
 	a->o.workers_auto = 0;
 	return 0;
@@ -38,9 +44,10 @@ static int set_chunk_size(void *ctx, const char *arg)
 	struct send_args *a = ctx;
 	uint64_t size;
 
-	if (cli_parse_size(arg, &size) || size < 4096 ||
-	    size > (64u << 20) || size % 4096)
-		return error("--chunk-size takes a multiple of 4K from 4K to 64M, not '%s'", arg);
+	if (cli_parse_size(arg, &size) || size > UINT32_MAX)
+		return error("--chunk-size takes a multiple of %uK from %uK to %uM, not '%s'",
+			     PXFER_CHUNK_MIN >> 10, PXFER_CHUNK_MIN >> 10,
+			     PXFER_CHUNK_MAX >> 20, arg);
 	a->o.chunk_size = size;
 	a->o.chunk_auto = 0;
 	return 0;
@@ -51,8 +58,9 @@ static int set_timeout(void *ctx, const char *arg)
 	struct send_args *a = ctx;
 	unsigned long v;
 
-	if (cli_parse_uint(arg, 1, 3600, &v))
-		return error("--timeout takes seconds from 1 to 3600, not '%s'", arg);
+	if (cli_parse_uint(arg, 0, INT_MAX / 1000, &v))
+		return error("--timeout takes seconds from 1 to %d, not '%s'",
+			     PXFER_TIMEOUT_MS_MAX / 1000, arg);
 	a->o.timeout_ms = v * 1000;
 	return 0;
 }
@@ -62,8 +70,9 @@ static int set_wait(void *ctx, const char *arg)
 	struct send_args *a = ctx;
 	unsigned long v;
 
-	if (cli_parse_uint(arg, 0, 86400, &v))
-		return error("--wait takes seconds from 0 to 86400, not '%s'", arg);
+	if (cli_parse_uint(arg, 0, INT_MAX, &v))
+		return error("--wait takes seconds from 0 to %d, not '%s'",
+			     PXFER_WAIT_SECS_MAX, arg);
 	a->o.wait_secs = v;
 	return 0;
 }
@@ -149,8 +158,9 @@ static int set_retries(void *ctx, const char *arg)
 	struct send_args *a = ctx;
 	unsigned long v;
 
-	if (cli_parse_uint(arg, 0, 100, &v))
-		return error("--retries takes a number from 0 to 100, not '%s'", arg);
+	if (cli_parse_uint(arg, 0, INT_MAX, &v))
+		return error("--retries takes a number from 0 to %d, not '%s'",
+			     PXFER_RETRIES_MAX, arg);
 	a->o.retries = v;
 	return 0;
 }
@@ -160,8 +170,9 @@ static int set_retry_wait(void *ctx, const char *arg)
 	struct send_args *a = ctx;
 	unsigned long v;
 
-	if (cli_parse_uint(arg, 0, 3600, &v))
-		return error("--retry-wait takes seconds from 0 to 3600, not '%s'", arg);
+	if (cli_parse_uint(arg, 0, INT_MAX, &v))
+		return error("--retry-wait takes seconds from 0 to %d, not '%s'",
+			     PXFER_RETRY_WAIT_MAX, arg);
 	a->o.retry_wait = v;
 	return 0;
 }
@@ -215,7 +226,8 @@ static struct cli_opt send_opts[] = {
 	  "to N times (default " STR(PXFER_DEFAULT_RETRIES) "; 0: fail at once)", NULL },
 	{ "retry-wait", 0, "SEC", set_retry_wait,
 	  "seconds before the first reconnection, doubling\n"
-	  "each time up to 60 (default " STR(PXFER_DEFAULT_RETRY_WAIT) ")", NULL },
+	  "each time up to " STR(PXFER_RETRY_WAIT_CAP) " (default "
+	  STR(PXFER_DEFAULT_RETRY_WAIT) ")", NULL },
 	{ 0 },
 };
 
@@ -352,13 +364,14 @@ int cmd_send(int argc, char **argv)
 		.fsync = &o->fsync, .quiet = &a.quiet, .verbose = &o->verbose,
 	};
 	struct pxfer_stats st;
+	char why[400];
 	int first, code;
 
 	pxfer_send_opts_init(o);
 	snprintf(jobs_help, sizeof(jobs_help),
-		 "worker threads and data connections, 1-64 (default %d\n"
+		 "worker threads and data connections, 1-%d (default %d\n"
 		 "here: one per CPU this process may use, at most %d)",
-		 o->workers, PXFER_AUTO_WORKERS_MAX);
+		 PXFER_WORKERS_MAX, o->workers, PXFER_AUTO_WORKERS_MAX);
 	first = cli_parse(&send_cmd, argc, argv, &a, &common, &code);
 	if (first < 0)
 		return code;
@@ -376,10 +389,12 @@ int cmd_send(int argc, char **argv)
 		       PXFER_EXIT_USAGE;
 	if (a.port)
 		o->port = a.port;
-	if (cli_load_secret(&o->secret, a.secret_file, 0))
+	if (cli_load_secret(&o->secret, a.secret_file, NULL))
 		return PXFER_EXIT_USAGE;
 	o->paths = argv + first;
 	o->npaths = argc - first - 1;
+	if (pxfer_send_opts_check(o, why, sizeof(why)))
+		return error("%s", why), PXFER_EXIT_USAGE;
 	o->progress = !a.quiet && !a.json && isatty(STDERR_FILENO);
 	o->stop = cli_stop_on_signals();
 	if (!o->stop)

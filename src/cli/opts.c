@@ -112,18 +112,23 @@ static int secret_file_open(const char *file)
 		     acl ? "; " : "", file);
 }
 
-int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
+void cli_secret_announce(const struct pxfer_secret *s)
+{
+	info("pxfer: no secret given; generated one for this receiver. On the sender run:\n"
+	     "  export %s=%.*s", PXFER_SECRET_ENV, (int)s->len,
+	     (const char *)s->key);
+}
+
+int cli_load_secret(struct pxfer_secret *s, const char *file, int *generated)
 {
 	int ret = pxfer_secret_load(s, file);
 	unsigned int bits;
 
-	if (ret == -ENOENT && !file && generate) {
+	if (ret == -ENOENT && !file && generated) {
 		ret = pxfer_secret_generate(s);
 		if (ret)
 			return error("cannot generate a secret: %s", strerror(-ret));
-		info("pxfer: no secret given; generated one for this receiver. On the sender run:\n"
-		     "  export %s=%.*s", PXFER_SECRET_ENV, (int)s->len,
-		     (const char *)s->key);
+		*generated = 1;
 		return 0;
 	}
 	if (ret == -ENOENT && !file)
@@ -153,11 +158,9 @@ int cli_load_secret(struct pxfer_secret *s, const char *file, int generate)
 
 /* the options both commands take, by where they land in struct cli_common */
 
+/* checked with the rest (pxfer_send_opts_check, pxfer_recv_opts_check) */
 static int set_port(const struct cli_common *c, const char *arg)
 {
-	if (pxfer_port_check(arg))
-		return error("--port takes a port number from 1 to 65535, not '%s'",
-			     arg);
 	*c->port = arg;
 	return 0;
 }
