@@ -4,7 +4,8 @@
  * library, beyond moving files (the end-to-end tests do that):
  *
  *  - options outside their ranges are refused with PXFER_EXIT_USAGE
- *    before anything starts (no connection is attempted);
+ *    before anything starts (no connection is attempted); each check
+ *    is opts_test's;
  *  - the library leaves the process's handlers for SIGINT, SIGTERM and
  *    SIGPIPE alone, and a signal does not stop a call;
  *  - a raised stop ends pxfer_recv with PXFER_EXIT_INTR; a call with
@@ -27,6 +28,8 @@
 
 #include "pxfer/pxfer.h"
 #include "test.h"
+
+static char long_dest[PXFER_PATH_MAX + 2];
 
 static void on_int(int sig)
 {
@@ -73,7 +76,8 @@ static unsigned int free_port(void)
 
 static void test_bad_options(void)
 {
-	char *paths[] = { "/nonexistent", NULL };
+	char *paths[] = { "/nonexistent", NULL }, *here[] = { ".", NULL };
+	char port[16];
 	struct pxfer_send_opts so;
 	struct pxfer_recv_opts ro;
 	struct pxfer_stats st;
@@ -119,6 +123,18 @@ static void test_bad_options(void)
 	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE, "cipher 'aes-128-cbc'");
 	so.cipher = NULL;
 	so.encrypt = 0;
+	/* a DEST too long for the HELLO (it overran the HELLO's buffer),
+	 * with a source that exists and a port nothing listens on */
+	memset(long_dest, 'd', sizeof(long_dest) - 1);
+	snprintf(port, sizeof(port), "%u", free_port());
+	so.dest = long_dest;
+	so.paths = here;
+	so.port = port;
+	T_EXPECT(pxfer_send(&so, &st) == PXFER_EXIT_USAGE,
+		 "a DEST of PXFER_PATH_MAX + 1 bytes");
+	so.dest = NULL;
+	so.paths = paths;
+	so.port = PXFER_DEFAULT_PORT;
 
 	pxfer_recv_opts_init(&ro);
 	secret(&ro.secret);
