@@ -23,6 +23,36 @@ int pxfer_session_init(struct pxfer_session *s, const char *peer_role,
 	return 0;
 }
 
+/* the peer's address, "?" before it connected */
+static const char *peer_name(const struct pxfer_session *s)
+{
+	return s->cconn ? s->cconn->peer : "?";
+}
+
+int pxfer_session_enter(struct pxfer_session *s, unsigned int to)
+{
+	const char *from = pxfer_state_name(&s->state);
+
+	if (pxfer_state_enter(&s->state, to))
+		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
+				  "internal error: a %s's session cannot go from %s to %s",
+				  s->state.m->side, from,
+				  pxfer_machine_name(s->state.m, to));
+	verbose("session with the %s %s: %s -> %s", s->peer_role,
+		peer_name(s), from, pxfer_state_name(&s->state));
+	return 0;
+}
+
+int pxfer_session_expect(struct pxfer_session *s, uint16_t type)
+{
+	if (pxfer_state_accepts(&s->state, type))
+		return 0;
+	return pxfer_fail(&s->fail, PXFER_EXIT_NET,
+			  "protocol error from the %s %s: %s in state %s, where it does not belong",
+			  s->peer_role, peer_name(s), pxfer_msg_name(type),
+			  pxfer_state_name(&s->state));
+}
+
 int pxfer_session_ctrl_start(struct pxfer_session *s)
 {
 	if (pxfer_ctrl_init(&s->ctrl, s->cconn))

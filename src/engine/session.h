@@ -22,6 +22,7 @@
 #include "core/seal.h"
 #include "engine/ctrl.h"
 #include "engine/fail.h"
+#include "engine/state.h"
 #include "engine/worker.h"
 #include "transport/transport.h"
 
@@ -30,8 +31,11 @@ struct pxfer_session {
 	const char *peer_role;		/* the other side, for messages */
 	int peer_ended;			/* the peer ended it with an ABORT */
 	struct pxfer_fail fail;
+	/* where it is (engine/state.h): the side sets its machine up */
+	struct pxfer_state state;
 	struct pxfer_conn *cconn;	/* the control connection */
 	struct pxfer_ctrl ctrl;
+	/* made inside a state, at another point on each side: flagged */
 	int ctrl_init;
 	struct pxfer_welcome wel;	/* the parameters both sides agreed */
 	struct pxfer_keys keys;		/* derived in the handshake */
@@ -51,6 +55,21 @@ struct pxfer_session {
  */
 int pxfer_session_init(struct pxfer_session *s, const char *peer_role,
 		       const struct pxfer_stop *stop);
+
+/*
+ * pxfer_session_enter - the session goes to state @to (engine/state.h),
+ * said at verbose level. 0, or -1 after failing the session when no edge
+ * of its machine leads there (a bug).
+ */
+int pxfer_session_enter(struct pxfer_session *s, unsigned int to);
+
+/*
+ * pxfer_session_expect - whether a message of type @type belongs in the
+ * session's state: 0, or -1 after failing the session with a protocol
+ * error that names the message and the state. The one place that
+ * decides it; a coordinator asks before it handles any message.
+ */
+int pxfer_session_expect(struct pxfer_session *s, uint16_t type);
 
 /* pxfer_session_stopped - whether the session was interrupted */
 int pxfer_session_stopped(const struct pxfer_session *s);
