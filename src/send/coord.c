@@ -334,9 +334,16 @@ static int on_credit(struct send_session *s, const struct pxfer_credit *c)
 	return ret;
 }
 
+/*
+ * The receiver's message @m, where the session is (STREAMING or
+ * FINISHING): one that does not belong there fails the session
+ * (engine/state.c says which do); the others are handled.
+ */
 static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 		    int *work)
 {
+	if (pxfer_session_expect(&s->b, m->type))
+		return -1;
 	switch (m->type) {
 	case PXFER_MSG_FILE_OK:
 		return on_file_ok(s, &m->u.ok, work);
@@ -350,11 +357,8 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 	case PXFER_MSG_DATA_LOST:
 		return on_data_lost(s, &m->u.lost);
 	case PXFER_MSG_ACK:
-		if (!s->fin_sent)
-			return -EPROTO;
-		s->acked = 1;
 		verbose("ACK from the receiver");
-		return 0;
+		return pxfer_session_enter(&s->b, PXFER_SEND_DONE);
 	case PXFER_MSG_ABORT:
 		return pxfer_session_peer_abort(&s->b, &m->u.error);
 	default:
@@ -367,7 +371,8 @@ static int read_control(struct send_session *s)
 	int ret, work = 0;
 
 	ret = pxfer_ctrl_fill(&s->b.ctrl);
-	while (!pxfer_failed(&s->b.fail)) {
+	/* after the ACK nothing more is read */
+	while (!pxfer_failed(&s->b.fail) && s->b.state.now != PXFER_SEND_DONE) {
 		int r = pxfer_ctrl_next(&s->b.ctrl, &s->b.msg);
 
 		if (r == 0)
@@ -388,7 +393,7 @@ static int read_control(struct send_session *s)
 	}
 	if (work)
 		wake_workers(s);
-	if (ret == -EPIPE && s->acked)
+	if (ret == -EPIPE && s->b.state.now == PXFER_SEND_DONE)
 		return 0;
 	return pxfer_session_read_end(&s->b, ret);
 }
@@ -439,7 +444,7 @@ static int failover(struct send_session *s)
 	unsigned int alive = pxfer_workers_alive(&s->b.workers), queued = 0;
 
 	/* after FIN every file is in: nothing is left to go anywhere */
-	if (s->fin_sent)
+	if (s->b.state.now != PXFER_SEND_STREAMING)
 		return 0;
 	for (unsigned int i = 0; i < s->b.workers.n; i++) {
 		struct sworker *w = &s->w[i];
@@ -489,9 +494,8 @@ static int send_fin(struct send_session *s)
 	fin.u.fin.bytes = s->st->bytes;
 	if (pxfer_ctrl_queue(&s->b.ctrl, &fin))
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
-	s->fin_sent = 1;
 	verbose("all data sent; waiting for the receiver's ACK");
-	return 0;
+	return pxfer_session_enter(&s->b, PXFER_SEND_FINISHING);
 }
 
 /*
@@ -529,13 +533,17 @@ static int tell_sent(struct send_session *s)
 	return 0;
 }
 
+/*
+ * STREAMING until the walk is over and no file is in flight, then
+ * FINISHING (FIN) until the ACK (DONE), or a failure.
+ */
 int send_coordinate(struct send_session *s)
 {
-	while (!pxfer_failed(&s->b.fail) && !s->acked) {
+	while (!pxfer_failed(&s->b.fail) && s->b.state.now != PXFER_SEND_DONE) {
 		if (send_manifest_feed(s))
 			break;
-		if (send_manifest_done_all(s) && !s->man.in_flight && !s->fin_sent &&
-		    send_fin(s))
+		if (s->b.state.now == PXFER_SEND_STREAMING &&
+		    send_manifest_done_all(s) && !s->man.in_flight && send_fin(s))
 			break;
 		if (pxfer_session_wait(&s->b, send_manifest_can_feed(s) ? 0 :
 				       s->prog.enabled || pxfer_session_data_lost_any(&s->b) ? 200 : 1000,

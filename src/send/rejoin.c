@@ -175,7 +175,8 @@ int send_rejoin(struct send_session *s)
 {
 	/* after FIN nothing is left to carry; with none alive the session
 	 * is over */
-	if (s->fin_sent || !pxfer_workers_alive(&s->b.workers))
+	if (s->b.state.now != PXFER_SEND_STREAMING ||
+	    !pxfer_workers_alive(&s->b.workers))
 		return 0;
 	for (unsigned int i = 0; i < s->b.workers.n; i++) {
 		struct sworker *w = &s->w[i];

@@ -92,10 +92,12 @@ static int handshake(struct send_session *s)
 		memcpy(h.dest, o->dest, h.dest_len + 1);
 	}
 	do {
-		if (pxfer_hs_connect(&s->b, &s->to, 0, &s->b.cconn, &ch))
+		if (pxfer_hs_connect(&s->b, &s->to, 0, &s->b.cconn, &ch) ||
+		    pxfer_session_enter(&s->b, PXFER_SEND_AUTHENTICATING))
 			return -1;
 		r = pxfer_hs_hello(&s->b, &o->secret, &ch, &h, o->timeout_ms);
-	} while (r > 0 && !busy_wait(s, end, &delay));
+	} while (r > 0 && !pxfer_session_enter(&s->b, PXFER_SEND_CONNECTING) &&
+		 !busy_wait(s, end, &delay));
 	if (r)
 		return -1;
 	verbose("connected to %s over %s: %u workers, %u KiB chunks, %u slots each, data %s",
@@ -202,8 +204,6 @@ static int workers_start(struct send_session *s)
 	s->resend = calloc(s->resend_cap, sizeof(*s->resend));
 	if (!s->w || !s->resend || pxfer_workers_init(&s->b.workers, n))
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
-	pthread_mutex_init(&s->resend_lock, NULL);
-	s->resend_init = 1;
 	rails_pair(s);
 	for (unsigned int i = 0; i < n; i++) {
 		pxfer_workers_add(&s->b.workers, &s->w[i].b);
@@ -224,20 +224,13 @@ static int workers_start(struct send_session *s)
 	return pxfer_session_start_workers(&s->b, send_worker_main, "send");
 }
 
-/* after the workers: they take from the queue of chunks to send again */
-static void resend_release(struct send_session *s)
-{
-	if (s->resend_init)
-		pthread_mutex_destroy(&s->resend_lock);
-	s->resend_init = 0;
-	free(s->resend);
-	s->resend = NULL;
-}
-
 static void workers_stop(struct send_session *s)
 {
+	/* after the workers: they take from the queue of chunks to send
+	 * again */
 	if (!s->w) {
-		resend_release(s);
+		free(s->resend);
+		s->resend = NULL;
 		return;
 	}
 	send_rejoin_stop(s);
@@ -250,21 +243,59 @@ static void workers_stop(struct send_session *s)
 	pxfer_workers_release(&s->b.workers);
 	free(s->w);
 	s->w = NULL;
-	resend_release(s);
+	free(s->resend);
+	s->resend = NULL;
 }
 
+/*
+ * What the states the session reached made (engine/state.h): the
+ * scheduler and the resend queue's lock, made whole as AUTHENTICATING
+ * ends (session_parts). The workers, the manifest, the checks, the walk
+ * and the pool release what they hold in any state (all zero until
+ * made); the control channel says itself whether it was made
+ * (ctrl_init: on each side at another point inside a state).
+ */
 static void session_release(struct send_session *s)
 {
+	unsigned int reached = s->b.state.reached;
+
+	if (pxfer_failed(&s->b.fail) && s->b.state.now != PXFER_SEND_DONE)
+		pxfer_session_enter(&s->b, PXFER_SEND_FAILED);
 	workers_stop(s);
 	/* no check reads a file once it is closed */
 	pxfer_check_release(&s->check);
 	send_manifest_release(s);
 	pxfer_session_release(&s->b);
-	if (s->sched_init)
+	if (reached >= PXFER_SEND_OPENING_DATA) {
+		pthread_mutex_destroy(&s->resend_lock);
 		pxfer_sched_release(&s->sched);
-	if (s->walk_init)
-		pxfer_walk_release(&s->walk);
+	}
+	pxfer_walk_release(&s->walk);
 	pxfer_pool_release(&s->pool);
+}
+
+/*
+ * The parameters are agreed: the scheduler, the resend queue's lock, the
+ * manifest and the checks, made whole or (unwound) not at all; the
+ * session then opens its data connections. 0, or -1 after failing it.
+ */
+static int session_parts(struct send_session *s)
+{
+	if (pxfer_sched_init(&s->sched, s->b.wel.chunk_size, PXFER_SEG_MAX))
+		goto out;
+	if (pthread_mutex_init(&s->resend_lock, NULL))
+		goto out_sched;
+	/* the manifest and the checks: released in any state */
+	if (send_manifest_init(s) ||
+	    pxfer_check_init(&s->check, 0, s->b.ctrl.wake_fd))
+		goto out_lock;
+	return pxfer_session_enter(&s->b, PXFER_SEND_OPENING_DATA);
+out_lock:
+	pthread_mutex_destroy(&s->resend_lock);
+out_sched:
+	pxfer_sched_release(&s->sched);
+out:
+	return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
 }
 
 /* everything up to the transfer itself; 0, or -1 when the session failed */
@@ -275,6 +306,7 @@ static int session_start(struct send_session *s)
 	const char *bad = NULL;
 	int ret;
 
+	pxfer_state_init(&s->b.state, &pxfer_send_machine, PXFER_SEND_CONNECTING);
 	if (pick_transport(s))
 		return -1;
 	s->st->transport = s->b.t->name;
@@ -318,16 +350,11 @@ static int session_start(struct send_session *s)
 				  pxfer_quote_str(q, sizeof(q), bad ? bad : "?"),
 				  strerror(-ret));
 	s->walk.open_files = 1;
-	s->walk_init = 1;
 	if (handshake(s) || pxfer_session_ctrl_start(&s->b) ||
-	    pxfer_session_seal(&s->b, 1))
+	    pxfer_session_seal(&s->b, 1) || session_parts(s) ||
+	    workers_start(s))
 		return -1;
-	ret = pxfer_sched_init(&s->sched, s->b.wel.chunk_size, PXFER_SEG_MAX);
-	if (ret || send_manifest_init(s) ||
-	    pxfer_check_init(&s->check, 0, s->b.ctrl.wake_fd))
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
-	s->sched_init = 1;
-	return workers_start(s);
+	return pxfer_session_enter(&s->b, PXFER_SEND_STREAMING);
 }
 
 /* one session: everything it used is released when it returns */

@@ -130,14 +130,11 @@ struct send_session {
 	struct pxfer_hs_target to;
 	struct pxfer_pool pool;		/* ring memory faulted in early */
 	struct pxfer_sched sched;
-	int sched_init;
 	struct pxfer_walk walk;
-	int walk_init;
 	struct manifest man;
 	struct sworker *w;
 	/* chunks of lost connections, for the others to send again */
 	pthread_mutex_t resend_lock;
-	int resend_init;
 	struct resend *resend;
 	unsigned int nresend, resend_cap;
 	atomic_uint resend_n;
@@ -146,7 +143,6 @@ struct send_session {
 	int nlocal;
 	unsigned int workers;		/* asked for in the HELLO */
 	double all_lost_at;		/* when no data connection was left */
-	int fin_sent, acked;
 	unsigned int pass;		/* 0, or 1: changed files sent again */
 	const char *transport;		/* instead of o->transport, or NULL */
 	unsigned int again;		/* files to send in another session */
