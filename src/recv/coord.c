@@ -420,9 +420,8 @@ static int on_fin(struct recv_session *s, const struct pxfer_fin *fin)
 	m.u.fin.code = 0;
 	if (pxfer_ctrl_queue(&s->b.ctrl, &m))
 		return -ENOMEM;
-	s->acked = 1;
 	verbose("FIN from %s: all files in; ACK", s->b.cconn->peer);
-	return 0;
+	return pxfer_session_enter(&s->b, PXFER_RECV_FINISHING);
 }
 
 /* the sender gave up data connection @l->worker */
@@ -522,8 +521,15 @@ static int check_sent(struct recv_session *s)
 	return 0;
 }
 
+/*
+ * The sender's message @m, in RECEIVING: one that does not belong there
+ * fails the session (engine/state.c says which do); the others are
+ * handled.
+ */
 static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 {
+	if (pxfer_session_expect(&s->b, m->type))
+		return -1;
 	if (m->type == PXFER_MSG_FILE || m->type == PXFER_MSG_FILE_END ||
 	    m->type == PXFER_MSG_FIN || m->type == PXFER_MSG_FILE_SUM)
 		recv_progress(s);
@@ -555,7 +561,8 @@ static int read_control(struct recv_session *s)
 	int ret, r;
 
 	ret = pxfer_ctrl_fill(&s->b.ctrl);
-	while (!pxfer_failed(&s->b.fail) && !s->acked) {
+	/* after the FIN nothing more is read */
+	while (!pxfer_failed(&s->b.fail) && s->b.state.now != PXFER_RECV_FINISHING) {
 		const char *what = "a malformed message";
 
 		r = pxfer_ctrl_next(&s->b.ctrl, &s->b.msg);
@@ -577,7 +584,7 @@ static int read_control(struct recv_session *s)
 					  "protocol error from the sender %s (%s): %s",
 					  s->b.cconn->peer, what, strerror(-r));
 	}
-	if (s->acked)
+	if (s->b.state.now == PXFER_RECV_FINISHING)
 		return 0;
 	return pxfer_session_read_end(&s->b, ret);
 }
@@ -630,7 +637,8 @@ static int idle_check(struct recv_session *s)
 		s->idle_since = now;
 		return 0;
 	}
-	if (!secs || s->acked || now - s->idle_since < secs)
+	if (!secs || s->b.state.now == PXFER_RECV_FINISHING ||
+	    now - s->idle_since < secs)
 		return 0;
 	snprintf(text, sizeof(text),
 		 "idle for %d s: no file data, FILE, FILE_END or FIN arrived (the receiver's --idle-timeout)",
@@ -662,7 +670,7 @@ static int failover(struct recv_session *s)
 	unsigned int alive = pxfer_workers_alive(&s->b.workers), told = 0;
 	double now = pxfer_now();
 
-	if (s->acked)
+	if (s->b.state.now == PXFER_RECV_FINISHING)
 		return 0;
 	for (unsigned int i = 0; i < s->b.workers.n; i++) {
 		struct rworker *w = &s->w[i];
@@ -714,6 +722,7 @@ static int partials_flush_old(struct recv_session *s)
 	return s->partials_due - now < 1.0 ? (int)((s->partials_due - now) * 1000) + 1 : 1000;
 }
 
+/* RECEIVING until the FIN (FINISHING: ACK), or a failure */
 int recv_coordinate(struct recv_session *s)
 {
 	int wait = 1000;
@@ -723,7 +732,8 @@ int recv_coordinate(struct recv_session *s)
 	s->idle_since = pxfer_now();
 	if (grant_credits(s))
 		return -1;
-	while (!pxfer_failed(&s->b.fail) && !s->acked) {
+	while (!pxfer_failed(&s->b.fail) &&
+	       s->b.state.now != PXFER_RECV_FINISHING) {
 		if (pxfer_session_wait(&s->b, pxfer_session_data_lost_any(&s->b) ? 200 : wait,
 				       "interrupted; what arrived of incomplete files is kept for a later session") ||
 		    read_control(s))
@@ -738,7 +748,8 @@ int recv_coordinate(struct recv_session *s)
 		    idle_check(s) || grant_credits(s))
 			break;
 	}
-	if (s->acked && pxfer_session_flush(&s->b, PXFER_HANDSHAKE_MS))
+	if (s->b.state.now == PXFER_RECV_FINISHING &&
+	    pxfer_session_flush(&s->b, PXFER_HANDSHAKE_MS))
 		warning("could not confirm completion to the sender %s",
 			s->b.cconn->peer);
 	return pxfer_failed(&s->b.fail) ? -1 : 0;

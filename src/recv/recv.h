@@ -101,6 +101,7 @@ struct rworker {
 	uint64_t claimed, taken_seen;
 	double claimed_at, moved_at;
 	struct pxfer_tagger tag;	/* made once the keys are agreed */
+	/* made as its connection comes, inside ACCEPTING_DATA: flagged */
 	int tag_init;
 	struct pxfer_idq finq;	/* files to finish here; guarded by b.lock */
 	int slots_freed;	/* the coordinator has credits to grant */
@@ -129,7 +130,6 @@ struct recv_session {
 	struct pxfer_pool pool;		/* that slice (empty: rings are mapped) */
 	uint64_t ring_mem;		/* its share of --ring-mem */
 	struct pxfer_hello hello;	/* what the sender asked */
-	int welcomed;			/* the WELCOME went out: keys agreed */
 	int idled;			/* ended by --idle-timeout */
 	uint8_t nonce[PXFER_NONCE_LEN];	/* of the control connection's CHALLENGE */
 	pthread_t thread;
@@ -148,14 +148,11 @@ struct recv_session {
 					 * what comes later (rejoin.c) */
 	struct rworker *w;
 	struct pxfer_filetab tab;
-	int tab_init;
 	struct pxfer_rfiles files;
-	int files_init;
 	/* complete files, to report: filled by the workers and the
 	 * coordinator, emptied by the coordinator */
 	pthread_mutex_t done_lock;
 	struct pxfer_idq done;
-	int done_init;
 	unsigned int finish_next;	/* worker for the next handed-on finish */
 	atomic_int fin_seen;
 	/*
@@ -173,7 +170,6 @@ struct recv_session {
 	uint64_t progress_seen;
 	double idle_since;
 	uint64_t refused;	/* files refused, for the log (coord.c) */
-	int acked;
 	double all_lost_at;		/* the sender was told its last data
 					 * connection is gone (coord.c) */
 	uint64_t files_ok, bytes, failed;

@@ -77,7 +77,7 @@ static int take(struct recv_session *s, struct recv_newconn *nc)
 	struct rworker *w;
 	int ret;
 
-	if (pxfer_failed(&s->b.fail) || s->acked) {
+	if (pxfer_failed(&s->b.fail) || s->b.state.now == PXFER_RECV_FINISHING) {
 		c->ops->close(c);
 		return 0;
 	}

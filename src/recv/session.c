@@ -73,7 +73,19 @@ static int worker_prepare(struct recv_session *s, struct rworker *w)
 				    s->b.wel.chunk_size, 1, &s->pool);
 }
 
-/* the file table, the report queue and the workers, for s->b.wel */
+/* the file table and the report queue: released from ACCEPTING_DATA on,
+ * and by the AUTHENTICATING that made them and failed after */
+static void tables_release(struct recv_session *s)
+{
+	pxfer_idq_release(&s->done);
+	pthread_mutex_destroy(&s->done_lock);
+	pxfer_filetab_release(&s->tab);
+}
+
+/*
+ * The file table, the report queue (made whole or not at all) and the
+ * workers (released in any state: s->w), for s->b.wel
+ */
 static int session_prepare(struct recv_session *s)
 {
 	unsigned int n = s->b.wel.workers;
@@ -82,24 +94,33 @@ static int session_prepare(struct recv_session *s)
 	ret = pxfer_filetab_init(&s->tab, s->b.wel.max_files);
 	if (ret)
 		return ret;
-	s->tab_init = 1;
 	ret = pxfer_idq_init(&s->done, s->b.wel.max_files);
 	if (ret)
-		return ret;
-	pthread_mutex_init(&s->done_lock, NULL);
-	s->done_init = 1;
+		goto out_tab;
+	ret = -pthread_mutex_init(&s->done_lock, NULL);
+	if (ret)
+		goto out_done;
+	ret = -ENOMEM;
 	s->w = calloc(n, sizeof(*s->w));
 	if (!s->w || pxfer_workers_init(&s->b.workers, n))
-		return -ENOMEM;
+		goto out_tables;
 	for (unsigned int i = 0; i < n; i++)
 		pxfer_workers_add(&s->b.workers, &s->w[i].b);
 	/* the rings are made while the sender connects its workers */
 	for (unsigned int i = 0; i < n; i++) {
 		ret = worker_prepare(s, &s->w[i]);
 		if (ret)
-			return ret;
+			goto out_tables;
 	}
 	return 0;
+out_tables:
+	tables_release(s);
+	return ret;
+out_done:
+	pxfer_idq_release(&s->done);
+out_tab:
+	pxfer_filetab_release(&s->tab);
+	return ret;
 }
 
 /* The HELLO is authentic: agree on parameters and send the WELCOME. */
@@ -116,13 +137,22 @@ static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "%s", msg);
 	}
 	ret = session_prepare(s);
-	if (!ret)
-		ret = pxfer_hs_welcome(&s->b, &s->o->secret, nonce_r, h);
 	if (ret)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
 				  "handshake with %s failed: %s", s->b.cconn->peer,
 				  strerror(-ret));
-	return pxfer_session_seal(&s->b, 0);
+	ret = pxfer_hs_welcome(&s->b, &s->o->secret, nonce_r, h);
+	if (ret) {
+		pxfer_fail(&s->b.fail, PXFER_EXIT_NET, "handshake with %s failed: %s",
+			   s->b.cconn->peer, strerror(-ret));
+		goto out_tables;
+	}
+	if (pxfer_session_seal(&s->b, 0))
+		goto out_tables;
+	return pxfer_session_enter(&s->b, PXFER_RECV_ACCEPTING_DATA);
+out_tables:
+	tables_release(s);
+	return -1;
 }
 
 /*
@@ -249,7 +279,9 @@ static int accept_workers(struct recv_session *s)
 	}
 	/* from now on a data connection may only replace a lost one */
 	atomic_store(&s->running, 1);
-	return pxfer_session_start_workers(&s->b, recv_worker_main, "recv");
+	if (pxfer_session_start_workers(&s->b, recv_worker_main, "recv"))
+		return -1;
+	return pxfer_session_enter(&s->b, PXFER_RECV_RECEIVING);
 }
 
 /* the session's line in the log, and its report to the library's caller */
@@ -266,7 +298,9 @@ static void report(struct recv_session *s, double secs)
 		.seconds = secs,
 		.exit_code = s->code,
 		.error = failed ? s->b.fail.msg : NULL,
-		.protection = s->welcomed ? pxfer_session_prot_name(&s->b) : NULL,
+		/* the WELCOME went out: the keys were agreed */
+		.protection = s->b.state.reached >= PXFER_RECV_ACCEPTING_DATA ?
+			      pxfer_session_prot_name(&s->b) : NULL,
 		.files_same = s->files_same,
 		.bytes_same = s->bytes_same,
 		.bytes_resumed = s->bytes_resumed,
@@ -293,26 +327,24 @@ static int abort_code(struct pxfer_fail *f)
 	return pxfer_fail_errno(f) ?: ECANCELED;
 }
 
-/* run the session on its authenticated control connection */
+/*
+ * Run the session on its authenticated control connection: AUTHENTICATING
+ * (the destination, first: released in any state from there on),
+ * ACCEPTING_DATA, RECEIVING and FINISHING, or a failure on the way.
+ */
 static void run(struct recv_session *s)
 {
 	const struct pxfer_hello *h = &s->hello;
 	int ret;
 
-	if (pxfer_session_ctrl_start(&s->b))
+	if (pxfer_session_enter(&s->b, PXFER_RECV_AUTHENTICATING))
 		return;
-	/* its threads are started by the first check */
-	ret = pxfer_check_init(&s->check, 0, s->b.ctrl.wake_fd);
-	if (ret) {
-		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "cannot set up the checks of partial files: %s",
-			   strerror(-ret));
-		return;
-	}
+	/* first, and left releasable when it fails: released from
+	 * AUTHENTICATING on */
 	ret = pxfer_rfiles_init(&s->files, s->srv->rootfd, h->dest, h->dest_len,
 				RECV_MAX_FILES, s->o->fsync ||
 				(h->flags & PXFER_HELLO_FSYNC),
 				s->srv->mode_mask);
-	s->files_init = 1;
 	s->files.verify = !!(h->flags & PXFER_HELLO_VERIFY);
 	s->files.keep = s->o->partial_ttl > 0;
 	s->files.dir = s->o->dir;
@@ -331,6 +363,15 @@ static void run(struct recv_session *s)
 			   strerror(-ret));
 		return;
 	}
+	if (pxfer_session_ctrl_start(&s->b))
+		return;
+	/* its threads are started by the first check */
+	ret = pxfer_check_init(&s->check, 0, s->b.ctrl.wake_fd);
+	if (ret) {
+		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "cannot set up the checks of partial files: %s",
+			   strerror(-ret));
+		return;
+	}
 	if (s->o->require_encrypt && !(h->flags & PXFER_HELLO_ENCRYPT)) {
 		pxfer_hs_refuse(s->b.cconn, EPERM,
 				"this receiver takes only encrypted sessions: send with --encrypt");
@@ -341,7 +382,6 @@ static void run(struct recv_session *s)
 	}
 	if (welcome(s, h, s->nonce))
 		return;
-	s->welcomed = 1;
 	pxfer_rfiles_probe(&s->files);
 	verbose("session with %s: %u workers, %u KiB chunks, %u slots each, data %s",
 		s->b.cconn->peer, s->b.workers.n, s->b.wel.chunk_size >> 10,
@@ -353,9 +393,16 @@ static void run(struct recv_session *s)
 				    1000);
 }
 
-/* everything but the session's own struct and its wake-up descriptors */
+/*
+ * Everything but the session's own struct and its wake-up descriptors:
+ * what the states it reached made (engine/state.h). The workers (s->w),
+ * each with its tagger (tag_init: made as its connection came), and the
+ * checks release what they hold in any state.
+ */
 static void session_release(struct recv_session *s)
 {
+	unsigned int reached = s->b.state.reached;
+
 	if (s->w) {
 		pxfer_workers_stop(&s->b.workers, s->b.t, pxfer_failed(&s->b.fail));
 		for (unsigned int i = 0; i < s->b.workers.n; i++) {
@@ -378,17 +425,10 @@ static void session_release(struct recv_session *s)
 	/* no check reads a file once it is dropped */
 	pxfer_check_release(&s->check);
 	/* what did not complete never shows under its real name */
-	if (s->files_init)
+	if (reached >= PXFER_RECV_AUTHENTICATING)
 		pxfer_rfiles_release(&s->files);
-	s->files_init = 0;
-	if (s->tab_init)
-		pxfer_filetab_release(&s->tab);
-	s->tab_init = 0;
-	if (s->done_init) {
-		pxfer_idq_release(&s->done);
-		pthread_mutex_destroy(&s->done_lock);
-	}
-	s->done_init = 0;
+	if (reached >= PXFER_RECV_ACCEPTING_DATA)
+		tables_release(s);
 	recv_inbox_close(s);
 }
 
@@ -401,7 +441,11 @@ static void *session_main(void *arg)
 	run(s);
 	s->code = pxfer_failed(&s->b.fail) ? pxfer_fail_code(&s->b.fail)
 		  : s->failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
+	if (pxfer_failed(&s->b.fail))
+		pxfer_session_enter(&s->b, PXFER_RECV_CLEANUP);
 	session_release(s);
+	/* the receiver goes on listening */
+	pxfer_session_enter(&s->b, PXFER_RECV_LISTENING);
 	report(s, pxfer_now() - t0);
 	pxfer_session_release(&s->b);
 	atomic_store(&s->ended, 1);
@@ -454,6 +498,8 @@ int recv_session_start(struct recv_server *srv, unsigned int slot,
 	ret = pxfer_session_init(&s->b, "sender", &s->stop);
 	if (ret)
 		goto out_lock;
+	/* the HELLO proved the secret: run() moves on to AUTHENTICATING */
+	pxfer_state_init(&s->b.state, &pxfer_recv_machine, PXFER_RECV_LISTENING);
 	s->srv = srv;
 	s->o = srv->o;
 	s->slot = slot;
@@ -508,7 +554,7 @@ static enum recv_outcome outcome(const struct recv_session *s)
 	case PXFER_EXIT_FAIL:
 		/* refused before the WELCOME: unencrypted, or the
 		 * destination cannot be used */
-		if (!s->welcomed)
+		if (s->b.state.reached < PXFER_RECV_ACCEPTING_DATA)
 			return RECV_OUT_REFUSED;
 		break;
 	case PXFER_EXIT_NET:
