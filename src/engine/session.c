@@ -45,12 +45,15 @@ int pxfer_session_enter(struct pxfer_session *s, unsigned int to)
 
 int pxfer_session_expect(struct pxfer_session *s, uint16_t type)
 {
+	char detail[96];
+
 	if (pxfer_state_accepts(&s->state, type))
 		return 0;
-	return pxfer_fail(&s->fail, PXFER_EXIT_NET,
-			  "protocol error from the %s %s: %s in state %s, where it does not belong",
-			  s->peer_role, peer_name(s), pxfer_msg_name(type),
-			  pxfer_state_name(&s->state));
+	/* it passed authentication: the peer itself broke the protocol,
+	 * and nothing more it says can be taken on trust */
+	snprintf(detail, sizeof(detail), "%s in state %s, where it does not belong",
+		 pxfer_msg_name(type), pxfer_state_name(&s->state));
+	return pxfer_session_integrity(s, "the control connection", detail);
 }
 
 int pxfer_session_ctrl_start(struct pxfer_session *s)

@@ -7,7 +7,7 @@
  *    past the last too), whether the state takes it;
  *  - driven through pxfer_session_expect, the one place that decides:
  *    a message that belongs goes on, one that does not fails the session
- *    as a protocol error naming the message and the state, and fails it
+ *    as an integrity error naming the message and the state, and fails it
  *    once;
  *  - the transitions: pxfer_state_enter moves along exactly the edges
  *    listed here and refuses every other pair (the session stays where it
@@ -123,10 +123,10 @@ static void check_accepts(const struct pxfer_machine *m,
 				 "%s in %s: pxfer_session_expect(%s) %d", m->side,
 				 e[i].name, name, ret);
 			if (!want) {
-				T_EXPECT(pxfer_fail_code(&s.fail) == PXFER_EXIT_NET,
+				T_EXPECT(pxfer_fail_code(&s.fail) == PXFER_EXIT_INTEGRITY,
 					 "%s in %s: %s, exit %d", m->side, e[i].name,
 					 name, pxfer_fail_code(&s.fail));
-				T_EXPECT(strstr(s.fail.msg, "protocol error") &&
+				T_EXPECT(strstr(s.fail.msg, "integrity error") &&
 					 strstr(s.fail.msg, name) &&
 					 strstr(s.fail.msg, e[i].name),
 					 "the failure names %s and %s: %s", name,
