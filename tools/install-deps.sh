@@ -16,6 +16,10 @@ rdma_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)
 fuzz_pkgs=(libclang-rt-dev)
 # the Debian packages (debian/, dpkg-buildpackage) and test/e2e/package.sh
 pkg_pkgs=(dpkg-dev debhelper fakeroot lintian)
+# scale-out (docs/scaleout.md): PMIx to wire a job's ranks up, and the two
+# launchers test/e2e/launch.sh runs them under, a one-node Slurm (munge,
+# slurmctld, slurmd, srun) and Open MPI's mpirun
+scale_pkgs=(libpmix-dev munge slurmctld slurmd slurm-client openmpi-bin)
 
 want_vm=1
 [ "${1:-}" = --no-vm ] && want_vm=0
@@ -28,7 +32,7 @@ fi
 
 missing=()
 for p in "${build_pkgs[@]}" "${test_pkgs[@]}" "${bench_pkgs[@]}" "${check_pkgs[@]}" \
-	 "${rdma_pkgs[@]}" "${fuzz_pkgs[@]}" "${pkg_pkgs[@]}"; do
+	 "${rdma_pkgs[@]}" "${fuzz_pkgs[@]}" "${pkg_pkgs[@]}" "${scale_pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
