@@ -49,6 +49,18 @@ $(error $(PKG_CONFIG) finds no $(DEPS): run tools/install-deps.sh)
 endif
 endif
 
+# PMIx, for a job's wire-up (src/api/job.c): its headers live in a folder
+# of their own; pmix.pc's rpath to that folder is left out, since Debian's
+# libpmix2 puts the library in the linker's usual path too
+PMIX_CFLAGS := $(shell $(PKG_CONFIG) --cflags pmix 2>/dev/null)
+PMIX_LIBS := $(filter-out -Wl%,$(shell $(PKG_CONFIG) --libs pmix 2>/dev/null))
+ifeq ($(PMIX_LIBS),)
+ifneq ($(filter-out clean uninstall,$(or $(MAKECMDGOALS),all)),)
+$(error $(PKG_CONFIG) finds no pmix: run tools/install-deps.sh)
+endif
+endif
+DEPS_LIBS += $(PMIX_LIBS)
+
 CPPFLAGS += -D_GNU_SOURCE -DPXFER_VERSION='"$(VERSION)"' -Iinclude -Isrc $(DEPS_CFLAGS)
 CFLAGS ?= $(OPT) -g
 CFLAGS += -std=gnu11 -Wall -Wextra -Wshadow -Wno-unused-parameter -pthread -MMD -MP $(SANFLAGS)
@@ -73,6 +85,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o)
 # marks PXFER_API (and src/api/libpxfer.map lists)
 LIB_CFLAGS := -fPIC -fvisibility=hidden
 $(LIB_OBJ): private CFLAGS += $(LIB_CFLAGS)
+$(BUILD)/src/api/job.o: private CPPFLAGS += $(PMIX_CFLAGS)
 CLI_OBJ := $(CLI_SRC:%.c=$(BUILD)/%.o)
 TEST_BIN := $(TEST_SRC:%.c=$(BUILD)/%)
 HELPER_BIN := $(HELPER_SRC:%.c=$(BUILD)/%)
