@@ -8,6 +8,8 @@
 # ASan and LSan: a leak makes the process exit 23, which the exit status
 # checks then catch
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+# leaks of the libraries pxfer links, not its own (lsan.supp says which)
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lsan.supp:print_suppressions=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # TSan (make tsan): the first report ends the process with status 66, so
 # that a race cannot go on to pass for an ordinary failure
