@@ -80,6 +80,7 @@ static int detect_no_pmix(struct pxfer_job *j, pxfer_job_getenv_fn *get,
 {
 	const char *ompi = get(arg, "OMPI_COMM_WORLD_SIZE");
 	const char *tasks = get(arg, "SLURM_STEP_NUM_TASKS");
+	const char *pmi = get(arg, "PMI_SIZE");
 	uint32_t n;
 
 	if (ompi)
@@ -90,12 +91,18 @@ static int detect_no_pmix(struct pxfer_job *j, pxfer_job_getenv_fn *get,
 			     parse_u32(ompi, &n) ? "set" : ompi), -EINVAL;
 	if (tasks && get(arg, "SLURM_STEP_ID") &&
 	    !(parse_u32(tasks, &n) == 0 && n <= 1))
-		return error("srun started this step's %s tasks without PMIx"
+		return error("srun started this step's %s task(s) without PMIx"
 			     " (SLURM_STEP_NUM_TASKS is set, PMIX_NAMESPACE is"
 			     " not), so they cannot find each other: run"
 			     " 'srun --mpi=pmix', or set MpiDefault=pmix in"
 			     " slurm.conf", parse_u32(tasks, &n) ? "" : tasks),
 		       -EINVAL;
+	if (pmi && !(parse_u32(pmi, &n) == 0 && n <= 1))
+		return error("a PMI-1 or PMI-2 launcher started %s processes"
+			     " (PMI_SIZE is set, PMIX_NAMESPACE is not): pxfer"
+			     " speaks PMIx only; start it with 'srun --mpi=pmix'"
+			     " or Open MPI's mpirun",
+			     parse_u32(pmi, &n) ? "several" : pmi), -EINVAL;
 	j->launcher = PXFER_JOB_ALONE;
 	j->rank = 0;
 	j->size = 1;

@@ -63,7 +63,7 @@ typedef const char *pxfer_job_getenv_fn(void *arg, const char *name);
  * with a message that says what to do, when the environment is not one
  * launcher's whole: a Slurm step of several tasks without PMIx (srun
  * without --mpi=pmix), part of a PMIx server's variables, mpirun inside an
- * srun --mpi=pmix step.
+ * srun --mpi=pmix step, several processes of a PMI-1 or PMI-2 launcher.
  */
 int pxfer_job_detect(struct pxfer_job *j, pxfer_job_getenv_fn *get, void *arg);
 

@@ -5,8 +5,9 @@
  * checked against the launcher's own variables (pxfer_job_check), on
  * environments written here: no launcher is rank 0 of 1; srun --mpi=pmix,
  * mpirun and another PMIx launcher are told apart; srun's several tasks
- * without PMIx, half a PMIx environment, mpirun inside an srun --mpi=pmix
- * step and a size or rank the variables disagree on are usage errors.
+ * without PMIx, a PMI-1 or PMI-2 launcher's several processes, half a
+ * PMIx environment, mpirun inside an srun --mpi=pmix step and a size or
+ * rank the variables disagree on are usage errors.
  * What the server itself does is test/e2e/launch.sh's.
  */
 #include <errno.h>
@@ -69,6 +70,8 @@ int main(void)
 				"SLURM_PROCID=2", "SLURM_MPI_TYPE=none", NULL };
 	const char *batch[] = { "SLURM_JOB_ID=7", "SLURM_NTASKS=4", NULL };
 	const char *ompi_alone[] = { "OMPI_COMM_WORLD_SIZE=4", NULL };
+	const char *pmi2[] = { "PMI_RANK=1", "PMI_SIZE=4", NULL };
+	const char *pmi1[] = { "PMI_RANK=0", "PMI_SIZE=1", NULL };
 	const char *half1[] = { "PMIX_RANK=0", NULL };
 	const char *half2[] = { "PMIX_NAMESPACE=ns.1", "PMIX_RANK=0", NULL };
 	const char *badrank[] = { "PMIX_NAMESPACE=ns.1", "PMIX_RANK=x",
@@ -93,6 +96,8 @@ int main(void)
 	detect("a batch script", batch, 0, PXFER_JOB_ALONE);
 	detect("srun -n 4 without PMIx", srun4, -EINVAL, 0);
 	detect("OMPI_ without PMIx", ompi_alone, -EINVAL, 0);
+	detect("a PMI-2 launcher's 4", pmi2, -EINVAL, 0);
+	detect("a PMI-2 launcher's 1", pmi1, 0, PXFER_JOB_ALONE);
 	detect("PMIX_RANK alone", half1, -EINVAL, 0);
 	detect("no server URI", half2, -EINVAL, 0);
 	detect("PMIX_RANK not a number", badrank, -EINVAL, 0);
