@@ -65,7 +65,8 @@ static void *rejoin_main(void *arg)
 /* the worker is done with its old connection, and can take a new one */
 static int ready(struct sworker *w)
 {
-	return !pxfer_worker_alive(&w->b) && w->b.retired && !atomic_load(&w->held);
+	return !pxfer_worker_alive(&w->b) && w->b.retired &&
+	       !pxfer_resendq_held(&w->rs);
 }
 
 static int start(struct send_session *s, struct sworker *w)

@@ -200,9 +200,8 @@ static int workers_start(struct send_session *s)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "%s", msg);
 	s->w = calloc(n, sizeof(*s->w));
 	/* every slot of every worker could wait to go again */
-	s->resend_cap = n * s->b.wel.slots;
-	s->resend = calloc(s->resend_cap, sizeof(*s->resend));
-	if (!s->w || !s->resend || pxfer_workers_init(&s->b.workers, n))
+	if (!s->w || pxfer_resendq_init(&s->resendq, n * s->b.wel.slots) ||
+	    pxfer_workers_init(&s->b.workers, n))
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
 	rails_pair(s);
 	for (unsigned int i = 0; i < n; i++) {
@@ -229,8 +228,7 @@ static void workers_stop(struct send_session *s)
 	/* after the workers: they take from the queue of chunks to send
 	 * again */
 	if (!s->w) {
-		free(s->resend);
-		s->resend = NULL;
+		pxfer_resendq_release(&s->resendq);
 		return;
 	}
 	send_rejoin_stop(s);
@@ -243,14 +241,12 @@ static void workers_stop(struct send_session *s)
 	pxfer_workers_release(&s->b.workers);
 	free(s->w);
 	s->w = NULL;
-	free(s->resend);
-	s->resend = NULL;
+	pxfer_resendq_release(&s->resendq);
 }
 
 /*
  * What the states the session reached made (engine/state.h): the
- * scheduler and the resend queue's lock, made whole as AUTHENTICATING
- * ends (session_parts). The workers, the manifest, the checks, the walk
+ * scheduler, made whole as AUTHENTICATING ends (session_parts). The workers, the manifest, the checks, the walk
  * and the pool release what they hold in any state (all zero until
  * made); the control channel says itself whether it was made
  * (ctrl_init: on each side at another point inside a state).
@@ -266,32 +262,25 @@ static void session_release(struct send_session *s)
 	pxfer_check_release(&s->check);
 	send_manifest_release(s);
 	pxfer_session_release(&s->b);
-	if (reached >= PXFER_SEND_OPENING_DATA) {
-		pthread_mutex_destroy(&s->resend_lock);
+	if (reached >= PXFER_SEND_OPENING_DATA)
 		pxfer_sched_release(&s->sched);
-	}
 	pxfer_walk_release(&s->walk);
 	pxfer_pool_release(&s->pool);
 }
 
 /*
- * The parameters are agreed: the scheduler, the resend queue's lock, the
- * manifest and the checks, made whole or (unwound) not at all; the
+ * The parameters are agreed: the scheduler, the manifest and the checks, made whole or (unwound) not at all; the
  * session then opens its data connections. 0, or -1 after failing it.
  */
 static int session_parts(struct send_session *s)
 {
 	if (pxfer_sched_init(&s->sched, s->b.wel.chunk_size, PXFER_SEG_MAX))
 		goto out;
-	if (pthread_mutex_init(&s->resend_lock, NULL))
-		goto out_sched;
 	/* the manifest and the checks: released in any state */
 	if (send_manifest_init(s) ||
 	    pxfer_check_init(&s->check, 0, s->b.ctrl.wake_fd))
-		goto out_lock;
+		goto out_sched;
 	return pxfer_session_enter(&s->b, PXFER_SEND_OPENING_DATA);
-out_lock:
-	pthread_mutex_destroy(&s->resend_lock);
 out_sched:
 	pxfer_sched_release(&s->sched);
 out:

@@ -23,6 +23,7 @@
 #include "engine/session.h"
 #include "engine/tagger.h"
 #include "engine/worker.h"
+#include "send/resendq.h"
 #include "send/scheduler.h"
 #include "send/walk.h"
 #include "transport/choose.h"
@@ -48,12 +49,6 @@ struct sslot {
 	uint64_t seq;
 };
 
-/* a chunk of a lost connection's worker, to go again over another */
-struct resend {
-	struct sworker *from;
-	unsigned int slot;
-};
-
 struct send_session;
 struct srejoin;
 
@@ -71,9 +66,9 @@ struct sworker {
 	double sent_since;
 	/* its chunks in the queue to go again: its ring is not used anew
 	 * before the others copied them out */
-	atomic_uint held;
-	struct srejoin *rj;
-	unsigned int lose_after;	/* PXFER_TEST_LOSE_AFTER, worker 0 */		/* a new connection being made (rejoin.c) */
+	struct pxfer_resend_src rs;
+	struct srejoin *rj;		/* a new connection being made (rejoin.c) */
+	unsigned int lose_after;	/* PXFER_TEST_LOSE_AFTER, worker 0 */
 };
 
 static inline struct sworker *to_sworker(struct pxfer_worker *w)
@@ -134,10 +129,7 @@ struct send_session {
 	struct manifest man;
 	struct sworker *w;
 	/* chunks of lost connections, for the others to send again */
-	pthread_mutex_t resend_lock;
-	struct resend *resend;
-	unsigned int nresend, resend_cap;
-	atomic_uint resend_n;
+	struct pxfer_resendq resendq;
 	struct pxfer_rails rails;	/* where the data connections go */
 	struct pxfer_rail_addr local[PXFER_RAILS_MAX];	/* --rails, --device A,B */
 	int nlocal;

@@ -268,28 +268,21 @@ static int sw_read_done(struct sworker *w, uint64_t tag, int res)
  */
 static int sw_resend(struct sworker *w, unsigned int slot)
 {
-	struct send_session *s = w->s;
 	struct sslot *ss = &w->slots[slot];
-	struct resend r;
-	int got = 0;
+	struct pxfer_resend r;
+	struct sworker *from;
 
-	pthread_mutex_lock(&s->resend_lock);
-	if (s->nresend) {
-		r = s->resend[--s->nresend];
-		atomic_store(&s->resend_n, s->nresend);
-		got = 1;
-	}
-	pthread_mutex_unlock(&s->resend_lock);
-	if (!got) {
+	if (!pxfer_resendq_pop(&w->s->resendq, &r)) {
 		ss->state = SS_IDLE;
 		sw_unuse(w, slot);
 		return 0;
 	}
-	ss->plan = r.from->slots[r.slot].plan;
+	from = container_of(r.from, struct sworker, rs);
+	ss->plan = from->slots[r.slot].plan;
 	memcpy(pxfer_ring_slot(&w->b.ring, slot),
-	       pxfer_ring_slot(&r.from->b.ring, r.slot), ss->plan.len);
+	       pxfer_ring_slot(&from->b.ring, r.slot), ss->plan.len);
 	/* its ring may take a new connection once none is left there */
-	atomic_fetch_sub(&r.from->held, 1);
+	pxfer_resendq_copied(&r);
 	memset(ss->err, 0, sizeof(ss->err));
 	ss->pending = 0;
 	ss->counted = 1;
@@ -345,11 +338,10 @@ int send_worker_requeue(struct send_session *s, struct sworker *w)
 			return -1;
 		sw_count(s, ss);
 		ss->state = SS_IDLE;
-		atomic_fetch_add(&w->held, 1);
-		pthread_mutex_lock(&s->resend_lock);
-		s->resend[s->nresend++] = (struct resend){ .from = w, .slot = i };
-		atomic_store(&s->resend_n, s->nresend);
-		pthread_mutex_unlock(&s->resend_lock);
+		/* room for every slot of every worker */
+		if (pxfer_resendq_push(&s->resendq, &w->rs, i))
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "cannot queue a chunk to send again");
 		n++;
 	}
 	/* the files whose last bytes these were can end now */
@@ -374,7 +366,7 @@ static int sw_fill_one(struct sworker *w)
 	ss->state = SS_READING;
 	ss->counted = 0;
 	ss->sealed = 0;
-	if (atomic_load(&s->resend_n))
+	if (pxfer_resendq_waiting(&s->resendq))
 		return sw_resend(w, slot);
 	if (!pxfer_sched_next(&s->sched, &ss->plan)) {
 		ss->state = SS_IDLE;
