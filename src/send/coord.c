@@ -96,7 +96,7 @@ static void file_go(struct send_session *s, struct sentry *e, int *work)
 	 * worker has seen it, so it needs no scheduler's lock) */
 	if (!e->f.size && e->f.fd < 0) {
 		e->f.ended = 1;
-		send_file_end(s, &e->f);
+		pxfer_fileend_one(&s->ends, &e->f);
 		return;
 	}
 	pxfer_sched_add(&s->sched, &e->f);

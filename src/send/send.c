@@ -276,6 +276,8 @@ static int session_parts(struct send_session *s)
 {
 	if (pxfer_sched_init(&s->sched, s->b.wel.chunk_size, PXFER_SEG_MAX))
 		goto out;
+	pxfer_fileend_init(&s->ends, &s->sched, &s->b.ctrl, &s->b.fail,
+			   s->o->verify);
 	/* the manifest and the checks: released in any state */
 	if (send_manifest_init(s) ||
 	    pxfer_check_init(&s->check, 0, s->b.ctrl.wake_fd))

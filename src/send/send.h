@@ -23,6 +23,7 @@
 #include "engine/session.h"
 #include "engine/tagger.h"
 #include "engine/worker.h"
+#include "send/fileend.h"
 #include "send/resendq.h"
 #include "send/scheduler.h"
 #include "send/walk.h"
@@ -125,6 +126,7 @@ struct send_session {
 	struct pxfer_hs_target to;
 	struct pxfer_pool pool;		/* ring memory faulted in early */
 	struct pxfer_sched sched;
+	struct pxfer_fileend ends;	/* the files the scheduler is done with */
 	struct pxfer_walk walk;
 	struct manifest man;
 	struct sworker *w;
@@ -167,10 +169,6 @@ int send_manifest_resend(struct send_session *s, uint64_t id);
 /* send_manifest_done_all - nothing more to announce: the walk is over and
  * no file waits to be sent again */
 int send_manifest_done_all(struct send_session *s);
-/* queue FILE_END for the files the scheduler says ended (any thread) */
-void send_files_ended(struct send_session *s);
-/* queue FILE_END for file @f, done with (closed, checked) */
-void send_file_end(struct send_session *s, struct pxfer_sfile *f);
 
 /* coord.c */
 int send_coordinate(struct send_session *s);

@@ -78,7 +78,7 @@ static int sw_reap_sent(struct sworker *w)
 	/* FILE_END as soon as a file's last bytes are sent: the receiver
 	 * finishes it, and its id comes back, that much sooner */
 	if (reaped)
-		send_files_ended(s);
+		pxfer_fileend_flush(&s->ends);
 	return 0;
 }
 
@@ -345,7 +345,7 @@ int send_worker_requeue(struct send_session *s, struct sworker *w)
 		n++;
 	}
 	/* the files whose last bytes these were can end now */
-	send_files_ended(s);
+	pxfer_fileend_flush(&s->ends);
 	return n;
 }
 
@@ -420,7 +420,7 @@ void *send_worker_main(void *arg)
 		while (!pxfer_failed(&s->b.fail) && sw_fill_one(w) > 0)
 			busy = 1;
 		/* the files planning ended (empty, a hole to the end, errors) */
-		send_files_ended(s);
+		pxfer_fileend_flush(&s->ends);
 		ret = w->b.io->ops->submit(w->b.io);
 		if (ret) {
 			pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
@@ -430,7 +430,7 @@ void *send_worker_main(void *arg)
 		if (!busy)
 			sw_wait(w);
 	}
-	send_files_ended(s);
+	pxfer_fileend_flush(&s->ends);
 	/*
 	 * The ring stays mapped until every read into it has finished. A
 	 * worker whose connection is gone keeps what it reads, for the
