@@ -35,27 +35,6 @@
 
 /* ---- complete files ------------------------------------------------------ */
 
-int recv_file_done(struct recv_session *s, uint32_t id)
-{
-	int ret;
-
-	pthread_mutex_lock(&s->done_lock);
-	/* room for every id: a file is in it at most once */
-	ret = pxfer_idq_push(&s->done, id);
-	pthread_mutex_unlock(&s->done_lock);
-	return ret > 0;
-}
-
-static int file_done_pop(struct recv_session *s, uint32_t *id)
-{
-	int ret;
-
-	pthread_mutex_lock(&s->done_lock);
-	ret = pxfer_idq_pop(&s->done, id);
-	pthread_mutex_unlock(&s->done_lock);
-	return ret;
-}
-
 void recv_file_finish(struct recv_session *s, uint32_t id)
 {
 	uint64_t total;
@@ -86,7 +65,7 @@ static void hand_on(struct recv_session *s, uint32_t id)
 	int by_sender, wake;
 
 	if (pxfer_filetab_outcome(&s->tab, id, &total, &by_sender)) {
-		recv_file_done(s, id);
+		pxfer_doneq_push(&s->done, id);	/* room for every id */
 		return;
 	}
 	/* runs of files to one worker: woken once, it finishes the run in
@@ -738,7 +717,7 @@ int recv_coordinate(struct recv_session *s)
 				       "interrupted; what arrived of incomplete files is kept for a later session") ||
 		    read_control(s))
 			break;
-		while (file_done_pop(s, &id))
+		while (pxfer_doneq_pop(&s->done, &id))
 			finalize(s, id);
 		if (reap_checks(s))
 			break;

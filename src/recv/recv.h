@@ -24,6 +24,7 @@
 #include "engine/session.h"
 #include "engine/tagger.h"
 #include "engine/worker.h"
+#include "recv/doneq.h"
 #include "recv/filetab.h"
 #include "recv/gate.h"
 #include "recv/metrics.h"
@@ -151,8 +152,7 @@ struct recv_session {
 	struct pxfer_rfiles files;
 	/* complete files, to report: filled by the workers and the
 	 * coordinator, emptied by the coordinator */
-	pthread_mutex_t done_lock;
-	struct pxfer_idq done;
+	struct pxfer_doneq done;
 	unsigned int finish_next;	/* worker for the next handed-on finish */
 	atomic_int fin_seen;
 	/*
@@ -225,9 +225,6 @@ unsigned int recv_session_reap(struct recv_server *srv, int *code);
 
 /* coord.c */
 int recv_coordinate(struct recv_session *s);
-/* file @id is complete: queue it to be reported; 1 if the coordinator
- * must be woken for it */
-int recv_file_done(struct recv_session *s, uint32_t id);
 /* finish complete file @id here, unless it failed (reported as is) */
 void recv_file_finish(struct recv_session *s, uint32_t id);
 

@@ -77,8 +77,7 @@ static int worker_prepare(struct recv_session *s, struct rworker *w)
  * and by the AUTHENTICATING that made them and failed after */
 static void tables_release(struct recv_session *s)
 {
-	pxfer_idq_release(&s->done);
-	pthread_mutex_destroy(&s->done_lock);
+	pxfer_doneq_release(&s->done);
 	pxfer_filetab_release(&s->tab);
 }
 
@@ -94,12 +93,9 @@ static int session_prepare(struct recv_session *s)
 	ret = pxfer_filetab_init(&s->tab, s->b.wel.max_files);
 	if (ret)
 		return ret;
-	ret = pxfer_idq_init(&s->done, s->b.wel.max_files);
+	ret = pxfer_doneq_init(&s->done, s->b.wel.max_files);
 	if (ret)
 		goto out_tab;
-	ret = -pthread_mutex_init(&s->done_lock, NULL);
-	if (ret)
-		goto out_done;
 	ret = -ENOMEM;
 	s->w = calloc(n, sizeof(*s->w));
 	if (!s->w || pxfer_workers_init(&s->b.workers, n))
@@ -116,8 +112,6 @@ static int session_prepare(struct recv_session *s)
 out_tables:
 	tables_release(s);
 	return ret;
-out_done:
-	pxfer_idq_release(&s->done);
 out_tab:
 	pxfer_filetab_release(&s->tab);
 	return ret;
