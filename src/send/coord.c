@@ -112,7 +112,7 @@ static void file_go(struct send_session *s, struct sentry *e, int *work)
 static void checked(struct send_session *s, struct pxfer_check_job *j,
 		    int *work)
 {
-	struct sentry *e = send_manifest_get(s, j->id);
+	struct sentry *e = send_manifest_get(&s->man, j->id);
 	struct pxfer_digest want;
 	char q[PXFER_QUOTE_MAX];
 
@@ -167,7 +167,7 @@ static void reap_checks(struct send_session *s)
 	int work = 0;
 
 	while ((j = pxfer_check_reap(&s->check))) {
-		struct sentry *e = send_manifest_get(s, j->id);
+		struct sentry *e = send_manifest_get(&s->man, j->id);
 
 		if (e->sum_due)
 			summed(s, e, j);
@@ -181,7 +181,7 @@ static void reap_checks(struct send_session *s)
 static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		      int *work)
 {
-	struct sentry *e = send_manifest_get(s, k->id);
+	struct sentry *e = send_manifest_get(&s->man, k->id);
 	char q[PXFER_QUOTE_MAX];
 	int ret;
 
@@ -196,7 +196,7 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		s->st->files_same++;
 		s->st->bytes_same += e->f.size;
 		s->there += e->f.size;
-		send_manifest_done(s, k->id);
+		send_manifest_done(&s->man, k->id);
 		return 0;
 	case PXFER_HAVE_PART:
 		ret = take_partial(s, e, k);
@@ -239,7 +239,7 @@ static int again(struct send_session *s, struct sentry *e,
 			warning("%s changed while being sent; it will be sent again",
 				pxfer_quote_str(q, sizeof(q), e->f.src));
 		}
-		if (send_manifest_resend(s, fs->id))
+		if (send_manifest_resend(&s->man, fs->id))
 			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 					  "out of memory");
 		return 2;
@@ -254,7 +254,7 @@ static int again(struct send_session *s, struct sentry *e,
 static int on_file_status(struct send_session *s, uint16_t type,
 			  const struct pxfer_file_status *fs)
 {
-	struct sentry *e = send_manifest_get(s, fs->id);
+	struct sentry *e = send_manifest_get(&s->man, fs->id);
 	int again_ret = 0;
 
 	/* (nor is it freed while its hashing reads it) */
@@ -296,7 +296,7 @@ static int on_file_status(struct send_session *s, uint16_t type,
 	} else {
 		s->st->links++;
 	}
-	send_manifest_done(s, fs->id);
+	send_manifest_done(&s->man, fs->id);
 	return 0;
 }
 
@@ -407,7 +407,7 @@ void send_draw_progress(struct send_session *s, int final)
 	s->prog.check_total = pxfer_check_pending(&s->check) ? s->check.queued : 0;
 	pxfer_progress_draw(&s->prog, atomic_load(&s->bytes_sent),
 			    s->man.bytes_walked, s->there, done, s->man.files_walked,
-			    !send_manifest_done_all(s), final);
+			    !send_manifest_done_all(&s->man), final);
 }
 
 /* the rail worker @w runs on, for messages */
@@ -543,7 +543,7 @@ int send_coordinate(struct send_session *s)
 		if (send_manifest_feed(s))
 			break;
 		if (s->b.state.now == PXFER_SEND_STREAMING &&
-		    send_manifest_done_all(s) && !s->man.in_flight && send_fin(s))
+		    send_manifest_over(&s->man) && send_fin(s))
 			break;
 		if (pxfer_session_wait(&s->b, send_manifest_can_feed(s) ? 0 :
 				       s->prog.enabled || pxfer_session_data_lost_any(&s->b) ? 200 : 1000,

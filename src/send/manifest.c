@@ -22,24 +22,16 @@
 #define FEED_BATCH 256		/* manifest entries per turn of the coordinator */
 #define FEED_FLUSH 32		/* ... sent this many at a time */
 
-int send_manifest_init(struct send_session *s)
+int send_manifest_init(struct manifest *m, unsigned int max_files)
 {
-	struct manifest *m = &s->man;
-	unsigned int n = s->b.wel.max_files;
+	unsigned int n = max_files;
 	unsigned long nofile = pxfer_raise_nofile();
 
 	/* each file in flight holds a descriptor; keep room for the rest */
 	if (nofile > 64 && n > nofile - 64)
 		n = nofile - 64;
-	m->max_files = s->b.wel.max_files;
-	m->win = calloc(m->max_files, sizeof(*m->win));
-	m->free_ids = calloc(n, sizeof(*m->free_ids));
-	if (!m->win || !m->free_ids)
-		return -ENOMEM;
-	for (unsigned int i = 0; i < n; i++)
-		m->free_ids[m->nfree++] = n - 1 - i;
 	m->again_tail = &m->again;
-	return 0;
+	return pxfer_fileids_init(&m->ids, max_files, n);
 }
 
 static void again_free(struct again_file *r)
@@ -49,12 +41,8 @@ static void again_free(struct again_file *r)
 	free(r);
 }
 
-static void entry_free(struct manifest *m, uint64_t id)
+static void entry_free(struct sentry *e)
 {
-	struct sentry *e = m->win[id];
-
-	if (!e)
-		return;
 	if (e->f.fd >= 0)
 		close(e->f.fd);
 	free(e->f.src);
@@ -65,22 +53,13 @@ static void entry_free(struct manifest *m, uint64_t id)
 		free(e->check);
 	}
 	free(e);
-	m->win[id] = NULL;
-	m->free_ids[m->nfree++] = id;
-	m->in_flight--;
 }
 
-void send_manifest_release(struct send_session *s)
+void send_manifest_release(struct manifest *m)
 {
-	struct manifest *m = &s->man;
-
-	if (m->win)
-		for (unsigned int i = 0; i < m->max_files; i++)
-			entry_free(m, i);
-	free(m->win);
-	free(m->free_ids);
-	m->win = NULL;
-	m->free_ids = NULL;
+	for (unsigned int i = 0; i < m->ids.max; i++)
+		send_manifest_done(m, i);
+	pxfer_fileids_release(&m->ids);
 	while (m->again) {
 		struct again_file *r = m->again;
 
@@ -90,19 +69,22 @@ void send_manifest_release(struct send_session *s)
 	m->again_tail = &m->again;
 }
 
-struct sentry *send_manifest_get(struct send_session *s, uint64_t id)
+struct sentry *send_manifest_get(struct manifest *m, uint64_t id)
 {
-	return id < s->man.max_files ? s->man.win[id] : NULL;
+	return pxfer_fileids_get(&m->ids, id);
 }
 
-void send_manifest_done(struct send_session *s, uint64_t id)
+void send_manifest_done(struct manifest *m, uint64_t id)
 {
-	entry_free(&s->man, id);
+	struct sentry *e = pxfer_fileids_done(&m->ids, id);
+
+	if (e)
+		entry_free(e);
 }
 
-int send_manifest_resend(struct send_session *s, uint64_t id)
+int send_manifest_resend(struct manifest *m, uint64_t id)
 {
-	struct sentry *e = send_manifest_get(s, id);
+	struct sentry *e = send_manifest_get(m, id);
 	struct again_file *r = calloc(1, sizeof(*r));
 
 	if (!r || !e || !e->rel || !(r->src = strdup(e->f.src)) ||
@@ -111,14 +93,14 @@ int send_manifest_resend(struct send_session *s, uint64_t id)
 			again_free(r);
 		return -ENOMEM;
 	}
-	*s->man.again_tail = r;
-	s->man.again_tail = &r->next;
+	*m->again_tail = r;
+	m->again_tail = &r->next;
 	return 0;
 }
 
-int send_manifest_done_all(struct send_session *s)
+int send_manifest_done_all(struct manifest *m)
 {
-	return s->man.walk_done && !s->man.again;
+	return m->walk_done && !m->again;
 }
 
 static int fill_file_msg(struct pxfer_file *fm, const struct pxfer_walk_entry *e,
@@ -296,6 +278,7 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	struct stat st = e->st;
 	char q[PXFER_QUOTE_MAX];
 	struct sentry *se;
+	uint32_t id;
 	uint8_t type;
 	int fd = -1, ret;
 
@@ -351,10 +334,10 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 		close(fd);
 		se->f.fd = -1;
 	}
-	se->f.id = man->free_ids[--man->nfree];
-	m->u.file.id = se->f.id;
-	man->win[se->f.id] = se;
-	man->in_flight++;
+	/* send_manifest_can_feed saw a free id */
+	pxfer_fileids_alloc(&man->ids, se, &id);
+	se->f.id = id;
+	m->u.file.id = id;
 	if (type == PXFER_FT_REG) {
 		man->bytes_walked += se->f.size;
 		man->files_walked++;
@@ -367,7 +350,8 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 
 int send_manifest_can_feed(struct send_session *s)
 {
-	return !send_manifest_done_all(s) && s->man.nfree &&
+	return !send_manifest_done_all(&s->man) &&
+	       pxfer_fileids_free(&s->man.ids) &&
 	       pxfer_ctrl_pending(&s->b.ctrl) < CTRL_BACKLOG;
 }
 
@@ -375,10 +359,9 @@ int send_manifest_can_feed(struct send_session *s)
  * The next file to send again, as a walk entry @e of the file as it is
  * now (lstat: it may have been replaced). 1, or 0 when none is left.
  */
-static int again_next(struct send_session *s, struct pxfer_walk_entry *e,
+static int again_next(struct manifest *m, struct pxfer_walk_entry *e,
 		       struct again_file **rp)
 {
-	struct manifest *m = &s->man;
 	struct again_file *r = m->again;
 
 	if (!r)
@@ -416,7 +399,7 @@ int send_manifest_feed(struct send_session *s)
 		struct again_file *r = NULL;
 
 		if (s->man.walk_done) {
-			again_next(s, &e, &r);
+			again_next(&s->man, &e, &r);
 			ret = 1;
 		} else {
 			ret = pxfer_walk_next(&s->walk, &e);

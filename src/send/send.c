@@ -260,7 +260,7 @@ static void session_release(struct send_session *s)
 	workers_stop(s);
 	/* no check reads a file once it is closed */
 	pxfer_check_release(&s->check);
-	send_manifest_release(s);
+	send_manifest_release(&s->man);
 	pxfer_session_release(&s->b);
 	if (reached >= PXFER_SEND_OPENING_DATA)
 		pxfer_sched_release(&s->sched);
@@ -279,7 +279,7 @@ static int session_parts(struct send_session *s)
 	pxfer_fileend_init(&s->ends, &s->sched, &s->b.ctrl, &s->b.fail,
 			   s->o->verify);
 	/* the manifest and the checks: released in any state */
-	if (send_manifest_init(s) ||
+	if (send_manifest_init(&s->man, s->b.wel.max_files) ||
 	    pxfer_check_init(&s->check, 0, s->b.ctrl.wake_fd))
 		goto out_sched;
 	return pxfer_session_enter(&s->b, PXFER_SEND_OPENING_DATA);

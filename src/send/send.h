@@ -4,8 +4,10 @@
  * send/sender.h. send.c sets a session up and tears it down; the
  * coordinator (coord.c) runs the control connection; the manifest
  * (manifest.c) turns the tree walk into FILE messages and keeps the files
- * in flight; each worker (worker.c) owns a data connection and a ring and
- * moves the chunks the scheduler plans.
+ * in flight (their ids: fileids.c); each worker (worker.c) owns a data
+ * connection and a ring and moves the chunks the scheduler plans, and
+ * ends the files it is done with (fileend.c); the chunks of a lost
+ * connection wait in resendq.c for the others.
  */
 #ifndef PXFER_SEND_SEND_H
 #define PXFER_SEND_SEND_H
@@ -24,6 +26,7 @@
 #include "engine/tagger.h"
 #include "engine/worker.h"
 #include "send/fileend.h"
+#include "send/fileids.h"
 #include "send/resendq.h"
 #include "send/scheduler.h"
 #include "send/walk.h"
@@ -108,11 +111,7 @@ struct again_file {
  * it; workers reach entries only through the scheduler.
  */
 struct manifest {
-	struct sentry **win;		/* by file id */
-	unsigned int max_files;
-	uint32_t *free_ids;
-	unsigned int nfree;
-	unsigned int in_flight;
+	struct pxfer_fileids ids;	/* each id's struct sentry */
 	int walk_done;
 	uint64_t bytes_walked, files_walked;
 	struct again_file *again, **again_tail;	/* fed after the walk */
@@ -151,24 +150,32 @@ struct send_session {
 };
 
 /* manifest.c */
-int send_manifest_init(struct send_session *s);
-void send_manifest_release(struct send_session *s);
+/* the files in flight: at most @max_files, the receiver's */
+int send_manifest_init(struct manifest *m, unsigned int max_files);
+void send_manifest_release(struct manifest *m);
 /* walk on and queue FILE messages for one turn; 0 or -1 (failed) */
 int send_manifest_feed(struct send_session *s);
 /* whether the coordinator should feed without waiting */
 int send_manifest_can_feed(struct send_session *s);
-struct sentry *send_manifest_get(struct send_session *s, uint64_t id);
-/* the receiver is done with file @id: its id can be reused */
-void send_manifest_done(struct send_session *s, uint64_t id);
+/* the entry of file @id (any number the receiver sent), or NULL */
+struct sentry *send_manifest_get(struct manifest *m, uint64_t id);
+/* the receiver is done with file @id: its entry is freed, its id can be
+ * reused */
+void send_manifest_done(struct manifest *m, uint64_t id);
 /*
  * send_manifest_resend - file @id (a regular file in flight) is announced
  * again once the walk is over, in this session, as found then: 0 or
  * -ENOMEM
  */
-int send_manifest_resend(struct send_session *s, uint64_t id);
+int send_manifest_resend(struct manifest *m, uint64_t id);
 /* send_manifest_done_all - nothing more to announce: the walk is over and
  * no file waits to be sent again */
-int send_manifest_done_all(struct send_session *s);
+int send_manifest_done_all(struct manifest *m);
+/* send_manifest_over - that, and no file is in flight: FIN may go */
+static inline int send_manifest_over(struct manifest *m)
+{
+	return send_manifest_done_all(m) && !pxfer_fileids_in_flight(&m->ids);
+}
 
 /* coord.c */
 int send_coordinate(struct send_session *s);
