@@ -257,7 +257,7 @@ int pxfer_rfile_hold(struct pxfer_rfiles *r, const struct pxfer_file *m);
 void pxfer_rfile_unhold(struct pxfer_rfiles *r, uint64_t id,
 			const uint8_t *digest, struct pxfer_file *m);
 
-/* ---- shared by rfile.c, rcheck.c and rdir.c ---- */
+/* ---- shared by rfile.c, rcheck.c, rjob.c and rdir.c ---- */
 
 /* the path of @path (@len bytes) from the top directory, for a
  * partial's name: NULL when out of memory */
@@ -271,7 +271,7 @@ char *pxfer_rfile_top_path(const struct pxfer_rfiles *r, const char *path);
 int pxfer_rfile_restart(struct pxfer_rfiles *r, uint64_t id);
 
 /* pxfer_rfile_check_job - the job that reads file @id's held records
- * back (rf->check): 0 or -ENOMEM */
+ * back (rf->check; rjob.c, as the next): 0 or -ENOMEM */
 int pxfer_rfile_check_job(struct pxfer_rfiles *r, uint64_t id);
 
 /*
@@ -286,7 +286,7 @@ int pxfer_rfile_compare_job(struct pxfer_rfiles *r, const struct pxfer_file *m,
 /*
  * is @path (@len bytes) the receiver's own state directory, or in it? No
  * sender writes there. (Inline, as pxfer_rfile_times: of the message
- * alone, for rdir.c and rcheck.c too, which rfile.c calls down to.)
+ * alone, for rdir.c, rjob.c and rcheck.c too.)
  */
 static inline int pxfer_rfile_reserved(const char *path, size_t len)
 {
