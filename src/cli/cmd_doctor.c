@@ -56,21 +56,22 @@ static void check_memlock(struct doctor *d)
 {
 	const struct pxfer_transport_ops *t = d->rdma_t;
 	uint64_t limit = pxfer_memlock_limit(), rings;
-	char msg[400], l[32], r[32], c[32];
+	struct pxfer_err err;
+	char l[32], r[32], c[32];
 	struct pxfer_params p;
 	int short_of;
 
 	doctor_section("memlock");
 	default_shape(t, &p);
 	rings = p.ring_mem;
-	short_of = pxfer_transport_memlock(t, p.workers, p.slots, p.chunk, msg,
-					   sizeof(msg));
+	short_of = pxfer_transport_memlock(t, p.workers, p.slots, p.chunk, &err);
 	printf("a default rdma transfer pins %s of rings (%u worker(s) x %u slots of %s) and its connections' buffers\n",
 	       pxfer_human(r, sizeof(r), rings), p.workers, p.slots,
 	       pxfer_human(c, sizeof(c), p.chunk));
 	if (short_of) {
 		doctor_finding(d, d->rdma, "%s%s", d->rdma ? "" :
-			       "a transfer over rdma would stop here: ", msg);
+			       "a transfer over rdma would stop here: ",
+			       pxfer_err_msg(&err));
 		doctor_fix("for a login: '* soft memlock unlimited' and '* hard memlock unlimited' in /etc/security/limits.conf, then log in again; for a service: LimitMEMLOCK=infinity; or 'pxfer send -j N' with fewer workers");
 	} else if (!limit) {
 		doctor_ok(d, "the memlock limit is unlimited");

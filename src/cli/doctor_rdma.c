@@ -6,6 +6,7 @@
  * active, the GID it connects from, and the rails (the local RoCE v2
  * addresses, and whether HOST is on their subnet).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -283,9 +284,10 @@ static void check_source(struct doctor *d)
 {
 	char q[PXFER_QUOTE_MAX];
 
-	if (d->sv.source_err) {
+	if (d->sv.source_err.code) {
 		d->bind_problem = 1;
-		doctor_finding(d, 1, "pxfer send would refuse them: %s", d->sv.source_why);
+		doctor_finding(d, 1, "pxfer send would refuse them: %s",
+			       pxfer_err_msg(&d->sv.source_err));
 		doctor_fix("name a device and GID listed above with a RoCE v2 IPv4 address");
 	} else if (d->a->bind && strcmp(d->a->bind, d->sv.bind_buf)) {
 		d->bind_problem = 1;
@@ -293,7 +295,8 @@ static void check_source(struct doctor *d)
 			       pxfer_quote_str(q, sizeof(q), d->a->bind), d->sv.bind_buf);
 		doctor_fix("give --bind or --device/--gid-index, not both");
 	} else {
-		doctor_ok(d, "pxfer send would bind %s: %s", d->sv.bind_buf, d->sv.source_why);
+		doctor_ok(d, "pxfer send would bind %s: %s", d->sv.bind_buf,
+			  pxfer_err_msg(&d->sv.source_err));
 	}
 }
 
@@ -484,7 +487,7 @@ static void explain_no_route(struct doctor *d)
 		}
 	if (!down) {
 		doctor_finding(d, d->want_rdma, "no RDMA device routes to %s: %s",
-			       d->peer, d->sv.route_why);
+			       d->peer, pxfer_err_msg(&d->sv.route_err));
 		if (!ways)
 			doctor_fix("no RDMA port has %s: give the RoCE interface an address on %s's subnet, or route %s through it ('ip route get %s' names the interface the kernel picks)",
 				   d->sv.bind ? "the source address" :
@@ -495,7 +498,8 @@ static void explain_no_route(struct doctor *d)
 				   d->peer, d->peer, d->peer);
 		return;
 	}
-	printf("rdma_cm finds no way to %s: %s\n", d->peer, d->sv.route_why);
+	printf("rdma_cm finds no way to %s: %s\n", d->peer,
+	       pxfer_err_msg(&d->sv.route_err));
 	for (unsigned int i = 0; i < d->inv.ndevs; i++)
 		for (unsigned int j = 0; j < d->inv.devs[i].nports; j++) {
 			const struct pxfer_rdma_port *p = &d->inv.devs[i].ports[j];
@@ -555,10 +559,10 @@ void doctor_route(struct doctor *d)
 		printf("from %s%s\n", d->sv.bind, d->a->bind ? "" :
 		       " (the address --device or --gid-index binds)");
 	p = pxfer_rdma_port_get(&d->inv, d->sv.route.dev, d->sv.route.port);
-	if (d->sv.route_err || !p) {
-		if (!d->sv.route_err)	/* a device that came after the listing */
-			snprintf(d->sv.route_why, sizeof(d->sv.route_why),
-				 "it went through a device not listed above");
+	if (d->sv.route_err.code || !p) {
+		if (!d->sv.route_err.code)	/* a device that came after the listing */
+			pxfer_err_set(&d->sv.route_err, ENODEV,
+				      "it went through a device not listed above");
 		explain_no_route(d);
 	} else if (!p->active) {
 		doctor_finding(d, d->want_rdma,

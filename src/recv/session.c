@@ -121,14 +121,15 @@ out_tab:
 static int welcome(struct recv_session *s, const struct pxfer_hello *h,
 		   const uint8_t *nonce_r)
 {
-	char msg[400];
+	struct pxfer_err err;
 	int ret;
 
 	pick_params(s, h);
 	if (pxfer_transport_memlock(s->b.t, s->b.wel.workers, s->b.wel.slots,
-				    s->b.wel.chunk_size, msg, sizeof(msg))) {
+				    s->b.wel.chunk_size, &err)) {
 		pxfer_hs_refuse(s->b.cconn, ENOMEM, "the receiver cannot pin its ring memory (memlock limit); see its log");
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "%s", msg);
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "%s",
+				  pxfer_err_msg(&err));
 	}
 	ret = session_prepare(s);
 	if (ret)

@@ -192,12 +192,13 @@ static int worker_connect(struct send_session *s, struct sworker *w)
 static int workers_start(struct send_session *s)
 {
 	unsigned int n = s->b.wel.workers;
-	char msg[400];
+	struct pxfer_err err;
 	int ret;
 
 	if (pxfer_transport_memlock(s->b.t, n, s->b.wel.slots,
-				    s->b.wel.chunk_size, msg, sizeof(msg)))
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "%s", msg);
+				    s->b.wel.chunk_size, &err))
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "%s",
+				  pxfer_err_msg(&err));
 	s->w = calloc(n, sizeof(*s->w));
 	/* every slot of every worker could wait to go again */
 	if (!s->w || pxfer_resendq_init(&s->resendq, n * s->b.wel.slots) ||

@@ -19,16 +19,17 @@ static const char no_rdma[] =
 /* --device / --gid-index: the address to bind so that rdma_cm uses them */
 static int pick_source(struct pxfer_transport_choice *c)
 {
-	char why[200];
+	struct pxfer_err err = { 0 };
 
 	if (pxfer_rdma_source(c->device, c->gid_index, c->bind_buf,
-			      sizeof(c->bind_buf), why, sizeof(why)))
+			      sizeof(c->bind_buf), &err))
 		return error("cannot use %s: %s",
-			     c->device ? c->device : "that GID", why);
+			     c->device ? c->device : "that GID",
+			     pxfer_err_msg(&err));
 	if (c->bind && strcmp(c->bind, c->bind_buf))
 		return error("--bind %s does not match %s; give one or the other",
-			     c->bind, why);
-	verbose("rdma: %s, so binding %s", why, c->bind_buf);
+			     c->bind, pxfer_err_msg(&err));
+	verbose("rdma: %s, so binding %s", pxfer_err_msg(&err), c->bind_buf);
 	c->bind = c->bind_buf;
 	return 0;
 }
@@ -80,13 +81,13 @@ pxfer_transport_for_host(const struct pxfer_transport_choice *c,
 			 const char *host)
 {
 	const struct pxfer_transport_ops *t;
-	char why[160];
+	struct pxfer_err err = { 0 };
 
 	if (strcmp(c->name, "auto"))
 		return pxfer_transport_find(c->name);
-	t = pxfer_rdma_probe(host, c->bind, why, sizeof(why)) ? &pxfer_rdma_ops
-							       : &pxfer_tcp_ops;
-	verbose("transport auto: %s, so %s", why, t->name);
+	t = pxfer_rdma_probe(host, c->bind, &err) ? &pxfer_tcp_ops
+						  : &pxfer_rdma_ops;
+	verbose("transport auto: %s, so %s", pxfer_err_msg(&err), t->name);
 	return t;
 }
 
@@ -109,7 +110,7 @@ unsigned int pxfer_transport_for_listen(const struct pxfer_transport_choice *c,
 
 int pxfer_transport_memlock(const struct pxfer_transport_ops *t,
 			    unsigned int workers, unsigned int slots,
-			    uint32_t chunk, char *msg, size_t len)
+			    uint32_t chunk, struct pxfer_err *err)
 {
 	uint64_t need, limit;
 	char n[32], l[32];
@@ -119,13 +120,13 @@ int pxfer_transport_memlock(const struct pxfer_transport_ops *t,
 	need = (uint64_t)workers * slots * (chunk + t->ring_hdr) + CONN_PINNED;
 	if (!pxfer_memlock_check(need, &limit))
 		return 0;
-	snprintf(msg, len,
-		 "cannot register %s of ring memory with the RDMA device: the memlock limit is %s "
-		 "(raise it with 'ulimit -l %llu' or more, or in /etc/security/limits.conf; "
-		 "or use fewer workers (-j) or a smaller --ring-mem on the receiver)",
-		 pxfer_human(n, sizeof(n), need), pxfer_human(l, sizeof(l), limit),
-		 (unsigned long long)(need + 1023) / 1024);
-	return -ENOMEM;
+	return pxfer_err_set(err, ENOMEM,
+			     "cannot register %s of ring memory with the RDMA device: the memlock limit is %s "
+			     "(raise it with 'ulimit -l %llu' or more, or in /etc/security/limits.conf; "
+			     "or use fewer workers (-j) or a smaller --ring-mem on the receiver)",
+			     pxfer_human(n, sizeof(n), need),
+			     pxfer_human(l, sizeof(l), limit),
+			     (unsigned long long)(need + 1023) / 1024);
 }
 
 /* the next name of comma-separated @*p into @buf: 1, or 0 at the end */
@@ -145,7 +146,8 @@ int pxfer_transport_rails(const struct pxfer_transport_choice *c,
 			  struct pxfer_rail_addr *out)
 {
 	const char *p = c->devices ? c->devices : spec;
-	char item[64], why[200];
+	struct pxfer_err err;
+	char item[64];
 	int n = 0, ret;
 
 	if (!p)
@@ -167,8 +169,9 @@ int pxfer_transport_rails(const struct pxfer_transport_choice *c,
 		ra->up = 1;
 		if (c->devices) {
 			if (pxfer_rdma_source(item, c->gid_index, ra->addr,
-					      sizeof(ra->addr), why, sizeof(why))) {
-				error("cannot use %s: %s", item, why);
+					      sizeof(ra->addr), &err)) {
+				error("cannot use %s: %s", item,
+				      pxfer_err_msg(&err));
 				return -PXFER_EXIT_USAGE;
 			}
 			snprintf(ra->dev, sizeof(ra->dev), "%.31s", item);

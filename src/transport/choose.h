@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "core/err.h"
 #include "transport/registry.h"
 
 struct pxfer_transport_choice {
@@ -78,10 +79,10 @@ int pxfer_transport_rails(const struct pxfer_transport_choice *c,
  * pxfer_transport_memlock - for a transport that pins its rings: whether
  * @workers rings of @slots slots of @chunk bytes (and the connections'
  * own buffers) can be registered under RLIMIT_MEMLOCK. 0, or -ENOMEM with
- * the message for the user, limit and remedy, in @msg.
+ * the message for the user, limit and remedy, in @err.
  */
 int pxfer_transport_memlock(const struct pxfer_transport_ops *t,
 			    unsigned int workers, unsigned int slots,
-			    uint32_t chunk, char *msg, size_t len);
+			    uint32_t chunk, struct pxfer_err *err);
 
 #endif

@@ -15,6 +15,7 @@
 #ifndef PXFER_TRANSPORT_DIAG_H
 #define PXFER_TRANSPORT_DIAG_H
 
+#include "core/err.h"
 #include "transport/transport.h"
 
 enum pxfer_gid_type {
@@ -107,11 +108,12 @@ struct pxfer_rdma_survey {
 	const char *bind;		/* --bind, or what --device and
 					 * --gid-index bind (bind_buf), or NULL */
 	char bind_buf[64];
-	int source_err;			/* what send's address selection said */
-	char source_why[200];		/* of --device and --gid-index */
+	struct pxfer_err source_err;	/* what send's address selection said
+					 * of --device and --gid-index (code 0:
+					 * a note of the GID it took) */
 	struct pxfer_rdma_route route;
-	int route_err;			/* 0: rdma_cm resolved address and route */
-	char route_why[200];
+	struct pxfer_err route_err;	/* code 0: rdma_cm resolved address
+					 * and route */
 	int usable;			/* the route goes out of an active port
 					 * of the inventory */
 };

@@ -27,7 +27,7 @@ static void print_rail(const struct pxfer_rail_addr *ra)
 int main(int argc, char **argv)
 {
 	struct pxfer_rail_addr rails[PXFER_RAILS_MAX];
-	char why[256] = "";
+	struct pxfer_err err = { 0 };
 	int n;
 
 	if (argc >= 2 && !strcmp(argv[1], "local") && argc == 2) {
@@ -59,15 +59,15 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "sources")) {
-		n = pxfer_rdma_sources(argv[2], rails, PXFER_RAILS_MAX, why,
-				       sizeof(why));
+		n = pxfer_rdma_sources(argv[2], rails, PXFER_RAILS_MAX, &err);
 		if (n < 0) {
-			fprintf(stderr, "rails_rdma: %s: %s\n", strerror(-n), why);
+			fprintf(stderr, "rails_rdma: %s: %s\n", strerror(-n),
+				pxfer_err_msg(&err));
 			return 1;
 		}
 		for (int i = 0; i < n; i++)
 			print_rail(&rails[i]);
-		printf("# %s\n", why);
+		printf("# %s\n", pxfer_err_msg(&err));
 		return 0;
 	}
 	fprintf(stderr, "usage: rails_rdma local | query ADDR... | sources DEV[:PORT][,...]\n");

@@ -30,21 +30,18 @@ static void rt_survey(const struct pxfer_rdma_inventory *inv,
 				 (int)strcspn(ask->device, ","), ask->device);
 		out->sel_dev = ask->device ? pxfer_rdma_dev_find(inv, out->device) :
 			       inv->ndevs ? 0 : -1;
-		out->source_err = pxfer_rdma_source(ask->device ? out->device : NULL,
-						    ask->gid_index, out->bind_buf,
-						    sizeof(out->bind_buf),
-						    out->source_why,
-						    sizeof(out->source_why));
-		if (!out->source_err && !ask->bind)
+		if (!pxfer_rdma_source(ask->device ? out->device : NULL,
+				       ask->gid_index, out->bind_buf,
+				       sizeof(out->bind_buf), &out->source_err) &&
+		    !ask->bind)
 			out->bind = out->bind_buf;
 	}
 	if (!ask->peer)
 		return;
-	out->route_err = pxfer_rdma_route_find(inv, ask->peer, out->bind,
-					       &out->route, out->route_why,
-					       sizeof(out->route_why));
+	pxfer_rdma_route_find(inv, ask->peer, out->bind, &out->route,
+			      &out->route_err);
 	p = pxfer_rdma_port_get(inv, out->route.dev, out->route.port);
-	out->usable = !out->route_err && p && p->active;
+	out->usable = !out->route_err.code && p && p->active;
 }
 
 const struct pxfer_transport_diag pxfer_rdma_diag = {

@@ -321,20 +321,18 @@ void pxfer_rdma_inventory_release(struct pxfer_rdma_inventory *inv)
 
 /* wait for the event that ends a resolution: 0 if it is @want, else -errno */
 static int cm_wait(struct rdma_event_channel *ech,
-		   enum rdma_cm_event_type want, char *why, size_t len)
+		   enum rdma_cm_event_type want, struct pxfer_err *err)
 {
 	struct rdma_cm_event *ev;
 	int ret;
 
-	if (rdma_get_cm_event(ech, &ev)) {
-		ret = -errno;
-		snprintf(why, len, "no rdma_cm event: %s", strerror(-ret));
-		return ret;
-	}
+	if (rdma_get_cm_event(ech, &ev))
+		return pxfer_err_set(err, errno, "no rdma_cm event: %s",
+				     strerror(errno));
 	ret = ev->event == want ? 0 : ev->status < 0 ? ev->status : -EHOSTUNREACH;
 	if (ret)
-		snprintf(why, len, "%s: %s", rdma_event_str(ev->event),
-			 strerror(-ret));
+		pxfer_err_set(err, -ret, "%s: %s", rdma_event_str(ev->event),
+			      strerror(-ret));
 	rdma_ack_cm_event(ev);
 	return ret;
 }
@@ -359,7 +357,7 @@ static void route_note(const struct pxfer_rdma_inventory *inv,
 
 int pxfer_rdma_route_find(const struct pxfer_rdma_inventory *inv,
 			  const char *host, const char *bind,
-			  struct pxfer_rdma_route *r, char *why, size_t len)
+			  struct pxfer_rdma_route *r, struct pxfer_err *err)
 {
 	struct addrinfo *dst = NULL, *src = NULL;
 	struct rdma_event_channel *ech;
@@ -376,34 +374,37 @@ int pxfer_rdma_route_find(const struct pxfer_rdma_inventory *inv,
 		ret = pxfer_addr_resolve(bind, NULL, AF_UNSPEC, 1, &src);
 	}
 	if (ret) {
-		snprintf(why, len, "cannot resolve %s", pxfer_quote_str(q, sizeof(q), bad));
+		pxfer_err_set(err, -ret, "cannot resolve %s",
+			      pxfer_quote_str(q, sizeof(q), bad));
 		goto out;
 	}
 	ech = rdma_create_event_channel();
 	if (!ech) {
-		ret = -errno;
-		snprintf(why, len, "rdma_cm is unavailable: %s", strerror(-ret));
+		ret = pxfer_err_set(err, errno, "rdma_cm is unavailable: %s",
+				    strerror(errno));
 		goto out;
 	}
 	if (rdma_create_id(ech, &id, NULL, RDMA_PS_TCP)) {
-		ret = -errno;
-		snprintf(why, len, "rdma_cm is unavailable: %s", strerror(-ret));
+		ret = pxfer_err_set(err, errno, "rdma_cm is unavailable: %s",
+				    strerror(errno));
 		goto out_channel;
 	}
 	ret = rdma_resolve_addr(id, src ? src->ai_addr : NULL, dst->ai_addr, 2000) ?
 	      -errno : 0;
 	if (ret)
-		snprintf(why, len, "address resolution failed: %s", strerror(-ret));
+		pxfer_err_set(err, -ret, "address resolution failed: %s",
+			      strerror(-ret));
 	else
-		ret = cm_wait(ech, RDMA_CM_EVENT_ADDR_RESOLVED, why, len);
+		ret = cm_wait(ech, RDMA_CM_EVENT_ADDR_RESOLVED, err);
 	if (ret)
 		goto out_id;
 	route_note(inv, id, r);
 	ret = rdma_resolve_route(id, 2000) ? -errno : 0;
 	if (ret)
-		snprintf(why, len, "route resolution failed: %s", strerror(-ret));
+		pxfer_err_set(err, -ret, "route resolution failed: %s",
+			      strerror(-ret));
 	else
-		ret = cm_wait(ech, RDMA_CM_EVENT_ROUTE_RESOLVED, why, len);
+		ret = cm_wait(ech, RDMA_CM_EVENT_ROUTE_RESOLVED, err);
 out_id:
 	rdma_destroy_id(id);
 out_channel:

@@ -30,10 +30,10 @@ void pxfer_rdma_inventory_release(struct pxfer_rdma_inventory *inv);
  * numeric address @host from @bind (NULL: the kernel's choice), as a
  * connection does, and say where it went in @r (a device of @inv). 0 when
  * both resolved; -errno when the address or the route did not, with why
- * in @why (@r says what was found before it failed).
+ * in @err (@r says what was found before it failed).
  */
 int pxfer_rdma_route_find(const struct pxfer_rdma_inventory *inv,
 			  const char *host, const char *bind,
-			  struct pxfer_rdma_route *r, char *why, size_t len);
+			  struct pxfer_rdma_route *r, struct pxfer_err *err);
 
 #endif

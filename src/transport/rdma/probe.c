@@ -44,34 +44,32 @@ static int is_loopback(const struct sockaddr *sa)
 	return 0;
 }
 
-int pxfer_rdma_probe(const char *host, const char *bind_addr, char *why,
-		     size_t len)
+int pxfer_rdma_probe(const char *host, const char *bind_addr,
+		     struct pxfer_err *err)
 {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *id;
 	struct addrinfo *dst = NULL, *src = NULL;
 	struct ibv_port_attr pa;
-	int ok = 0;
+	int ok = 0, ret;
 
-	if (!pxfer_rdma_available()) {
-		snprintf(why, len, "no RDMA device on this host");
-		return 0;
-	}
+	if (!pxfer_rdma_available())
+		return pxfer_err_set(err, ENODEV, "no RDMA device on this host");
 	if (pxfer_addr_resolve(host, "0", AF_UNSPEC, 0, &dst) ||
 	    (bind_addr && pxfer_addr_resolve(bind_addr, NULL, AF_UNSPEC, 1, &src))) {
-		snprintf(why, len, "cannot resolve '%s'", host);
+		ret = pxfer_err_set(err, EHOSTUNREACH, "cannot resolve '%s'", host);
 		goto out;
 	}
 	/* rdma_cm resolves loopback to some local device, but connecting
 	 * through it fails: this host's own addresses go over tcp */
 	if (is_loopback(dst->ai_addr)) {
-		snprintf(why, len, "%s is a loopback address", host);
+		ret = pxfer_err_set(err, ENETUNREACH, "%s is a loopback address", host);
 		goto out;
 	}
 	ech = rdma_create_event_channel();
 	if (!ech || rdma_create_id(ech, &id, NULL, RDMA_PS_TCP)) {
-		snprintf(why, len, "rdma_cm is unavailable");
+		ret = pxfer_err_set(err, ENODEV, "rdma_cm is unavailable");
 		if (ech)
 			rdma_destroy_event_channel(ech);
 		goto out;
@@ -91,10 +89,12 @@ int pxfer_rdma_probe(const char *host, const char *bind_addr, char *why,
 		   pa.state != IBV_PORT_ACTIVE))
 		ok = 0;
 	if (ok)
-		snprintf(why, len, "RDMA device %s port %u routes to %s",
-			 ibv_get_device_name(id->verbs->device), id->port_num, host);
+		ret = pxfer_err_set(err, 0, "RDMA device %s port %u routes to %s",
+				    ibv_get_device_name(id->verbs->device),
+				    id->port_num, host);
 	else
-		snprintf(why, len, "no active RDMA device routes to %s", host);
+		ret = pxfer_err_set(err, EHOSTUNREACH,
+				    "no active RDMA device routes to %s", host);
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ech);
 out:
@@ -102,7 +102,7 @@ out:
 		freeaddrinfo(dst);
 	if (src)
 		freeaddrinfo(src);
-	return ok;
+	return ret;
 }
 
 /* an IPv4-mapped GID (::ffff:a.b.c.d) into "a.b.c.d" */
@@ -116,7 +116,7 @@ int rt_gid_ipv4(const union ibv_gid *g, char *buf, size_t len)
 }
 
 int pxfer_rdma_source(const char *device, int gid_index, char *buf,
-		      size_t len, char *why, size_t wlen)
+		      size_t len, struct pxfer_err *err)
 {
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
@@ -129,13 +129,13 @@ int pxfer_rdma_source(const char *device, int gid_index, char *buf,
 		if (!device || !strcmp(ibv_get_device_name(list[i]), device))
 			ctx = ibv_open_device(list[i]);
 	if (!ctx) {
-		snprintf(why, wlen, "no RDMA device named '%s' (see 'rdma link')",
-			 device ? device : "(any)");
+		pxfer_err_set(err, ENODEV, "no RDMA device named '%s' (see 'rdma link')",
+			      device ? device : "(any)");
 		goto out;
 	}
 	ret = ibv_query_port(ctx, 1, &pa) ? -errno : 0;
 	if (ret) {
-		snprintf(why, wlen, "cannot query port 1 of %s", device);
+		pxfer_err_set(err, -ret, "cannot query port 1 of %s", device);
 		goto out_close;
 	}
 	ret = -ENOENT;
@@ -148,19 +148,19 @@ int pxfer_rdma_source(const char *device, int gid_index, char *buf,
 		if (gid_index < 0 && e.gid_type != IBV_GID_TYPE_ROCE_V2)
 			continue;
 		if (!rt_gid_ipv4(&e.gid, buf, len)) {
-			snprintf(why, wlen, "device %s GID index %d is %s (%s)",
-				 ibv_get_device_name(ctx->device), i, buf,
-				 gid_type_name(e.gid_type));
+			pxfer_err_set(err, 0, "device %s GID index %d is %s (%s)",
+				      ibv_get_device_name(ctx->device), i, buf,
+				      gid_type_name(e.gid_type));
 			ret = 0;
 			break;
 		}
 	}
 	if (ret && gid_index >= 0)
-		snprintf(why, wlen, "GID index %d of %s does not exist or holds no IPv4 address",
-			 gid_index, ibv_get_device_name(ctx->device));
+		pxfer_err_set(err, -ret, "GID index %d of %s does not exist or holds no IPv4 address",
+			      gid_index, ibv_get_device_name(ctx->device));
 	else if (ret)
-		snprintf(why, wlen, "%s has no RoCE v2 GID with an IPv4 address (is its netdev configured?)",
-			 ibv_get_device_name(ctx->device));
+		pxfer_err_set(err, -ret, "%s has no RoCE v2 GID with an IPv4 address (is its netdev configured?)",
+			      ibv_get_device_name(ctx->device));
 out_close:
 	ibv_close_device(ctx);
 out:

@@ -299,30 +299,24 @@ out:
 
 /* one entry of a device list: "dev" or "dev:port" */
 static int parse_entry(const char *s, size_t len, char *name,
-		       unsigned int *port, char *why, size_t wlen)
+		       unsigned int *port, struct pxfer_err *err)
 {
 	const char *colon = memchr(s, ':', len);
 	size_t nlen = colon ? (size_t)(colon - s) : len;
 	char *end;
 	unsigned long p = 0;
 
-	if (!len) {
-		snprintf(why, wlen, "an empty entry in the device list (two commas, or one at an end)");
-		return -EINVAL;
-	}
+	if (!len)
+		return pxfer_err_set(err, EINVAL, "an empty entry in the device list (two commas, or one at an end)");
 	if (colon) {
 		p = strtoul(colon + 1, &end, 10);
-		if (end != s + len || colon + 1 == end || p < 1 || p > 255) {
-			snprintf(why, wlen, "'%.*s' is not DEVICE or DEVICE:PORT (a port from 1 to 255)",
-				 (int)len, s);
-			return -EINVAL;
-		}
+		if (end != s + len || colon + 1 == end || p < 1 || p > 255)
+			return pxfer_err_set(err, EINVAL, "'%.*s' is not DEVICE or DEVICE:PORT (a port from 1 to 255)",
+					     (int)len, s);
 	}
-	if (!nlen || nlen >= PXFER_RAIL_DEV) {
-		snprintf(why, wlen, "'%.*s' is not DEVICE or DEVICE:PORT (a device name of 1 to %d characters)",
-			 (int)len, s, PXFER_RAIL_DEV - 1);
-		return -EINVAL;
-	}
+	if (!nlen || nlen >= PXFER_RAIL_DEV)
+		return pxfer_err_set(err, EINVAL, "'%.*s' is not DEVICE or DEVICE:PORT (a device name of 1 to %d characters)",
+				     (int)len, s, PXFER_RAIL_DEV - 1);
 	memcpy(name, s, nlen);
 	name[nlen] = '\0';
 	*port = p;
@@ -335,15 +329,13 @@ static int parse_entry(const char *s, size_t len, char *name,
  */
 static int source_of(const struct rdev *r, unsigned int port,
 		     const struct ifaddrs *ifs, struct pxfer_rail_addr *ra,
-		     char *why, size_t wlen)
+		     struct pxfer_err *err)
 {
 	const struct ibv_gid_entry *e = NULL;
 
-	if (port > r->nports) {
-		snprintf(why, wlen, "%s has no port %u (it has %u)", r->name, port,
-			 r->nports);
-		return -ENODEV;
-	}
+	if (port > r->nports)
+		return pxfer_err_set(err, ENODEV, "%s has no port %u (it has %u)",
+				     r->name, port, r->nports);
 	if (port) {
 		e = rail_gid(r, port);
 	} else {
@@ -360,27 +352,23 @@ static int source_of(const struct rdev *r, unsigned int port,
 			}
 		}
 	}
-	if (!e) {
-		if (port)
-			snprintf(why, wlen, "port %u of %s has no RoCE v2 GID with an IPv4 or a global IPv6 address (is its netdev configured?)",
-				 port, r->name);
-		else
-			snprintf(why, wlen, "%s has no RoCE v2 GID with an IPv4 or a global IPv6 address (is its netdev configured?)",
-				 r->name);
-		return -ENOENT;
-	}
+	if (!e && port)
+		return pxfer_err_set(err, ENOENT, "port %u of %s has no RoCE v2 GID with an IPv4 or a global IPv6 address (is its netdev configured?)",
+				     port, r->name);
+	if (!e)
+		return pxfer_err_set(err, ENOENT, "%s has no RoCE v2 GID with an IPv4 or a global IPv6 address (is its netdev configured?)",
+				     r->name);
 	memset(ra, 0, sizeof(*ra));
-	if (gid_text(&e->gid, ra->addr, sizeof(ra->addr))) {
-		snprintf(why, wlen, "cannot print the address of a GID of %s", r->name);
-		return -EINVAL;
-	}
+	if (gid_text(&e->gid, ra->addr, sizeof(ra->addr)))
+		return pxfer_err_set(err, EINVAL, "cannot print the address of a GID of %s",
+				     r->name);
 	rail_fill(ra, r, e, ifs);
 	return 0;
 }
 
 /* the device called @name in @list, opened into @r */
 static int open_named(struct ibv_device **list, int n, const char *name,
-		      struct rdev *r, char *why, size_t wlen)
+		      struct rdev *r, struct pxfer_err *err)
 {
 	int ret;
 
@@ -389,18 +377,18 @@ static int open_named(struct ibv_device **list, int n, const char *name,
 			continue;
 		ret = rdev_open(r, list[i]);
 		if (ret)
-			snprintf(why, wlen, "cannot open RDMA device %s: %s", name,
-				 strerror(-ret));
-		return ret;
+			return pxfer_err_set(err, -ret, "cannot open RDMA device %s: %s",
+					     name, strerror(-ret));
+		return 0;
 	}
-	snprintf(why, wlen, "no RDMA device named '%s' (see 'rdma link')", name);
-	return -ENODEV;
+	return pxfer_err_set(err, ENODEV, "no RDMA device named '%s' (see 'rdma link')", name);
 }
 
 int pxfer_rdma_sources(const char *devices, struct pxfer_rail_addr *out,
-		       unsigned int max, char *why, size_t len)
+		       unsigned int max, struct pxfer_err *err)
 {
 	char names[PXFER_RAILS_MAX][PXFER_RAIL_DEV];
+	char note[PXFER_ERR_MSG];
 	unsigned int ports[PXFER_RAILS_MAX];
 	struct ibv_device **list;
 	struct ifaddrs *ifs = NULL;
@@ -414,11 +402,10 @@ int pxfer_rdma_sources(const char *devices, struct pxfer_rail_addr *out,
 	for (;;) {
 		size_t elen = strcspn(s, ",");
 
-		if (count == max) {
-			snprintf(why, len, "more than %u devices in '%s'", max, devices);
-			return -E2BIG;
-		}
-		ret = parse_entry(s, elen, names[count], &ports[count], why, len);
+		if (count == max)
+			return pxfer_err_set(err, E2BIG, "more than %u devices in '%s'",
+					     max, devices);
+		ret = parse_entry(s, elen, names[count], &ports[count], err);
 		if (ret)
 			return ret;
 		count++;
@@ -427,36 +414,37 @@ int pxfer_rdma_sources(const char *devices, struct pxfer_rail_addr *out,
 		s += elen + 1;
 	}
 	list = device_list(&n, &ret);
-	if (ret) {
-		snprintf(why, len, "cannot list the RDMA devices: %s", strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return pxfer_err_set(err, -ret, "cannot list the RDMA devices: %s",
+				     strerror(-ret));
 	if (getifaddrs(&ifs)) {
-		ret = -errno;
-		snprintf(why, len, "cannot list the network interfaces: %s", strerror(-ret));
+		ret = pxfer_err_set(err, errno, "cannot list the network interfaces: %s",
+				    strerror(errno));
 		goto out;
 	}
 	for (unsigned int k = 0; k < count && !ret; k++) {
 		struct rdev r;
 
-		ret = open_named(list, n, names[k], &r, why, len);
+		ret = open_named(list, n, names[k], &r, err);
 		if (ret)
 			break;
-		ret = source_of(&r, ports[k], ifs, &out[k], why, len);
+		ret = source_of(&r, ports[k], ifs, &out[k], err);
 		rdev_close(&r);
 		for (unsigned int i = 0; !ret && i < k; i++) {
 			if (strcmp(out[i].dev, out[k].dev) || out[i].port != out[k].port)
 				continue;
-			snprintf(why, len, "%s port %u is listed twice in '%s'",
-				 out[i].dev, out[i].port, devices);
-			ret = -EINVAL;
+			ret = pxfer_err_set(err, EINVAL, "%s port %u is listed twice in '%s'",
+					    out[i].dev, out[i].port, devices);
 		}
 	}
 	freeifaddrs(ifs);
-	/* done: @why says which address each device is used by */
-	for (unsigned int i = 0, w = 0; !ret && i < count && w < len; i++)
-		w += snprintf(why + w, len - w, "%s%s port %u: %s", i ? ", " : "",
-			      out[i].dev, out[i].port, out[i].addr);
+	/* done: the note says which address each device is used by */
+	note[0] = '\0';
+	for (unsigned int i = 0, w = 0; !ret && i < count && w < sizeof(note); i++)
+		w += snprintf(note + w, sizeof(note) - w, "%s%s port %u: %s",
+			      i ? ", " : "", out[i].dev, out[i].port, out[i].addr);
+	if (!ret)
+		pxfer_err_set(err, 0, "%s", note);
 out:
 	if (list)
 		ibv_free_device_list(list);
