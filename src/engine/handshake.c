@@ -191,7 +191,7 @@ int pxfer_hs_data_hello(struct pxfer_session *s, struct pxfer_worker *w,
 
 int pxfer_hs_rejoin(const struct pxfer_session *s, const struct pxfer_hs_target *to,
 		    struct pxfer_worker *w, uint16_t gen, struct pxfer_msg *m,
-		    struct pxfer_conn **c, char *why, size_t why_len)
+		    struct pxfer_conn **c, struct pxfer_err *err)
 {
 	uint8_t mac[PXFER_MAC_LEN], nonce[PXFER_NONCE_LEN];
 	const char *step = "connect";
@@ -228,8 +228,8 @@ int pxfer_hs_rejoin(const struct pxfer_session *s, const struct pxfer_hs_target 
 
 		pxfer_escape_reason(text, sizeof(text), m->u.error.text,
 				    m->u.error.text_len, m->u.error.code);
-		snprintf(why, why_len, "the receiver refused it: %s", text);
-		return -ECONNREFUSED;
+		return pxfer_err_set(err, ECONNREFUSED,
+				     "the receiver refused it: %s", text);
 	}
 	if (m->type != PXFER_MSG_DATA_WELCOME || m->u.data_welcome.worker != w->idx) {
 		ret = -EPROTO;
@@ -237,10 +237,9 @@ int pxfer_hs_rejoin(const struct pxfer_session *s, const struct pxfer_hs_target 
 	}
 	pxfer_auth_dwel_mac(s->keys.auth, nonce, s->wel.session,
 			    &m->u.data_welcome, mac);
-	if (!pxfer_auth_equal(mac, m->u.data_welcome.mac)) {
-		snprintf(why, why_len, "its welcome does not prove the session key");
-		return -EBADMSG;
-	}
+	if (!pxfer_auth_equal(mac, m->u.data_welcome.mac))
+		return pxfer_err_set(err, EBADMSG,
+				     "its welcome does not prove the session key");
 	step = "ring";
 	ret = s->t->ring_remote(*c, m->u.data_welcome.blob,
 				m->u.data_welcome.blob_len);
@@ -248,8 +247,9 @@ int pxfer_hs_rejoin(const struct pxfer_session *s, const struct pxfer_hs_target 
 		ret = s->t->ring_register(*c, &w->ring, NULL, NULL);
 out:
 	if (ret)
-		snprintf(why, why_len, "%s: %s", step,
-			 ret == -EPROTO ? "not what a pxfer receiver says" : strerror(-ret));
+		pxfer_err_set(err, -ret, "%s: %s", step,
+			      ret == -EPROTO ? "not what a pxfer receiver says" :
+			      strerror(-ret));
 	return ret;
 }
 

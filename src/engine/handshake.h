@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "pxfer/pxfer.h"
+#include "core/err.h"
 #include "core/proto.h"
 #include "engine/session.h"
 
@@ -65,13 +66,13 @@ int pxfer_hs_data_hello(struct pxfer_session *s, struct pxfer_worker *w,
  * register @w's ring with it and take the receiver's ring description.
  * Unlike the rest, it runs beside the coordinator (on a thread of its
  * own: s is only read, @m is its own message buffer) and fails nothing:
- * 0 with the connection in *@c, or -errno with why in @why (-EBADMSG: a
+ * 0 with the connection in *@c, or -errno with why in @err (-EBADMSG: a
  * DATA_WELCOME that does not prove the session key, an integrity
  * failure for the caller to report). The caller closes *@c on error too.
  */
 int pxfer_hs_rejoin(const struct pxfer_session *s, const struct pxfer_hs_target *to,
 		    struct pxfer_worker *w, uint16_t gen, struct pxfer_msg *m,
-		    struct pxfer_conn **c, char *why, size_t why_len);
+		    struct pxfer_conn **c, struct pxfer_err *err);
 
 /*
  * pxfer_hs_refused - fail the session for the receiver's REFUSE or ABORT

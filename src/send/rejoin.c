@@ -38,7 +38,7 @@ struct srejoin {
 	struct pxfer_conn *conn;
 	struct send_session *s;
 	struct sworker *w;
-	char why[PXFER_TEXT_MAX + 64];
+	struct pxfer_err err;	/* why the last try failed */
 	struct pxfer_msg msg;	/* its own: the coordinator has s->b.msg */
 };
 
@@ -56,7 +56,7 @@ static void *rejoin_main(void *arg)
 	struct srejoin *rj = arg;
 
 	rj->ret = pxfer_hs_rejoin(&rj->s->b, &rj->to, &rj->w->b, rj->gen,
-				  &rj->msg, &rj->conn, rj->why, sizeof(rj->why));
+				  &rj->msg, &rj->conn, &rj->err);
 	atomic_store(&rj->done, 1);
 	pxfer_wake(rj->s->b.ctrl.wake_fd);
 	return NULL;
@@ -103,7 +103,7 @@ static int start(struct send_session *s, struct sworker *w)
 		return 0;
 	rj->gen = w->b.gen + 1;
 	rj->conn = NULL;
-	rj->why[0] = 0;
+	pxfer_err_clear(&rj->err);
 	atomic_store(&rj->done, 0);
 	ret = pxfer_thread_create(&rj->thread, NULL, rejoin_main, rj);
 	if (ret) {
@@ -168,7 +168,8 @@ static int finish(struct send_session *s, struct sworker *w)
 	rj->tries++;
 	rj->next_at = pxfer_now() + wait;
 	verbose("data connection %u (%s) cannot be made again yet: %s; next try in %.0f s",
-		w->b.idx, send_rail_name(s, w), rj->why, wait);
+		w->b.idx, send_rail_name(s, w), pxfer_err_msg(&rj->err),
+		wait);
 	return 0;
 }
 
