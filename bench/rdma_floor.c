@@ -73,7 +73,7 @@ static uint32_t chunk = 4u << 20;
 static off_t size;
 static struct conn conns[JOBS_MAX];
 
-static void die(const char *what, int err)
+static void pxfer_die(const char *what, int err)
 {
 	fprintf(stderr, "rdma_floor: %s: %s\n", what, strerror(err));
 	exit(1);
@@ -93,7 +93,7 @@ static struct rdma_cm_event *expect(struct rdma_event_channel *ech,
 	struct rdma_cm_event *ev;
 
 	if (rdma_get_cm_event(ech, &ev))
-		die("rdma_get_cm_event", errno);
+		pxfer_die("rdma_get_cm_event", errno);
 	if (ev->event != type) {
 		fprintf(stderr, "rdma_floor: %s instead of %s (status %d)\n",
 			rdma_event_str(ev->event), rdma_event_str(type),
@@ -108,7 +108,7 @@ static void post_recv(struct conn *c)
 	struct ibv_recv_wr wr = { 0 }, *bad;
 
 	if (ibv_post_recv(c->id->qp, &wr, &bad))
-		die("ibv_post_recv", errno);
+		pxfer_die("ibv_post_recv", errno);
 }
 
 /* PD, CQ, QP and ring for @c->id, with every receive posted */
@@ -121,20 +121,20 @@ static void conn_setup(struct conn *c, int access)
 	c->ch = c->pd ? ibv_create_comp_channel(c->id->verbs) : NULL;
 	c->cq = c->ch ? ibv_create_cq(c->id->verbs, 2 * slots + 4, NULL, c->ch, 0) : NULL;
 	if (!c->cq)
-		die("cannot create the PD, channel or CQ", errno);
+		pxfer_die("cannot create the PD, channel or CQ", errno);
 	qa.send_cq = qa.recv_cq = c->cq;
 	qa.qp_type = IBV_QPT_RC;
 	qa.cap.max_send_wr = slots + 2;
 	qa.cap.max_recv_wr = slots + 2;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
 	if (rdma_create_qp(c->id, c->pd, &qa))
-		die("rdma_create_qp", errno);
+		pxfer_die("rdma_create_qp", errno);
 	if (posix_memalign((void **)&c->ring, 4096, len))
-		die("posix_memalign", ENOMEM);
+		pxfer_die("posix_memalign", ENOMEM);
 	memset(c->ring, 0, len);
 	c->mr = ibv_reg_mr(c->pd, c->ring, len, access);
 	if (!c->mr)
-		die("ibv_reg_mr (is 'ulimit -l' large enough?)", errno);
+		pxfer_die("ibv_reg_mr (is 'ulimit -l' large enough?)", errno);
 	for (int i = 0; i < slots; i++)
 		post_recv(c);
 }
@@ -169,17 +169,17 @@ static int poll_some(struct conn *c, struct ibv_wc *wc, int sleep, int *armed)
 		void *ctx;
 
 		if (n < 0)
-			die("ibv_poll_cq", EIO);
+			pxfer_die("ibv_poll_cq", EIO);
 		if (n || !sleep)
 			return n;
 		if (!*armed) {		/* arm, then look once more */
 			if (ibv_req_notify_cq(c->cq, 0))
-				die("ibv_req_notify_cq", errno);
+				pxfer_die("ibv_req_notify_cq", errno);
 			*armed = 1;
 			continue;
 		}
 		if (ibv_get_cq_event(c->ch, &cq, &ctx))
-			die("ibv_get_cq_event", errno);
+			pxfer_die("ibv_get_cq_event", errno);
 		ibv_ack_cq_events(cq, 1);
 		*armed = 0;
 	}
@@ -219,13 +219,13 @@ static void *receiver(void *arg)
 				ssize_t w = pwrite(fd, slot + done, len - done, off + done);
 
 				if (w <= 0)
-					die("pwrite", w ? errno : EIO);
+					pxfer_die("pwrite", w ? errno : EIO);
 				done += w;
 			}
 			n++;
 			post_recv(c);
 			if (ibv_post_send(c->id->qp, &wr, &bad))
-				die("ibv_post_send", errno);
+				pxfer_die("ibv_post_send", errno);
 		}
 	}
 }
@@ -243,7 +243,7 @@ static void post_write(struct conn *c, unsigned int slot, uint32_t len)
 	wr.wr.rdma.remote_addr = c->raddr + (uint64_t)slot * chunk;
 	wr.wr.rdma.rkey = c->rkey;
 	if (ibv_post_send(c->id->qp, &wr, &bad))
-		die("ibv_post_send", errno);
+		pxfer_die("ibv_post_send", errno);
 }
 
 static void *sender(void *arg)
@@ -269,7 +269,7 @@ static void *sender(void *arg)
 						  len - done, off + done);
 
 				if (r <= 0)
-					die("pread", r ? errno : EIO);
+					pxfer_die("pread", r ? errno : EIO);
 				done += r;
 			}
 			post_write(c, slot, len);
@@ -322,7 +322,7 @@ static void serve(struct rdma_event_channel *ech, struct sockaddr_storage *addr)
 
 	if (rdma_create_id(ech, &lid, NULL, RDMA_PS_TCP) ||
 	    rdma_bind_addr(lid, (struct sockaddr *)addr) || rdma_listen(lid, jobs))
-		die("cannot listen", errno);
+		pxfer_die("cannot listen", errno);
 	for (int k = 0; k < jobs; k++) {
 		struct conn *c = &conns[k];
 		struct ring_msg m;
@@ -338,10 +338,10 @@ static void serve(struct rdma_event_channel *ech, struct sockaddr_storage *addr)
 		m.addr = htobe64((uintptr_t)c->ring);
 		m.rkey = htonl(c->mr->rkey);
 		if (rdma_accept(c->id, &p))
-			die("rdma_accept", errno);
+			pxfer_die("rdma_accept", errno);
 		rdma_ack_cm_event(expect(ech, RDMA_CM_EVENT_ESTABLISHED));
 		if (pthread_create(&c->th, NULL, receiver, c))
-			die("pthread_create", EAGAIN);
+			pxfer_die("pthread_create", EAGAIN);
 	}
 	for (int k = 0; k < jobs; k++)
 		pthread_join(conns[k].th, NULL);
@@ -363,14 +363,14 @@ static void connect_all(struct rdma_event_channel *ech, struct sockaddr_storage 
 		if (rdma_create_id(ech, &c->id, NULL, RDMA_PS_TCP) ||
 		    rdma_resolve_addr(c->id, src->ss_family ? (struct sockaddr *)src : NULL,
 				      (struct sockaddr *)dst, 2000))
-			die("rdma_resolve_addr", errno);
+			pxfer_die("rdma_resolve_addr", errno);
 		rdma_ack_cm_event(expect(ech, RDMA_CM_EVENT_ADDR_RESOLVED));
 		if (rdma_resolve_route(c->id, 2000))
-			die("rdma_resolve_route", errno);
+			pxfer_die("rdma_resolve_route", errno);
 		rdma_ack_cm_event(expect(ech, RDMA_CM_EVENT_ROUTE_RESOLVED));
 		conn_setup(c, IBV_ACCESS_LOCAL_WRITE);
 		if (rdma_connect(c->id, &p))
-			die("rdma_connect", errno);
+			pxfer_die("rdma_connect", errno);
 		ev = expect(ech, RDMA_CM_EVENT_ESTABLISHED);
 		if (ev->param.conn.private_data_len < sizeof(m)) {
 			fprintf(stderr, "rdma_floor: no ring from the receiver\n");
@@ -417,16 +417,16 @@ int main(int argc, char **argv)
 
 		fd = open(argv[optind + 2], O_RDONLY | O_CLOEXEC);
 		if (fd < 0 || fstat(fd, &st))
-			die(argv[optind + 2], errno);
+			pxfer_die(argv[optind + 2], errno);
 		size = st.st_size;
 	} else {
 		fd = open(argv[optind + 2], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd < 0)
-			die(argv[optind + 2], errno);
+			pxfer_die(argv[optind + 2], errno);
 	}
 	ech = rdma_create_event_channel();
 	if (!ech)
-		die("rdma_create_event_channel", errno);
+		pxfer_die("rdma_create_event_channel", errno);
 	if (!send_side) {
 		serve(ech, &dst);
 	} else {
@@ -434,7 +434,7 @@ int main(int argc, char **argv)
 		t1 = now();
 		for (int k = 0; k < jobs; k++)
 			if (pthread_create(&conns[k].th, NULL, sender, &conns[k]))
-				die("pthread_create", EAGAIN);
+				pxfer_die("pthread_create", EAGAIN);
 		for (int k = 0; k < jobs; k++)
 			pthread_join(conns[k].th, NULL);
 		printf("bytes %lld seconds %.3f data_seconds %.3f\n",
@@ -444,7 +444,7 @@ int main(int argc, char **argv)
 	}
 	rdma_destroy_event_channel(ech);
 	if (close(fd))
-		die("close", errno);
+		pxfer_die("close", errno);
 	return 0;
 usage:
 	fprintf(stderr, "usage: rdma_floor recv|send [-s MIB] [-t SLOTS] [-b SRC] [-e] ADDR PORT FILE JOBS\n");

@@ -84,21 +84,21 @@ static int detect_no_pmix(struct pxfer_job *j, pxfer_job_getenv_fn *get,
 	uint32_t n;
 
 	if (ompi)
-		return error("OMPI_COMM_WORLD_SIZE is %s but no PMIx server is"
+		return pxfer_error("OMPI_COMM_WORLD_SIZE is %s but no PMIx server is"
 			     " named (no PMIX_NAMESPACE): run pxfer under an"
 			     " mpirun with PMIx (Open MPI 2.0 or later), or"
 			     " unset OMPI_COMM_WORLD_SIZE to run it alone",
 			     parse_u32(ompi, &n) ? "set" : ompi), -EINVAL;
 	if (tasks && get(arg, "SLURM_STEP_ID") &&
 	    !(parse_u32(tasks, &n) == 0 && n <= 1))
-		return error("srun started this step's %s task(s) without PMIx"
+		return pxfer_error("srun started this step's %s task(s) without PMIx"
 			     " (SLURM_STEP_NUM_TASKS is set, PMIX_NAMESPACE is"
 			     " not), so they cannot find each other: run"
 			     " 'srun --mpi=pmix', or set MpiDefault=pmix in"
 			     " slurm.conf", parse_u32(tasks, &n) ? "" : tasks),
 		       -EINVAL;
 	if (pmi && !(parse_u32(pmi, &n) == 0 && n <= 1))
-		return error("a PMI-1 or PMI-2 launcher started %s processes"
+		return pxfer_error("a PMI-1 or PMI-2 launcher started %s processes"
 			     " (PMI_SIZE is set, PMIX_NAMESPACE is not): pxfer"
 			     " speaks PMIx only; start it with 'srun --mpi=pmix'"
 			     " or Open MPI's mpirun",
@@ -122,7 +122,7 @@ int pxfer_job_detect(struct pxfer_job *j, pxfer_job_getenv_fn *get, void *arg)
 	if (!ns && !rank && !uri)
 		return detect_no_pmix(j, get, arg);
 	if (!ns || !rank || !uri)
-		return error("the environment names a PMIx server only in part"
+		return pxfer_error("the environment names a PMIx server only in part"
 			     " (%s%s%s missing): a launcher sets them all;"
 			     " start pxfer directly under 'srun --mpi=pmix' or"
 			     " 'mpirun', or unset the PMIX_ variables to run it"
@@ -130,10 +130,10 @@ int pxfer_job_detect(struct pxfer_job *j, pxfer_job_getenv_fn *get, void *arg)
 			     rank ? "" : "PMIX_RANK ",
 			     uri ? "" : "PMIX_SERVER_URI*"), -EINVAL;
 	if (parse_u32(rank, &r))
-		return error("PMIX_RANK is not a rank (a number): start pxfer"
+		return pxfer_error("PMIX_RANK is not a rank (a number): start pxfer"
 			     " directly under its launcher"), -EINVAL;
 	if (get(arg, "OMPI_COMM_WORLD_SIZE") && slurm)
-		return error("mpirun inside an 'srun --mpi=pmix' step: each of"
+		return pxfer_error("mpirun inside an 'srun --mpi=pmix' step: each of"
 			     " srun's tasks would start a job of its own; use"
 			     " one launcher, srun or mpirun"), -EINVAL;
 	if (get(arg, "OMPI_COMM_WORLD_SIZE"))
@@ -159,7 +159,7 @@ static int agree(const struct pxfer_job *j, pxfer_job_getenv_fn *get,
 		s = "not a number";
 	else if (v == want)
 		return 0;
-	return error("%s's PMIx server says %s %" PRIu32 ", but %s is %s:"
+	return pxfer_error("%s's PMIx server says %s %" PRIu32 ", but %s is %s:"
 		     " the environment is not the one the launcher made (was %s"
 		     " set by hand?); start pxfer directly under %s", who, what,
 		     want, name, s, name, who), -EINVAL;
@@ -177,7 +177,7 @@ int pxfer_job_check(const struct pxfer_job *j, pxfer_job_getenv_fn *get,
 	int ret;
 
 	if (j->size == 0 || j->rank >= j->size)
-		return error("%s's PMIx server gives this process rank %" PRIu32
+		return pxfer_error("%s's PMIx server gives this process rank %" PRIu32
 			     " of %" PRIu32 ": not a job pxfer can run in",
 			     pxfer_job_launcher_name(j->launcher), j->rank,
 			     j->size), -EINVAL;
@@ -236,14 +236,14 @@ static int job_size(struct pxfer_job *j, const pmix_proc_t *me)
 	PMIX_PROC_LOAD(&all, me->nspace, PMIX_RANK_WILDCARD);
 	rc = PMIx_Get(&all, PMIX_JOB_SIZE, NULL, 0, &val);
 	if (rc != PMIX_SUCCESS)
-		return error("%s's PMIx server does not tell the job's size"
+		return pxfer_error("%s's PMIx server does not tell the job's size"
 			     " (%s): check the launcher's PMIx support",
 			     pxfer_job_launcher_name(j->launcher),
 			     PMIx_Error_string(rc)), pmix_errno(rc);
 	if (val->type == PMIX_UINT32)
 		j->size = val->data.uint32;
 	else
-		ret = (error("%s's PMIx server gives the job's size as type"
+		ret = (pxfer_error("%s's PMIx server gives the job's size as type"
 			     " %d, not a number: check the launcher's PMIx"
 			     " support", pxfer_job_launcher_name(j->launcher),
 			     val->type), -EPROTO);
@@ -262,7 +262,7 @@ int pxfer_job_init(struct pxfer_job *j)
 		return ret;
 	rc = PMIx_Init(&me, NULL, 0);
 	if (rc != PMIX_SUCCESS)
-		return error("cannot reach %s's PMIx server: %s (is the"
+		return pxfer_error("cannot reach %s's PMIx server: %s (is the"
 			     " launcher still running, and its PMIx plugin the"
 			     " version of this libpmix?)",
 			     pxfer_job_launcher_name(j->launcher),
@@ -301,7 +301,7 @@ int pxfer_job_publish(struct pxfer_job *j, const char *key, const char *value)
 	if (rc == PMIX_SUCCESS)
 		rc = PMIx_Commit();
 	if (rc != PMIX_SUCCESS)
-		return error("cannot publish '%s' to %s's PMIx server: %s", key,
+		return pxfer_error("cannot publish '%s' to %s's PMIx server: %s", key,
 			     pxfer_job_launcher_name(j->launcher),
 			     PMIx_Error_string(rc)), pmix_errno(rc);
 	return 0;
@@ -330,7 +330,7 @@ int pxfer_job_fence(struct pxfer_job *j)
 	while (n > 0)
 		PMIX_INFO_DESTRUCT(&info[--n]);
 	if (rc != PMIX_SUCCESS)
-		return error("rank %" PRIu32 " of %" PRIu32 ": the job's fence"
+		return pxfer_error("rank %" PRIu32 " of %" PRIu32 ": the job's fence"
 			     " failed: %s (did a rank end early? see %s's"
 			     " messages)", j->rank, j->size,
 			     PMIx_Error_string(rc),

@@ -16,9 +16,9 @@ static int recv_run(const struct pxfer_recv_opts *o,
 	char why[400];
 
 	if (pxfer_recv_opts_check(o, why, sizeof(why)))
-		return error("%s", why), PXFER_EXIT_USAGE;
+		return pxfer_error("%s", why), PXFER_EXIT_USAGE;
 	if (pxfer_auth_init())
-		return error("cannot initialise the crypto library"), PXFER_EXIT_LOCAL;
+		return pxfer_error("cannot initialise the crypto library"), PXFER_EXIT_LOCAL;
 	/* before the call's threads start (best effort: it only saves time) */
 	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
 	return recv_server_run(o, m);

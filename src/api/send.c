@@ -88,9 +88,9 @@ static int send_run(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 	char why[400];
 
 	if (pxfer_send_opts_check(o, why, sizeof(why)))
-		return error("%s", why), PXFER_EXIT_USAGE;
+		return pxfer_error("%s", why), PXFER_EXIT_USAGE;
 	if (pxfer_auth_init()) {
-		error("cannot initialise the crypto library");
+		pxfer_error("cannot initialise the crypto library");
 		return PXFER_EXIT_LOCAL;
 	}
 	/* before the call's threads start (best effort: it only saves time) */
@@ -120,10 +120,10 @@ static int send_run(const struct pxfer_send_opts *o, struct pxfer_stats *st)
 			    !strcmp(st->transport, "rdma") &&
 			    (!o->transport || !strcmp(o->transport, "auto"))) {
 				p.transport = "tcp";
-				info("pxfer: rdma to %s failed; going on over tcp (--transport auto)",
+				pxfer_info("pxfer: rdma to %s failed; going on over tcp (--transport auto)",
 				     o->host);
 			}
-			info("pxfer: trying again in %.0f s (retry %d of %d); what arrived is kept",
+			pxfer_info("pxfer: trying again in %.0f s (retry %d of %d); what arrived is kept",
 			     wait, retries, o->retries);
 			if (retry_sleep(o->stop, wait)) {
 				code = PXFER_EXIT_INTR;

@@ -219,7 +219,7 @@ int cmd_doctor(int argc, char **argv)
 	if (first < 0)
 		return code;
 	if (argc - first > 1) {
-		error("pxfer doctor takes one HOST, not '%s' and '%s'",
+		pxfer_error("pxfer doctor takes one HOST, not '%s' and '%s'",
 		      argv[first], argv[first + 1]);
 		return PXFER_EXIT_USAGE;
 	}
@@ -227,12 +227,12 @@ int cmd_doctor(int argc, char **argv)
 		a.transport = "auto";
 	d.tcp = !strcmp(a.transport, "tcp");
 	if (d.tcp && (a.device || a.gid_index >= 0)) {
-		error("--device and --gid-index apply to the rdma transport, not tcp");
+		pxfer_error("--device and --gid-index apply to the rdma transport, not tcp");
 		return PXFER_EXIT_USAGE;
 	}
 	d.want_rdma = !strcmp(a.transport, "rdma") || a.device || a.gid_index >= 0;
 	if (first < argc && parse_host(&d, argv[first])) {
-		error("'%s' is not a HOST", argv[first]);
+		pxfer_error("'%s' is not a HOST", argv[first]);
 		return PXFER_EXIT_USAGE;
 	}
 	d.rdma_t = pxfer_transport_find("rdma");
@@ -241,7 +241,7 @@ int cmd_doctor(int argc, char **argv)
 	ret = d.rd->inventory_init(&d.inv);
 	if (ret) {
 		d.rd->inventory_release(&d.inv);
-		error("cannot list the RDMA devices: %s", strerror(-ret));
+		pxfer_error("cannot list the RDMA devices: %s", strerror(-ret));
 		return PXFER_EXIT_FAIL;
 	}
 	doctor_survey(&d);

@@ -49,7 +49,7 @@ static int set_ring_mem(void *ctx, const char *arg)
 	uint64_t size;
 
 	if (cli_parse_size(arg, &size))
-		return error("--ring-mem takes a size from %uK to %lluG, not '%s'",
+		return pxfer_error("--ring-mem takes a size from %uK to %lluG, not '%s'",
 			     PXFER_RING_MEM_MIN >> 10, PXFER_RING_MEM_MAX >> 30,
 			     arg);
 	a->o.ring_mem = size;
@@ -62,7 +62,7 @@ static int set_max_sessions(void *ctx, const char *arg)
 	unsigned long v;
 
 	if (cli_parse_uint(arg, 0, UINT_MAX, &v))
-		return error("--max-sessions takes a number from 1 to %d, not '%s'",
+		return pxfer_error("--max-sessions takes a number from 1 to %d, not '%s'",
 			     PXFER_SESSIONS_MAX, arg);
 	a->o.max_sessions = v;
 	return 0;
@@ -74,7 +74,7 @@ static int set_grace(void *ctx, const char *arg)
 	unsigned long v;
 
 	if (cli_parse_uint(arg, 0, INT_MAX, &v))
-		return error("--grace takes seconds from 0 to %d, not '%s'",
+		return pxfer_error("--grace takes seconds from 0 to %d, not '%s'",
 			     PXFER_GRACE_SECS_MAX, arg);
 	a->o.grace_secs = v;
 	return 0;
@@ -94,7 +94,7 @@ static int set_max_chunk(void *ctx, const char *arg)
 	uint64_t size;
 
 	if (cli_parse_size(arg, &size) || size > UINT32_MAX)
-		return error("--max-chunk takes a size from %uK to %uM, not '%s'",
+		return pxfer_error("--max-chunk takes a size from %uK to %uM, not '%s'",
 			     PXFER_CHUNK_MIN >> 10, PXFER_CHUNK_MAX >> 20, arg);
 	a->o.max_chunk = size;
 	return 0;
@@ -122,7 +122,7 @@ static int set_idle_timeout(void *ctx, const char *arg)
 	unsigned long secs;
 
 	if (cli_parse_uint(arg, 0, INT_MAX, &secs))
-		return error("--idle-timeout takes seconds from 0 (never) to %d, not '%s'",
+		return pxfer_error("--idle-timeout takes seconds from 0 (never) to %d, not '%s'",
 			     PXFER_IDLE_TIMEOUT_MAX, arg);
 	a->o.idle_timeout = secs;
 	return 0;
@@ -150,7 +150,7 @@ static int set_partial_ttl(void *ctx, const char *arg)
 	memcpy(num, arg, n);
 	num[n] = 0;
 	if (cli_parse_uint(num, 0, ULONG_MAX, &v))
-		return error("--partial-ttl takes a time such as 3600, 90m, 12h or 7d (0: keep nothing; at most %dd), not '%s'",
+		return pxfer_error("--partial-ttl takes a time such as 3600, 90m, 12h or 7d (0: keep nothing; at most %dd), not '%s'",
 			     PXFER_PARTIAL_TTL_MAX / 86400, arg);
 	a->o.partial_ttl = v * mul;
 	return 0;
@@ -162,7 +162,7 @@ static int set_partial_max(void *ctx, const char *arg)
 	unsigned long v;
 
 	if (cli_parse_uint(arg, 0, UINT_MAX, &v))
-		return error("--partial-max takes a number of partial files from 0 (no cap) to %d, not '%s'",
+		return pxfer_error("--partial-max takes a number of partial files from 0 (no cap) to %d, not '%s'",
 			     PXFER_PARTIAL_MAX_MAX, arg);
 	a->o.partial_max = v;
 	return 0;
@@ -175,7 +175,7 @@ static int set_partial_max_size(void *ctx, const char *arg)
 	uint64_t size;
 
 	if (cli_parse_size(arg, &size))
-		return error("--partial-max-size takes a size such as 500G (0: no cap), not '%s'",
+		return pxfer_error("--partial-max-size takes a size such as 500G (0: no cap), not '%s'",
 			     arg);
 	a->o.partial_max_bytes = size;
 	return 0;
@@ -194,7 +194,7 @@ static int set_metrics_file(void *ctx, const char *arg)
 	struct recv_args *a = ctx;
 
 	if (!*arg)
-		return error("--metrics-file takes a path, such as /var/lib/prometheus/node-exporter/pxfer.prom");
+		return pxfer_error("--metrics-file takes a path, such as /var/lib/prometheus/node-exporter/pxfer.prom");
 	a->metrics_file = arg;
 	return 0;
 }
@@ -365,7 +365,7 @@ int cmd_recv(int argc, char **argv)
 	if (first < 0)
 		return code;
 	if (first < argc) {
-		error("unexpected argument '%s' (the directory goes after --dir)",
+		pxfer_error("unexpected argument '%s' (the directory goes after --dir)",
 		      argv[first]);
 		return PXFER_EXIT_USAGE;
 	}
@@ -379,14 +379,14 @@ int cmd_recv(int argc, char **argv)
 	 */
 	mallopt(M_ARENA_MAX, 1);
 	if (a.metrics_public && !a.metrics) {
-		error("--metrics-public goes with --metrics ADDR:PORT");
+		pxfer_error("--metrics-public goes with --metrics ADDR:PORT");
 		return PXFER_EXIT_USAGE;
 	}
 	/* a secret generated is said once nothing else is wrong */
 	if (cli_load_secret(&o->secret, a.secret_file, &generated))
 		return PXFER_EXIT_USAGE;
 	if (pxfer_recv_opts_check(o, why, sizeof(why)))
-		return error("%s", why), PXFER_EXIT_USAGE;
+		return pxfer_error("%s", why), PXFER_EXIT_USAGE;
 	pxfer_recv_metrics_init(&metrics);
 	code = cli_metrics_start(&cm, &metrics, a.metrics, a.metrics_public,
 				 a.metrics_file, o->quiet);

@@ -32,7 +32,7 @@ static int set_jobs(void *ctx, const char *arg)
 	unsigned long v;
 
 	if (cli_parse_uint(arg, 0, INT_MAX, &v))
-		return error("-j takes a number of workers from 1 to %d, not '%s'",
+		return pxfer_error("-j takes a number of workers from 1 to %d, not '%s'",
 			     PXFER_WORKERS_MAX, arg);
 	a->o.workers = v;
 	a->o.workers_auto = 0;
@@ -45,7 +45,7 @@ static int set_chunk_size(void *ctx, const char *arg)
 	uint64_t size;
 
 	if (cli_parse_size(arg, &size) || size > UINT32_MAX)
-		return error("--chunk-size takes a multiple of %uK from %uK to %uM, not '%s'",
+		return pxfer_error("--chunk-size takes a multiple of %uK from %uK to %uM, not '%s'",
 			     PXFER_CHUNK_MIN >> 10, PXFER_CHUNK_MIN >> 10,
 			     PXFER_CHUNK_MAX >> 20, arg);
 	a->o.chunk_size = size;
@@ -59,7 +59,7 @@ static int set_timeout(void *ctx, const char *arg)
 	unsigned long v;
 
 	if (cli_parse_uint(arg, 0, INT_MAX / 1000, &v))
-		return error("--timeout takes seconds from 1 to %d, not '%s'",
+		return pxfer_error("--timeout takes seconds from 1 to %d, not '%s'",
 			     PXFER_TIMEOUT_MS_MAX / 1000, arg);
 	a->o.timeout_ms = v * 1000;
 	return 0;
@@ -71,7 +71,7 @@ static int set_wait(void *ctx, const char *arg)
 	unsigned long v;
 
 	if (cli_parse_uint(arg, 0, INT_MAX, &v))
-		return error("--wait takes seconds from 0 to %d, not '%s'",
+		return pxfer_error("--wait takes seconds from 0 to %d, not '%s'",
 			     PXFER_WAIT_SECS_MAX, arg);
 	a->o.wait_secs = v;
 	return 0;
@@ -159,7 +159,7 @@ static int set_retries(void *ctx, const char *arg)
 	unsigned long v;
 
 	if (cli_parse_uint(arg, 0, INT_MAX, &v))
-		return error("--retries takes a number from 0 to %d, not '%s'",
+		return pxfer_error("--retries takes a number from 0 to %d, not '%s'",
 			     PXFER_RETRIES_MAX, arg);
 	a->o.retries = v;
 	return 0;
@@ -171,7 +171,7 @@ static int set_retry_wait(void *ctx, const char *arg)
 	unsigned long v;
 
 	if (cli_parse_uint(arg, 0, INT_MAX, &v))
-		return error("--retry-wait takes seconds from 0 to %d, not '%s'",
+		return pxfer_error("--retry-wait takes seconds from 0 to %d, not '%s'",
 			     PXFER_RETRY_WAIT_MAX, arg);
 	a->o.retry_wait = v;
 	return 0;
@@ -343,7 +343,7 @@ static void print_summary(const struct pxfer_send_opts *o,
 			      pxfer_human(k, sizeof(k), st->bytes_resumed));
 	if (st->sessions > 1 && n < (int)sizeof(extra))
 		snprintf(extra + n, sizeof(extra) - n, "; %u sessions", st->sessions);
-	info("pxfer: %s %llu files (%s) to %s in %.1f s (%s/s sent) over %s with %d workers%s%s",
+	pxfer_info("pxfer: %s %llu files (%s) to %s in %.1f s (%s/s sent) over %s with %d workers%s%s",
 	     code ? "failed after sending" : "sent",
 	     (unsigned long long)st->files, pxfer_human(b, sizeof(b), st->bytes_sent),
 	     o->host, st->seconds,
@@ -376,15 +376,15 @@ int cmd_send(int argc, char **argv)
 	if (first < 0)
 		return code;
 	if (argc - first < 2) {
-		error("pxfer send needs at least one PATH and a HOST");
+		pxfer_error("pxfer send needs at least one PATH and a HOST");
 		cli_usage(stderr, &send_cmd);
 		return PXFER_EXIT_USAGE;
 	}
 	if (parse_target(argv[argc - 1], o))
-		return error("'%s' is not HOST[:PORT][/DEST]", argv[argc - 1]),
+		return pxfer_error("'%s' is not HOST[:PORT][/DEST]", argv[argc - 1]),
 		       PXFER_EXIT_USAGE;
 	if (pxfer_port_check(o->port))
-		return error("the PORT of HOST[:PORT][/DEST] is a number from 1 to 65535, not '%s'",
+		return pxfer_error("the PORT of HOST[:PORT][/DEST] is a number from 1 to 65535, not '%s'",
 			     o->port),
 		       PXFER_EXIT_USAGE;
 	if (a.port)
@@ -394,7 +394,7 @@ int cmd_send(int argc, char **argv)
 	o->paths = argv + first;
 	o->npaths = argc - first - 1;
 	if (pxfer_send_opts_check(o, why, sizeof(why)))
-		return error("%s", why), PXFER_EXIT_USAGE;
+		return pxfer_error("%s", why), PXFER_EXIT_USAGE;
 	o->progress = !a.quiet && !a.json && isatty(STDERR_FILENO);
 	o->stop = cli_stop_on_signals();
 	if (!o->stop)

@@ -57,7 +57,7 @@ static int complete_words(int argc, char **argv)
 		for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 			if (!strcmp(commands[i].name, argv[2]))
 				return commands[i].fn(2, sub);
-		error("'%s' is not a pxfer command (see 'pxfer --help')", argv[2]);
+		pxfer_error("'%s' is not a pxfer command (see 'pxfer --help')", argv[2]);
 		return PXFER_EXIT_USAGE;
 	}
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
@@ -125,6 +125,6 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(commands[i].name, argv[1]))
 			return exit_bounded(commands[i].fn(argc - 1, argv + 1));
-	error("'%s' is not a pxfer command (see 'pxfer --help')", argv[1]);
+	pxfer_error("'%s' is not a pxfer command (see 'pxfer --help')", argv[1]);
 	return PXFER_EXIT_USAGE;
 }

@@ -104,17 +104,17 @@ static int metrics_listen(struct cli_metrics *cm, const char *arg, int public,
 	int one = 1, fd, ret;
 
 	if (split_addr(arg, buf, sizeof(buf), &host, &port))
-		return error("--metrics takes PORT, ADDR:PORT or [ADDR]:PORT, not '%s'",
+		return pxfer_error("--metrics takes PORT, ADDR:PORT or [ADDR]:PORT, not '%s'",
 			     arg), PXFER_EXIT_USAGE;
 	ret = pxfer_addr_resolve(host ? host : "127.0.0.1", port, AF_UNSPEC, 1, &ai);
 	if (ret)
-		return error("--metrics: cannot resolve '%s': %s", arg,
+		return pxfer_error("--metrics: cannot resolve '%s': %s", arg,
 			     ret == -EHOSTUNREACH ? "no such host" : strerror(-ret)),
 		       PXFER_EXIT_USAGE;
 	pxfer_addr_format(ai->ai_addr, where, sizeof(where));
 	if (!is_loopback(ai->ai_addr) && !public) {
 		freeaddrinfo(ai);
-		return error("--metrics %s is not a loopback address: whoever reaches it reads the receiver's metrics; serve them there with --metrics-public, or put a proxy in front",
+		return pxfer_error("--metrics %s is not a loopback address: whoever reaches it reads the receiver's metrics; serve them there with --metrics-public, or put a proxy in front",
 			     where), PXFER_EXIT_USAGE;
 	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -125,14 +125,14 @@ static int metrics_listen(struct cli_metrics *cm, const char *arg, int public,
 		if (fd >= 0)
 			close(fd);
 		freeaddrinfo(ai);
-		error("--metrics: cannot listen on %s: %s%s", where, strerror(ret),
+		pxfer_error("--metrics: cannot listen on %s: %s%s", where, strerror(ret),
 		      ret == EADDRINUSE ? " (choose another port)" : "");
 		return ret == EADDRINUSE ? PXFER_EXIT_NET : PXFER_EXIT_USAGE;
 	}
 	freeaddrinfo(ai);
 	cm->lfd = fd;
 	if (!quiet)
-		info("pxfer: metrics on http://%s/metrics", where);
+		pxfer_info("pxfer: metrics on http://%s/metrics", where);
 	return 0;
 }
 
@@ -298,7 +298,7 @@ static void file_update(struct cli_metrics *cm)
 	int ret = write_file(cm);
 
 	if (ret && !cm->file_failed)
-		warning("cannot write the metrics to '%s': %s (tried again every %.0f s)",
+		pxfer_warning("cannot write the metrics to '%s': %s (tried again every %.0f s)",
 			cm->file, strerror(-ret), METRICS_FILE_SECS);
 	cm->file_failed = ret != 0;
 }
@@ -347,13 +347,13 @@ int cli_metrics_start(struct cli_metrics **out, struct pxfer_recv_metrics *m,
 		return 0;
 	cm = calloc(1, sizeof(*cm));
 	if (!cm)
-		return error("cannot set up the metrics: %s", strerror(ENOMEM)), code;
+		return pxfer_error("cannot set up the metrics: %s", strerror(ENOMEM)), code;
 	cm->m = m;
 	cm->lfd = -1;
 	cm->file = file;
 	cm->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (cm->stop_fd < 0) {
-		error("cannot set up the metrics: %s", strerror(errno));
+		pxfer_error("cannot set up the metrics: %s", strerror(errno));
 		goto out;
 	}
 	if (addr) {
@@ -366,7 +366,7 @@ int cli_metrics_start(struct cli_metrics **out, struct pxfer_recv_metrics *m,
 		ret = write_file(cm);
 		if (ret) {
 			code = PXFER_EXIT_USAGE;
-			error("cannot write the metrics to '%s': %s", file,
+			pxfer_error("cannot write the metrics to '%s': %s", file,
 			      strerror(-ret));
 			goto out;
 		}
@@ -374,7 +374,7 @@ int cli_metrics_start(struct cli_metrics **out, struct pxfer_recv_metrics *m,
 	ret = pxfer_thread_create(&cm->thread, NULL, metrics_main, cm);
 	if (ret) {
 		code = PXFER_EXIT_LOCAL;
-		error("cannot start the metrics' thread: %s", strerror(ret));
+		pxfer_error("cannot start the metrics' thread: %s", strerror(ret));
 		goto out;
 	}
 	pxfer_thread_name(cm->thread, "metrics", -1);

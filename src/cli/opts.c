@@ -82,7 +82,7 @@ int cli_choice(const char *opt, const char *arg, const char *values)
 				      (int)wlen, w);
 		w = next;
 	}
-	return error("%s takes %s, not '%s'", opt, list, arg);
+	return pxfer_error("%s takes %s, not '%s'", opt, list, arg);
 }
 
 /* --gid-index: 0 or -1 after an error message */
@@ -91,7 +91,7 @@ static int parse_gid(const char *arg, int *out)
 	unsigned long g;
 
 	if (cli_parse_uint(arg, 0, 65535, &g))
-		return error("--gid-index takes a GID table index, not '%s'", arg);
+		return pxfer_error("--gid-index takes a GID table index, not '%s'", arg);
 	*out = g;
 	return 0;
 }
@@ -107,14 +107,14 @@ static int secret_file_open(const char *file)
 		snprintf(mode, sizeof(mode), " (mode %04o%s)",
 			 (unsigned int)st.st_mode & 07777,
 			 acl ? " and an ACL" : "");
-	return error("the secret file '%s' is open to others than its owner%s: run '%s%s%schmod 600 %s'",
+	return pxfer_error("the secret file '%s' is open to others than its owner%s: run '%s%s%schmod 600 %s'",
 		     file, mode, acl ? "setfacl -b " : "", acl ? file : "",
 		     acl ? "; " : "", file);
 }
 
 void cli_secret_announce(const struct pxfer_secret *s)
 {
-	info("pxfer: no secret given; generated one for this receiver. On the sender run:\n"
+	pxfer_info("pxfer: no secret given; generated one for this receiver. On the sender run:\n"
 	     "  export %s=%.*s", PXFER_SECRET_ENV, (int)s->len,
 	     (const char *)s->key);
 }
@@ -127,28 +127,28 @@ int cli_load_secret(struct pxfer_secret *s, const char *file, int *generated)
 	if (ret == -ENOENT && !file && generated) {
 		ret = pxfer_secret_generate(s);
 		if (ret)
-			return error("cannot generate a secret: %s", strerror(-ret));
+			return pxfer_error("cannot generate a secret: %s", strerror(-ret));
 		*generated = 1;
 		return 0;
 	}
 	if (ret == -ENOENT && !file)
-		return error("no shared secret: set %s to the receiver's token, or pass --secret-file FILE",
+		return pxfer_error("no shared secret: set %s to the receiver's token, or pass --secret-file FILE",
 			     PXFER_SECRET_ENV);
 	if (ret == -EINVAL)
-		return error("the secret%s%s%s is too short: use at least %d characters",
+		return pxfer_error("the secret%s%s%s is too short: use at least %d characters",
 			     file ? " in '" : " in $" PXFER_SECRET_ENV,
 			     file ? file : "", file ? "'" : "", PXFER_SECRET_MIN);
 	if (ret == -E2BIG)
-		return error("the secret is longer than %d bytes", PXFER_SECRET_MAX);
+		return pxfer_error("the secret is longer than %d bytes", PXFER_SECRET_MAX);
 	if (ret == -EPERM)
 		return secret_file_open(file);
 	if (ret)
-		return error("cannot read the secret from '%s': %s", file,
+		return pxfer_error("cannot read the secret from '%s': %s", file,
 			     strerror(-ret));
 	bits = pxfer_secret_bits(s);
 	if (bits < PXFER_SECRET_BITS) {
 		memset(s, 0, sizeof(*s));
-		return error("the secret%s%s%s is too weak to resist an offline guess (about %u bits, %d needed: see 'man pxfer'); use a random one, such as the token 'pxfer recv' prints or 'head -c 18 /dev/urandom | base64'",
+		return pxfer_error("the secret%s%s%s is too weak to resist an offline guess (about %u bits, %d needed: see 'man pxfer'); use a random one, such as the token 'pxfer recv' prints or 'head -c 18 /dev/urandom | base64'",
 			     file ? " in '" : " in $" PXFER_SECRET_ENV,
 			     file ? file : "", file ? "'" : "", bits,
 			     PXFER_SECRET_BITS);
@@ -207,18 +207,18 @@ static int set_rails(const struct cli_common *c, const char *arg)
 		uint8_t family, addr[16];
 
 		if (!len || len >= sizeof(one))
-			return error("--rails takes auto or addresses separated by commas, not '%s'",
+			return pxfer_error("--rails takes auto or addresses separated by commas, not '%s'",
 				     arg);
 		memcpy(one, p, len);
 		one[len] = 0;
 		if (pxfer_addr_parse(one, &family, addr))
-			return error("--rails: '%s' is not a numeric IPv4 or IPv6 address (give addresses, or auto)",
+			return pxfer_error("--rails: '%s' is not a numeric IPv4 or IPv6 address (give addresses, or auto)",
 				     one);
 		if (++n > PXFER_RAILS_CLI_MAX)
-			return error("--rails: at most %d addresses", PXFER_RAILS_CLI_MAX);
+			return pxfer_error("--rails: at most %d addresses", PXFER_RAILS_CLI_MAX);
 		p += len + (p[len] == ',');
 		if (p[-1] == ',' && !*p)
-			return error("--rails takes auto or addresses separated by commas, not '%s'",
+			return pxfer_error("--rails takes auto or addresses separated by commas, not '%s'",
 				     arg);
 	}
 	*c->rails = arg;
@@ -429,7 +429,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *ctx,
 
 	for (const struct cli_opt *o = cmd->opts; o->name; o++) {
 		if (n + N_COMMON == OPTS_MAX)
-			die("'%s' has more options than OPTS_MAX", argv[0]);
+			pxfer_die("'%s' has more options than OPTS_MAX", argv[0]);
 		add_opt(lo, so, n++, o->name, o->short_name, o->arg);
 	}
 	nown = n;

@@ -29,7 +29,7 @@ struct pxfer_stop *cli_stop_on_signals(void)
 	int ret = pxfer_stop_init(&signal_stop);
 
 	if (ret) {
-		error("cannot set up the signal handlers: %s", strerror(-ret));
+		pxfer_error("cannot set up the signal handlers: %s", strerror(-ret));
 		return NULL;
 	}
 	/* no SA_RESTART: a blocking call returns EINTR and the stop is

@@ -108,7 +108,7 @@ static void vreport(enum pxfer_log_level level, const char *prefix,
 	errno = saved;
 }
 
-int error(const char *fmt, ...)
+int pxfer_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -118,7 +118,7 @@ int error(const char *fmt, ...)
 	return -1;
 }
 
-void warning(const char *fmt, ...)
+void pxfer_warning(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -127,7 +127,7 @@ void warning(const char *fmt, ...)
 	va_end(ap);
 }
 
-void info(const char *fmt, ...)
+void pxfer_info(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -136,7 +136,7 @@ void info(const char *fmt, ...)
 	va_end(ap);
 }
 
-void verbose(const char *fmt, ...)
+void pxfer_verbose(const char *fmt, ...)
 {
 	struct pxfer_log *log = pxfer_log_current();
 	char prefix[40] = "pxfer: ";
@@ -157,7 +157,7 @@ void verbose(const char *fmt, ...)
 	va_end(ap);
 }
 
-void die(const char *fmt, ...)
+void pxfer_die(const char *fmt, ...)
 {
 	va_list ap;
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Error reporting in the manner of git's usage.c: error() prints
- * "error: ..." and returns -1, warning() prints "warning: ...", die()
- * prints "fatal: ..." and exits. Messages are lowercase, name the object in
- * quotes and say what to do. All output is one write(2) per line so lines
+ * Error reporting in the manner of git's usage.c: pxfer_error() prints
+ * "error: ..." and returns -1, pxfer_warning() prints "warning: ...",
+ * pxfer_die() prints "fatal: ..." and exits (the prefix keeps them apart
+ * from glibc's error(3) and from a program's own). Messages are
+ * lowercase, name the object in quotes and say what to do. All output is one write(2) per line so lines
  * from threads do not interleave.
  *
  * Where a line goes is the calling thread's: each pxfer_send and
@@ -42,12 +43,12 @@ struct pxfer_log {
 	struct pxfer_log_clear *_Atomic clear;
 };
 
-__attribute__((format(printf, 1, 2))) int error(const char *fmt, ...);
-__attribute__((format(printf, 1, 2))) void warning(const char *fmt, ...);
-__attribute__((format(printf, 1, 2))) void info(const char *fmt, ...);
-__attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) int pxfer_error(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void pxfer_warning(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void pxfer_info(const char *fmt, ...);
+__attribute__((format(printf, 1, 2), noreturn)) void pxfer_die(const char *fmt, ...);
 /* printed only with -v; with -vv, after the seconds since the log's start */
-__attribute__((format(printf, 1, 2))) void verbose(const char *fmt, ...);
+__attribute__((format(printf, 1, 2))) void pxfer_verbose(const char *fmt, ...);
 
 /* pxfer_human - "1.5 GiB" into @buf, returned */
 const char *pxfer_human(char *buf, size_t len, double bytes);

@@ -55,7 +55,7 @@ static int vfail(struct pxfer_fail *f, int exit_code, int err,
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	if (record(f, exit_code, err, msg)) {
-		error("%s", msg);
+		pxfer_error("%s", msg);
 		wake(f);
 	}
 	return -1;

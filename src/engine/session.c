@@ -38,7 +38,7 @@ int pxfer_session_enter(struct pxfer_session *s, unsigned int to)
 				  "internal error: a %s's session cannot go from %s to %s",
 				  s->state.m->side, from,
 				  pxfer_machine_name(s->state.m, to));
-	verbose("session with the %s %s: %s -> %s", s->peer_role,
+	pxfer_verbose("session with the %s %s: %s -> %s", s->peer_role,
 		peer_name(s), from, pxfer_state_name(&s->state));
 	return 0;
 }
@@ -260,7 +260,7 @@ int pxfer_session_start_workers(struct pxfer_session *s, void *(*fn)(void *),
 	if (ret)
 		return pxfer_fail(&s->fail, PXFER_EXIT_LOCAL,
 				  "cannot start a worker thread: %s", strerror(-ret));
-	verbose("%u data connection%s ready", n, n == 1 ? "" : "s");
+	pxfer_verbose("%u data connection%s ready", n, n == 1 ? "" : "s");
 	return 0;
 }
 

@@ -50,7 +50,7 @@ int pxfer_io_create(const char *kind, const struct pxfer_ring *ring,
 	if (!strcmp(kind, "uring"))
 		return -ENOSYS;
 	if (!atomic_exchange(&fallback_warned, 1))
-		warning("io_uring is unavailable (%s); using pread/pwrite",
+		pxfer_warning("io_uring is unavailable (%s); using pread/pwrite",
 			strerror(-ret));
 	return io_try(&pxfer_io_sync_ops, ring, depth, out);
 }

@@ -99,7 +99,7 @@ static int slot_fixed(struct uring_io *u, unsigned int slot)
 	iov.iov_len = u->slots->slot_size;
 	ret = io_uring_register_buffers_update_tag(&u->ring, slot, &iov, NULL, 1);
 	if (ret < 0)
-		verbose("io_uring fixed buffer for slot %u unavailable (%s); using plain reads and writes for it",
+		pxfer_verbose("io_uring fixed buffer for slot %u unavailable (%s); using plain reads and writes for it",
 			slot, strerror(-ret));
 	u->state[slot] = ret == 1 ? SLOT_FIXED : SLOT_PLAIN;
 	return u->state[slot] == SLOT_FIXED;
@@ -145,7 +145,7 @@ static int uring_init(struct pxfer_io *io, const struct pxfer_ring *ring,
 	}
 	ret = register_slots(u, ring);
 	if (ret)
-		verbose("io_uring fixed buffers unavailable (%s); using plain reads and writes",
+		pxfer_verbose("io_uring fixed buffers unavailable (%s); using plain reads and writes",
 			strerror(-ret));
 	io->event_fd = efd;
 	return 0;

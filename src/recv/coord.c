@@ -131,11 +131,11 @@ static void finalize(struct recv_session *s, uint32_t id)
 		snprintf(text, sizeof(text),
 			 "read back from the receiver's storage, it differs from what was sent (--verify); it was not named");
 		if (!s->o->quiet)
-			error("%s: %s", pxfer_quote_str(q, sizeof(q), rf->path), text);
+			pxfer_error("%s: %s", pxfer_quote_str(q, sizeof(q), rf->path), text);
 	} else {
 		snprintf(text, sizeof(text), "cannot write it: %s", strerror(err));
 		if (!s->o->quiet)
-			error("cannot write %s: %s",
+			pxfer_error("cannot write %s: %s",
 			      pxfer_quote_str(q, sizeof(q), rf->path),
 			      strerror(err));
 	}
@@ -164,11 +164,11 @@ static void refuse_file(struct recv_session *s, const struct pxfer_file *f,
 	 * sender hears of each */
 	s->refused++;
 	if (!s->o->quiet && s->refused <= REFUSALS_LOGGED)
-		warning("refused %s from %s: %s",
+		pxfer_warning("refused %s from %s: %s",
 			pxfer_quote(q, sizeof(q), f->path, f->path_len),
 			s->b.cconn->peer, text);
 	if (!s->o->quiet && s->refused == REFUSALS_LOGGED + 1)
-		warning("more files refused from %s are not named here; the sender is told of each",
+		pxfer_warning("more files refused from %s are not named here; the sender is told of each",
 			s->b.cconn->peer);
 	s->failed++;
 	reply_status(s, PXFER_MSG_FILE_ERR, f->id, err, text);
@@ -265,7 +265,7 @@ static int checked(struct recv_session *s, uint64_t id)
 		char part[sizeof(PXFER_STATE_DIR "/partial/.part") + PXFER_PARTIAL_KEY_LEN];
 
 		snprintf(part, sizeof(part), "%s/partial/%s.part", PXFER_STATE_DIR, key);
-		warning("discarded the partial file %s of %s (from %s): %s; the file is sent whole",
+		pxfer_warning("discarded the partial file %s of %s (from %s): %s; the file is sent whole",
 			pxfer_quote_str(qp, sizeof(qp), part),
 			pxfer_quote_str(q, sizeof(q), rf->path), s->b.cconn->peer, why);
 	}
@@ -273,7 +273,7 @@ static int checked(struct recv_session *s, uint64_t id)
 		snprintf(why, sizeof(why), "cannot start its partial file anew: %s",
 			 strerror(-ret));
 		if (!s->o->quiet)
-			error("%s: %s", pxfer_quote_str(q, sizeof(q), rf->path), why);
+			pxfer_error("%s: %s", pxfer_quote_str(q, sizeof(q), rf->path), why);
 		s->failed++;
 		reply_status(s, PXFER_MSG_FILE_ERR, id, -ret, why);
 		pxfer_rfile_drop(&s->files, id, PXFER_DROP_DISCARD);
@@ -399,7 +399,7 @@ static int on_fin(struct recv_session *s, const struct pxfer_fin *fin)
 	m.u.fin.code = 0;
 	if (pxfer_ctrl_queue(&s->b.ctrl, &m))
 		return -ENOMEM;
-	verbose("FIN from %s: all files in; ACK", s->b.cconn->peer);
+	pxfer_verbose("FIN from %s: all files in; ACK", s->b.cconn->peer);
 	return pxfer_session_enter(&s->b, PXFER_RECV_FINISHING);
 }
 
@@ -667,11 +667,11 @@ static int failover(struct recv_session *s)
 		w->b.lost_told = 1;
 		told++;
 		if (!s->o->quiet && alive)
-			warning("data connection %u from %s failed (%s) after %llu chunks; the sender goes on over the %u left",
+			pxfer_warning("data connection %u from %s failed (%s) after %llu chunks; the sender goes on over the %u left",
 				i, w->b.conn->peer, strerror(-err),
 				(unsigned long long)w->b.lost_seq, alive);
 		else if (!s->o->quiet)
-			warning("data connection %u from %s failed (%s) after %llu chunks; no data connection is left",
+			pxfer_warning("data connection %u from %s failed (%s) after %llu chunks; no data connection is left",
 				i, w->b.conn->peer, strerror(-err),
 				(unsigned long long)w->b.lost_seq);
 	}
@@ -729,7 +729,7 @@ int recv_coordinate(struct recv_session *s)
 	}
 	if (s->b.state.now == PXFER_RECV_FINISHING &&
 	    pxfer_session_flush(&s->b, PXFER_HANDSHAKE_MS))
-		warning("could not confirm completion to the sender %s",
+		pxfer_warning("could not confirm completion to the sender %s",
 			s->b.cconn->peer);
 	return pxfer_failed(&s->b.fail) ? -1 : 0;
 }

@@ -36,7 +36,7 @@ int recv_door_hello(struct recv_server *srv, struct pxfer_conn *c,
 		recv_count(&srv->m->sessions[RECV_OUT_REFUSED], 1);
 		if (recv_gate_failed(&srv->gate, c->source, pxfer_now()) &&
 		    !srv->o->quiet)
-			warning("refused a sender from %s: authentication failed (wrong secret)",
+			pxfer_warning("refused a sender from %s: authentication failed (wrong secret)",
 				c->peer);
 		pxfer_hs_refuse(c, EACCES, "authentication failed");
 	} else if (!r) {
@@ -54,10 +54,10 @@ double recv_door_report(struct recv_server *srv, double now, int all)
 		if (srv->o->quiet)
 			continue;
 		if (r.source)
-			warning("refused %lu sender(s) from %s in the last %.0f s: authentication failed (wrong secret)",
+			pxfer_warning("refused %lu sender(s) from %s in the last %.0f s: authentication failed (wrong secret)",
 				r.failed, r.source, r.secs);
 		else
-			warning("refused %lu sender(s) from %lu other address(es) in the last %.0f s: authentication failed (wrong secret)",
+			pxfer_warning("refused %lu sender(s) from %lu other address(es) in the last %.0f s: authentication failed (wrong secret)",
 				r.failed, r.sources, r.secs);
 	}
 	next = recv_gate_next_report(&srv->gate);

@@ -178,7 +178,7 @@ void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r)
 		if (fd < 0)
 			continue;
 		if (fchmod(fd, d->mode) || futimens(fd, d->times))
-			warning("cannot set the mode or time of %s: %s",
+			pxfer_warning("cannot set the mode or time of %s: %s",
 				pxfer_quote_str(q, sizeof(q), d->path),
 				strerror(errno));
 		close(fd);

@@ -30,7 +30,7 @@ static int replaceable(struct rworker *w)
 
 static void refuse(struct pxfer_conn *c, const char *why)
 {
-	verbose("refused a data connection from %s: %s", c->peer, why);
+	pxfer_verbose("refused a data connection from %s: %s", c->peer, why);
 	pxfer_hs_refuse(c, EACCES, why);
 	c->ops->close(c);
 }
@@ -42,7 +42,7 @@ static void swap(struct recv_session *s, struct rworker *w,
 	struct pxfer_conn *old = w->b.conn;
 	double now = pxfer_now();
 
-	verbose("data connection %u from %s: %llu chunks, then lost", w->b.idx,
+	pxfer_verbose("data connection %u from %s: %llu chunks, then lost", w->b.idx,
 		old->peer, (unsigned long long)w->seq);
 	w->b.conn = c;
 	w->b.gen = gen;
@@ -65,7 +65,7 @@ static void swap(struct recv_session *s, struct rworker *w,
 	pxfer_wake(w->b.wake_fd);
 	s->b.t->close(old);
 	if (!s->o->quiet)
-		info("data connection %u from %s is back: it carries data again",
+		pxfer_info("data connection %u from %s is back: it carries data again",
 		     w->b.idx, c->peer);
 }
 
@@ -86,7 +86,7 @@ static int take(struct recv_session *s, struct recv_newconn *nc)
 	s->b.msg.u.data_hello = nc->dh;
 	ret = pxfer_hs_data_check(&s->b, c, nc->nonce, &s->b.msg, &idx, &gen);
 	if (ret) {
-		verbose("refused a data connection from %s: %s", c->peer,
+		pxfer_verbose("refused a data connection from %s: %s", c->peer,
 			strerror(-ret));
 		c->ops->close(c);
 		return 0;
@@ -104,7 +104,7 @@ static int take(struct recv_session *s, struct recv_newconn *nc)
 	if (!ret)
 		ret = pxfer_hs_data_welcome(&s->b, c, nc->nonce, idx, blob, blob_len);
 	if (ret) {
-		warning("data connection %u from %s could not replace the lost one: %s",
+		pxfer_warning("data connection %u from %s could not replace the lost one: %s",
 			idx, c->peer, pxfer_worker_setup_error(ret));
 		c->ops->close(c);
 		return 0;

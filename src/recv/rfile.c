@@ -190,9 +190,9 @@ void pxfer_rfiles_probe(struct pxfer_rfiles *r)
 	if (fd >= 0)
 		close(fd);
 	if (r->link_how == PXFER_LINK_NONE)
-		verbose("files arrive under temporary names, renamed when complete");
+		pxfer_verbose("files arrive under temporary names, renamed when complete");
 	else
-		verbose("files up to %u KiB arrive unnamed, linked when complete (%s)",
+		pxfer_verbose("files up to %u KiB arrive unnamed, linked when complete (%s)",
 			PXFER_UNNAMED_MAX >> 10, r->link_how == PXFER_LINK_EMPTY_PATH ?
 			"linkat AT_EMPTY_PATH" : "linkat of /proc/self/fd");
 }
@@ -452,7 +452,7 @@ static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		else if (r->parts.bad)	/* not ours: never used */
 			pxfer_partials_warn(&r->parts, r->dir, r->store_warned);
 		else
-			verbose("no partial files (cannot use %s/partial: %s): an interrupted file starts over",
+			pxfer_verbose("no partial files (cannot use %s/partial: %s): an interrupted file starts over",
 				PXFER_STATE_DIR, strerror(-ret));
 	}
 	if (r->parts.dirfd < 0 || !pxfer_partial_same_fs(&r->parts, dfd))
@@ -476,7 +476,7 @@ static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		if (ret == -EDQUOT && !r->cap_warned++)
 			pxfer_partials_cap_warn(&r->parts, r->dir);
 		else if (ret != -EDQUOT)
-			verbose("cannot keep a partial file: %s; it arrives whole",
+			pxfer_verbose("cannot keep a partial file: %s; it arrives whole",
 				strerror(-ret));
 		return 1;
 	}

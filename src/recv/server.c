@@ -35,12 +35,12 @@ static int check_dir(const struct pxfer_recv_opts *o, int *fdp)
 	int fd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
-		return error("cannot use '%s' as the receiving directory: %s%s",
+		return pxfer_error("cannot use '%s' as the receiving directory: %s%s",
 			     o->dir, strerror(errno),
 			     errno == ENOENT ? " (create it first)" : "");
 	if (faccessat(fd, ".", W_OK, AT_EACCESS)) {
 		close(fd);
-		return error("cannot write into '%s': %s", o->dir,
+		return pxfer_error("cannot write into '%s': %s", o->dir,
 			     strerror(errno));
 	}
 	*fdp = fd;
@@ -60,16 +60,16 @@ static int listen_one(struct recv_server *srv,
 		return 0;
 	}
 	if (quiet_fail) {
-		verbose("not listening for %s: %s", t->name, strerror(-ret));
+		pxfer_verbose("not listening for %s: %s", t->name, strerror(-ret));
 		return 0;
 	}
 	if (ret == -EADDRINUSE)
-		return error("port %s is in use (another 'pxfer recv'? choose another with --port)",
+		return pxfer_error("port %s is in use (another 'pxfer recv'? choose another with --port)",
 			     o->port);
 	if (ret == -EADDRNOTAVAIL || ret == -ENODEV)
-		return error("cannot listen for %s on %s port %s: %s (is an RDMA device up with that address? see 'rdma link')",
+		return pxfer_error("cannot listen for %s on %s port %s: %s (is an RDMA device up with that address? see 'rdma link')",
 			     t->name, where, o->port, strerror(-ret));
-	return error("cannot listen for %s on %s port %s: %s", t->name, where,
+	return pxfer_error("cannot listen for %s on %s port %s: %s", t->name, where,
 		     o->port, strerror(-ret));
 }
 
@@ -106,11 +106,11 @@ static int listen_all(struct recv_server *srv)
 			return -r;
 		srv->nrails[i] = r;
 		for (int k = 0; k < r; k++)
-			verbose("%s: offering %s%s%s for data", srv->ls[i]->ops->name,
+			pxfer_verbose("%s: offering %s%s%s for data", srv->ls[i]->ops->name,
 				srv->rails[i][k].addr, srv->rails[i][k].dev[0] ? " on " : "",
 				srv->rails[i][k].dev);
 		if ((srv->o->rails || srv->tc.devices) && !r)
-			warning("%s: no address of this host is up to offer for data; senders send over one rail",
+			pxfer_warning("%s: no address of this host is up to offer for data; senders send over one rail",
 				srv->ls[i]->ops->name);
 	}
 	return 0;
@@ -140,7 +140,7 @@ static void pool_init(struct recv_server *srv)
 				(srv->share + (2u << 20)), &limit) && !srv->o->quiet) {
 		uint64_t fit = limit / (srv->share + (2u << 20));
 
-		warning("the memlock limit (%s) holds the rings of %llu of the %u sessions at once; the others will be refused (raise it with 'ulimit -l', or lower --max-sessions or --ring-mem)",
+		pxfer_warning("the memlock limit (%s) holds the rings of %llu of the %u sessions at once; the others will be refused (raise it with 'ulimit -l', or lower --max-sessions or --ring-mem)",
 			pxfer_human(l, sizeof(l), limit), (unsigned long long)fit,
 			srv->max_sessions);
 	}
@@ -149,7 +149,7 @@ static void pool_init(struct recv_server *srv)
 	srv->pool_slots = 1;
 	ret = pxfer_pool_init(&srv->pool, srv->pool_part * srv->pool_slots);
 	if (ret) {
-		verbose("ring memory made per session: %s", strerror(-ret));
+		pxfer_verbose("ring memory made per session: %s", strerror(-ret));
 		srv->pool_slots = 0;
 	}
 }
@@ -163,7 +163,7 @@ static void announce(struct recv_server *srv)
 		n += snprintf(where + n, sizeof(where) - n, "%s%s (%s)",
 			      i ? " and " : "", srv->ls[i]->addr,
 			      srv->ls[i]->ops->name);
-	info("pxfer: receiving into '%s' on %s (up to %u sessions)",
+	pxfer_info("pxfer: receiving into '%s' on %s (up to %u sessions)",
 	     srv->o->dir, where, srv->max_sessions);
 }
 
@@ -185,7 +185,7 @@ static void admit(struct recv_server *srv, struct pxfer_conn *c,
 		snprintf(text, sizeof(text),
 			 "%u of %u sessions running",
 			 srv->nsess, srv->max_sessions);
-		verbose("told a sender from %s to wait: %u sessions are running",
+		pxfer_verbose("told a sender from %s to wait: %u sessions are running",
 			c->peer, srv->nsess);
 		recv_count(&srv->m->sessions[RECV_OUT_BUSY], 1);
 		pxfer_hs_refuse(c, EBUSY, text);
@@ -197,7 +197,7 @@ static void admit(struct recv_server *srv, struct pxfer_conn *c,
 	ret = recv_session_start(srv, slot, c, h, nonce);
 	if (ret) {
 		recv_count(&srv->m->sessions[RECV_OUT_FAILED], 1);
-		error("cannot start a session for a sender: %s", strerror(-ret));
+		pxfer_error("cannot start a session for a sender: %s", strerror(-ret));
 		return;
 	}
 	recv_count(&srv->m->running, 1);
@@ -237,7 +237,7 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 	if (r == 0 && pxfer_now() < e->deadline)
 		return 1;
 	if (r < 0) {
-		verbose("dropped a connection from %s: it did not open with a HELLO",
+		pxfer_verbose("dropped a connection from %s: it did not open with a HELLO",
 			e->c->peer);
 		pxfer_hs_refuse(e->c, EPROTO, "expected a HELLO");
 	}
@@ -252,7 +252,7 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 		r = recv_inbox_route(srv, &nc);
 		if (r) {
 			recv_count(&srv->m->door[RECV_DOOR_NO_SESSION], 1);
-			verbose("dropped a data connection from %s: %s", nc.c->peer,
+			pxfer_verbose("dropped a data connection from %s: %s", nc.c->peer,
 				r == -ENOENT ? "no such session" : "not wanted");
 			pxfer_hs_refuse(nc.c, EACCES, "not part of a session here");
 			nc.c->ops->close(nc.c);
@@ -263,7 +263,7 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 	r = recv_door_hello(srv, e->c, e->nonce, m, &h);
 	if (r && r != -EACCES) {
 		recv_count(&srv->m->door[RECV_DOOR_PROTOCOL], 1);
-		verbose("dropped a connection from %s: it did not open with a HELLO",
+		pxfer_verbose("dropped a connection from %s: it did not open with a HELLO",
 			e->c->peer);
 		pxfer_hs_refuse(e->c, EPROTO, "expected a HELLO");
 	}
@@ -291,7 +291,7 @@ static void accept_new(struct recv_server *srv, struct recv_pendings *pend,
 			if (recv_pending_add(pend, c))
 				recv_count(&srv->m->door[RECV_DOOR_CROWDED], 1);
 		} else if (ret != -EAGAIN && !srv->o->quiet) {
-			warning("could not accept a %s connection: %s",
+			pxfer_warning("could not accept a %s connection: %s",
 				l->ops->name, pxfer_worker_setup_error(ret));
 		}
 	}
@@ -320,7 +320,7 @@ static void on_stop(struct recv_server *srv)
 	srv->stops_seen = raised;
 	if (srv->draining || !srv->nsess || srv->o->grace_secs <= 0 || n > 1) {
 		if (srv->nsess && !srv->o->quiet)
-			info("pxfer: stopping %u running session%s", srv->nsess,
+			pxfer_info("pxfer: stopping %u running session%s", srv->nsess,
 			     srv->nsess == 1 ? "" : "s");
 		srv->draining = 1;
 		srv->drain_end = pxfer_now();
@@ -330,7 +330,7 @@ static void on_stop(struct recv_server *srv)
 	srv->draining = 1;
 	srv->drain_end = pxfer_now() + srv->o->grace_secs;
 	if (!srv->o->quiet)
-		info("pxfer: no new sessions; waiting up to %d s for %u running session%s (a second signal stops them now)",
+		pxfer_info("pxfer: no new sessions; waiting up to %d s for %u running session%s (a second signal stops them now)",
 		     srv->o->grace_secs, srv->nsess, srv->nsess == 1 ? "" : "s");
 	/* the pending connections stay: among them may be the data
 	 * connections of a session that has just started */
@@ -365,7 +365,7 @@ static void use_seed(struct recv_server *srv, struct pxfer_partials *ps)
 	atomic_store(&srv->use->count, n);
 	atomic_store(&srv->use->bytes, bytes);
 	if (n)
-		verbose("%llu partial file%s of %s kept for a later session",
+		pxfer_verbose("%llu partial file%s of %s kept for a later session",
 			(unsigned long long)n, n == 1 ? "" : "s",
 			pxfer_human(h, sizeof(h), (double)bytes));
 }
@@ -399,7 +399,7 @@ static void sweep(struct recv_server *srv, double now)
 	parts.use = srv->use;
 	n = pxfer_partials_sweep(&parts, ttl, time(NULL));
 	if (n > 0)
-		verbose("removed %d partial file%s older than %.0f s (--partial-ttl)",
+		pxfer_verbose("removed %d partial file%s older than %.0f s (--partial-ttl)",
 			n, n == 1 ? "" : "s", ttl);
 	if (!srv->use_seeded)
 		use_seed(srv, &parts);
@@ -455,7 +455,7 @@ static int serve(struct recv_server *srv)
 		on_stop(srv);
 		if (srv->draining && srv->nsess && pxfer_now() >= srv->drain_end) {
 			if (!stopped && !srv->o->quiet)
-				info("pxfer: the grace period is over; stopping %u session%s",
+				pxfer_info("pxfer: the grace period is over; stopping %u session%s",
 				     srv->nsess, srv->nsess == 1 ? "" : "s");
 			if (!stopped)
 				stop_all(srv);
@@ -510,7 +510,7 @@ int recv_server_run(const struct pxfer_recv_opts *o,
 	srv->pend = calloc(1, sizeof(*srv->pend));
 	srv->ended_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (!srv->sess || !srv->pend || srv->ended_fd < 0) {
-		error("cannot set up the receiver: %s", strerror(errno ? errno : ENOMEM));
+		pxfer_error("cannot set up the receiver: %s", strerror(errno ? errno : ENOMEM));
 		code = PXFER_EXIT_LOCAL;
 		goto out_srv;
 	}

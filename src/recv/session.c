@@ -183,7 +183,7 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c,
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 				  "cannot set up worker %u: %s", w->b.idx,
 				  pxfer_worker_setup_error(ret));
-	verbose("data connection %u from %s", idx, c->peer);
+	pxfer_verbose("data connection %u from %s", idx, c->peer);
 	ret = pxfer_hs_data_welcome(&s->b, c, nonce, w->b.idx, blob, blob_len);
 	/* the worker owns the connection now (its ring is registered with
 	 * it): losing it fails the session, like losing it later would */
@@ -210,7 +210,7 @@ static int take_data(struct recv_session *s, struct recv_newconn *nc)
 	if (pxfer_failed(&s->b.fail))
 		return 0;	/* its worker holds the connection */
 	if (r) {
-		verbose("refused a connection from %s: %s", nc->c->peer,
+		pxfer_verbose("refused a connection from %s: %s", nc->c->peer,
 			strerror(-r));
 		nc->c->ops->close(nc->c);
 		return 0;
@@ -303,7 +303,7 @@ static void report(struct recv_session *s, double secs)
 	char b[32], rate[32];
 
 	if (!o->quiet)
-		info("pxfer: %s %llu files (%s) from %s over %s in %.1f s (%s/s): %s",
+		pxfer_info("pxfer: %s %llu files (%s) from %s over %s in %.1f s (%s/s): %s",
 		     failed ? "failed after" : "received",
 		     (unsigned long long)r.files, pxfer_human(b, sizeof(b), r.bytes),
 		     r.peer, r.transport, secs,
@@ -378,7 +378,7 @@ static void run(struct recv_session *s)
 	if (welcome(s, h, s->nonce))
 		return;
 	pxfer_rfiles_probe(&s->files);
-	verbose("session with %s: %u workers, %u KiB chunks, %u slots each, data %s",
+	pxfer_verbose("session with %s: %u workers, %u KiB chunks, %u slots each, data %s",
 		s->b.cconn->peer, s->b.workers.n, s->b.wel.chunk_size >> 10,
 		s->b.wel.slots, pxfer_session_prot_name(&s->b));
 	if (!accept_workers(s))
@@ -403,7 +403,7 @@ static void session_release(struct recv_session *s)
 		for (unsigned int i = 0; i < s->b.workers.n; i++) {
 			/* how the data spread over the connections (rails) */
 			if (s->w[i].b.conn)
-				verbose("data connection %u from %s: %llu chunks%s",
+				pxfer_verbose("data connection %u from %s: %llu chunks%s",
 					i, s->w[i].b.conn->peer,
 					(unsigned long long)s->w[i].seq,
 					pxfer_worker_alive(&s->w[i].b) ? "" : ", then lost");

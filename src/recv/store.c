@@ -241,7 +241,7 @@ void pxfer_partials_warn(const struct pxfer_partials *ps, const char *dir,
 			 *dir && dir[strlen(dir) - 1] == '/' ? "" : "/", ps->bad);
 	else
 		snprintf(path, sizeof(path), "%s", ps->bad);
-	warning("%s %s; large files arrive without resume until then",
+	pxfer_warning("%s %s; large files arrive without resume until then",
 		pxfer_quote_str(q, sizeof(q), path), ps->problem);
 }
 
@@ -259,7 +259,7 @@ void pxfer_partials_cap_warn(const struct pxfer_partials *ps, const char *dir)
 		pxfer_human(max, sizeof(max), (double)u->max_bytes);
 	else
 		snprintf(max, sizeof(max), "0");
-	warning("%s holds %llu partial files of %s, at its cap (--partial-max %llu, --partial-max-size %s): large files arrive without resume until some complete or expire (--partial-ttl); raise the cap, or remove there what is not to be resumed",
+	pxfer_warning("%s holds %llu partial files of %s, at its cap (--partial-max %llu, --partial-max-size %s): large files arrive without resume until some complete or expire (--partial-ttl); raise the cap, or remove there what is not to be resumed",
 		pxfer_quote_str(q, sizeof(q), path),
 		(unsigned long long)atomic_load(&u->count), has,
 		(unsigned long long)u->max_count, max);

@@ -42,7 +42,7 @@ static void take_held(struct send_session *s, struct sentry *e)
 	e->f.held = e->held;
 	s->st->bytes_resumed += e->held_bytes;
 	s->there += e->held_bytes;
-	verbose("%s: the receiver holds %llu bytes of it from before; sending the rest",
+	pxfer_verbose("%s: the receiver holds %llu bytes of it from before; sending the rest",
 		pxfer_quote_str(q, sizeof(q), e->f.src),
 		(unsigned long long)e->held_bytes);
 }
@@ -118,7 +118,7 @@ static void checked(struct send_session *s, struct pxfer_check_job *j,
 
 	pxfer_digest_unwire(&want, e->want);
 	if (j->err || !pxfer_digest_eq(&want, &j->sum)) {
-		info("pxfer: %s: the receiver's partial copy does not match the source%s; it is sent whole",
+		pxfer_info("pxfer: %s: the receiver's partial copy does not match the source%s; it is sent whole",
 		     pxfer_quote_str(q, sizeof(q), e->f.src),
 		     j->err ? " (it could not be read)" : "");
 		e->f.err = PXFER_CODE_CHANGED;
@@ -144,7 +144,7 @@ static void summed(struct send_session *s, struct sentry *e,
 
 	m.u.sum.id = e->f.id;
 	if (j->err) {
-		error("cannot read %s: %s", pxfer_quote_str(q, sizeof(q), e->f.src),
+		pxfer_error("cannot read %s: %s", pxfer_quote_str(q, sizeof(q), e->f.src),
 		      j->err == -ENODATA ? "it shrank while being read" :
 		      strerror(-j->err));
 		e->f.err = -j->err;
@@ -205,7 +205,7 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		break;
 	case PXFER_HAVE_STALE:
 	case PXFER_HAVE_BAD:
-		info("pxfer: %s: the receiver's partial copy %s; it is sent whole",
+		pxfer_info("pxfer: %s: the receiver's partial copy %s; it is sent whole",
 		     pxfer_quote_str(q, sizeof(q), e->f.src),
 		     k->state == PXFER_HAVE_STALE ? "was of another version of the file"
 						  : "failed its checks and was discarded");
@@ -236,7 +236,7 @@ static int again(struct send_session *s, struct sentry *e,
 		 * source changed before this session, not while it was sent */
 		if (!e->partial_bad) {
 			s->st->files_changed++;
-			warning("%s changed while being sent; it will be sent again",
+			pxfer_warning("%s changed while being sent; it will be sent again",
 				pxfer_quote_str(q, sizeof(q), e->f.src));
 		}
 		if (send_manifest_resend(&s->man, fs->id))
@@ -246,7 +246,7 @@ static int again(struct send_session *s, struct sentry *e,
 	}
 	if (fs->code != EBUSY || e->ok || s->o->retries <= 0)
 		return 0;
-	info("pxfer: %s: another session is writing it on the receiver; it is tried again later",
+	pxfer_info("pxfer: %s: another session is writing it on the receiver; it is tried again later",
 	     pxfer_quote_str(q, sizeof(q), e->f.src));
 	return 1;
 }
@@ -277,11 +277,11 @@ static int on_file_status(struct send_session *s, uint16_t type,
 		pxfer_escape_reason(why, sizeof(why), fs->text, fs->text_len,
 				    fs->code);
 		if (e->type == PXFER_FT_REG && e->f.err == PXFER_CODE_CHANGED) {
-			error("%s changed while being sent, again; it was not sent",
+			pxfer_error("%s changed while being sent, again; it was not sent",
 			      pxfer_quote_str(q, sizeof(q), e->f.src));
 		} else if (!(e->type == PXFER_FT_REG && e->f.err)) {
 			/* a read error was reported when it happened */
-			error("%s failed on the receiver: %s",
+			pxfer_error("%s failed on the receiver: %s",
 			      pxfer_quote_str(q, sizeof(q), e->f.src), why);
 		}
 		if (fs->code == ENOSPC || fs->code == EDQUOT)
@@ -357,7 +357,7 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 	case PXFER_MSG_DATA_LOST:
 		return on_data_lost(s, &m->u.lost);
 	case PXFER_MSG_ACK:
-		verbose("ACK from the receiver");
+		pxfer_verbose("ACK from the receiver");
 		return pxfer_session_enter(&s->b, PXFER_SEND_DONE);
 	case PXFER_MSG_ABORT:
 		return pxfer_session_peer_abort(&s->b, &m->u.error);
@@ -478,7 +478,7 @@ static int failover(struct send_session *s)
 			return -1;
 		w->b.retired = 1;
 		queued += n;
-		warning("data connection %u (%s) failed: %s; its %d chunk(s) in flight go again over the %u left",
+		pxfer_warning("data connection %u (%s) failed: %s; its %d chunk(s) in flight go again over the %u left",
 			i, send_rail_name(s, w), strerror(-atomic_load(&w->b.lost)), n, alive);
 	}
 	if (queued)
@@ -494,7 +494,7 @@ static int send_fin(struct send_session *s)
 	fin.u.fin.bytes = s->st->bytes;
 	if (pxfer_ctrl_queue(&s->b.ctrl, &fin))
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
-	verbose("all data sent; waiting for the receiver's ACK");
+	pxfer_verbose("all data sent; waiting for the receiver's ACK");
 	return pxfer_session_enter(&s->b, PXFER_SEND_FINISHING);
 }
 

@@ -170,19 +170,19 @@ static int entry_kind(struct send_session *s, const struct pxfer_walk_entry *e,
 
 	switch (e->kind) {
 	case PXFER_WALK_ERROR:
-		error("cannot read %s: %s", pxfer_quote_str(q, sizeof(q), e->src),
+		pxfer_error("cannot read %s: %s", pxfer_quote_str(q, sizeof(q), e->src),
 		      strerror(-e->err));
 		s->st->files_failed++;
 		return 0;
 	case PXFER_WALK_SKIP:
-		warning("skipping %s: not a regular file, directory or symlink",
+		pxfer_warning("skipping %s: not a regular file, directory or symlink",
 			pxfer_quote_str(q, sizeof(q), e->src));
 		s->st->files_skipped++;
 		return 0;
 	case PXFER_WALK_FILE:
 		ret = open_source(e, fd, st);
 		if (ret) {
-			error("cannot read %s: %s",
+			pxfer_error("cannot read %s: %s",
 			      pxfer_quote_str(q, sizeof(q), e->src),
 			      ret == -ESTALE ? "it changed while being read"
 					     : strerror(-ret));
@@ -192,7 +192,7 @@ static int entry_kind(struct send_session *s, const struct pxfer_walk_entry *e,
 		if (!S_ISREG(st->st_mode)) {
 			close(*fd);
 			*fd = -1;
-			warning("skipping %s: it changed while being read",
+			pxfer_warning("skipping %s: it changed while being read",
 				pxfer_quote_str(q, sizeof(q), e->src));
 			s->st->files_skipped++;
 			return 0;
@@ -295,7 +295,7 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	m->type = PXFER_MSG_FILE;
 	ret = fill_file_msg(&m->u.file, e, &st, type);
 	if (ret) {
-		error("cannot send %s: %s", pxfer_quote_str(q, sizeof(q), e->src),
+		pxfer_error("cannot send %s: %s", pxfer_quote_str(q, sizeof(q), e->src),
 		      strerror(-ret));
 		s->st->files_failed++;
 		if (fd >= 0)

@@ -141,7 +141,7 @@ static int take(struct send_session *s, struct sworker *w)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 				  "cannot start worker %u again: %s", w->b.idx,
 				  strerror(-ret));
-	info("data connection %u (%s) is back: it carries data again",
+	pxfer_info("data connection %u (%s) is back: it carries data again",
 	     w->b.idx, send_rail_name(s, w));
 	free(rj);
 	w->rj = NULL;
@@ -167,7 +167,7 @@ static int finish(struct send_session *s, struct sworker *w)
 	wait = rj->tries < 3 ? (double)(1u << rj->tries) : REJOIN_WAIT_MAX;
 	rj->tries++;
 	rj->next_at = pxfer_now() + wait;
-	verbose("data connection %u (%s) cannot be made again yet: %s; next try in %.0f s",
+	pxfer_verbose("data connection %u (%s) cannot be made again yet: %s; next try in %.0f s",
 		w->b.idx, send_rail_name(s, w), pxfer_err_msg(&rj->err),
 		wait);
 	return 0;

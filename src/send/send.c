@@ -57,7 +57,7 @@ static int busy_wait(struct send_session *s, double end, double *delay)
 				  "the receiver %s is still busy after %d s (%s); try again later, or wait longer with --wait",
 				  s->b.cconn->peer, s->o->wait_secs, why);
 	if (*delay == BUSY_FIRST)
-		info("pxfer: the receiver %s is busy (%s); trying again for up to %d s",
+		pxfer_info("pxfer: the receiver %s is busy (%s); trying again for up to %d s",
 		     s->b.cconn->peer, why, s->o->wait_secs);
 	s->b.t->close(s->b.cconn);
 	s->b.cconn = NULL;
@@ -100,7 +100,7 @@ static int handshake(struct send_session *s)
 		 !busy_wait(s, end, &delay));
 	if (r)
 		return -1;
-	verbose("connected to %s over %s: %u workers, %u KiB chunks, %u slots each, data %s",
+	pxfer_verbose("connected to %s over %s: %u workers, %u KiB chunks, %u slots each, data %s",
 		s->b.cconn->peer, s->b.t->name, s->b.wel.workers,
 		s->b.wel.chunk_size >> 10, s->b.wel.slots,
 		pxfer_session_prot_name(&s->b));
@@ -124,7 +124,7 @@ static int worker_prepare(struct send_session *s, struct sworker *w)
 	 * taken down and brought back: rxe) */
 	if (!w->b.idx && pxfer_env_uint("PXFER_TEST_LOSE_AFTER", 1, UINT_MAX,
 					&w->lose_after) < 0)
-		warning("PXFER_TEST_LOSE_AFTER is not a number of chunks: ignored");
+		pxfer_warning("PXFER_TEST_LOSE_AFTER is not a number of chunks: ignored");
 	return pxfer_worker_prepare(&w->b, s->b.t, s->o->io, s->b.wel.slots,
 				    s->b.wel.chunk_size, 0, &s->pool);
 }
@@ -141,26 +141,26 @@ static void rails_pair(struct send_session *s)
 	if (!s->nlocal)
 		return;
 	if (!s->b.wel.nrails) {
-		warning("the receiver %s offers no addresses for data (start it with --rails or a --device list): the data goes over one rail",
+		pxfer_warning("the receiver %s offers no addresses for data (start it with --rails or a --device list): the data goes over one rail",
 			s->b.cconn->peer);
 		return;
 	}
 	pxfer_rails_pair(s->local, (unsigned int)s->nlocal, &s->b.wel, &s->rails,
 			 &skipped);
 	if (!s->rails.n) {
-		warning("none of the %d local rails is on a subnet of an address the receiver %s offers: the data goes over one rail",
+		pxfer_warning("none of the %d local rails is on a subnet of an address the receiver %s offers: the data goes over one rail",
 			s->nlocal, s->b.cconn->peer);
 		return;
 	}
 	if (skipped)
-		warning("%u of the %d local rails are on no subnet the receiver %s offers; they carry nothing",
+		pxfer_warning("%u of the %d local rails are on no subnet the receiver %s offers; they carry nothing",
 			skipped, s->nlocal, s->b.cconn->peer);
 	if (s->b.wel.workers < s->rails.n)
-		warning("%u data connections for %u rails: only %u of them carry data (-j counts them all)",
+		pxfer_warning("%u data connections for %u rails: only %u of them carry data (-j counts them all)",
 			s->b.wel.workers, s->rails.n, s->b.wel.workers);
 	per = s->b.wel.workers / s->rails.n;
 	for (unsigned int i = 0; i < s->rails.n; i++)
-		verbose("rail %u: %s, %u data connection(s)%s", i,
+		pxfer_verbose("rail %u: %s, %u data connection(s)%s", i,
 			s->rails.r[i].name,
 			per + (i < s->b.wel.workers % s->rails.n),
 			s->rails.r[i].local.numa_node >= 0 ? ", NUMA node set" : "");
@@ -306,7 +306,7 @@ static int session_start(struct send_session *s)
 	if (s->nlocal < 0)
 		return pxfer_fail_quiet(&s->b.fail, -s->nlocal);
 	if ((o->rails || s->tc.devices) && !s->nlocal)
-		warning("--rails %s: no address of this host is up for %s; the data goes over one rail",
+		pxfer_warning("--rails %s: no address of this host is up for %s; the data goes over one rail",
 			o->rails ? o->rails : s->tc.devices, s->b.t->name);
 	/* -j counts every data connection; unless it was given, each rail
 	 * gets as many */
@@ -329,7 +329,7 @@ static int session_start(struct send_session *s)
 	if (s->b.t->pins_memory &&
 	    pxfer_pool_init(&s->pool, pxfer_pool_size(PXFER_DEFAULT_RING_MEM,
 						      s->b.t->ring_hdr)))
-		verbose("ring memory made when the session starts");
+		pxfer_verbose("ring memory made when the session starts");
 	ret = pxfer_walk_init(&s->walk, o->paths, o->npaths, &bad);
 	if (ret == -EINVAL)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_USAGE,
@@ -361,7 +361,7 @@ int send_session_run(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 	p->peer_ended = 0;
 	s = calloc(1, sizeof(*s));
 	if (!s || pxfer_session_init(&s->b, "receiver", o->stop)) {
-		error("out of memory");
+		pxfer_error("out of memory");
 		free(s);
 		return PXFER_EXIT_LOCAL;
 	}

@@ -103,7 +103,7 @@ static void sw_drop_failed(struct sworker *w, struct sslot *ss, uint8_t *buf)
 			 * that shrank changed, and is said so when it ends */
 			if (pxfer_sched_done(&s->sched, seg->f, seg->len, ss->err[i]) &&
 			    ss->err[i] != ENODATA)
-				error("cannot read %s: %s",
+				pxfer_error("cannot read %s: %s",
 				      pxfer_quote_str(q, sizeof(q), src),
 				      strerror(ss->err[i]));
 			continue;

@@ -23,13 +23,13 @@ static int pick_source(struct pxfer_transport_choice *c)
 
 	if (pxfer_rdma_source(c->device, c->gid_index, c->bind_buf,
 			      sizeof(c->bind_buf), &err))
-		return error("cannot use %s: %s",
+		return pxfer_error("cannot use %s: %s",
 			     c->device ? c->device : "that GID",
 			     pxfer_err_msg(&err));
 	if (c->bind && strcmp(c->bind, c->bind_buf))
-		return error("--bind %s does not match %s; give one or the other",
+		return pxfer_error("--bind %s does not match %s; give one or the other",
 			     c->bind, pxfer_err_msg(&err));
-	verbose("rdma: %s, so binding %s", pxfer_err_msg(&err), c->bind_buf);
+	pxfer_verbose("rdma: %s, so binding %s", pxfer_err_msg(&err), c->bind_buf);
 	c->bind = c->bind_buf;
 	return 0;
 }
@@ -44,7 +44,7 @@ int pxfer_transport_resolve(struct pxfer_transport_choice *c)
 		size_t n = strcspn(c->device, ",");
 
 		if (!n || n >= sizeof(c->first)) {
-			error("--device takes device names separated by commas, not '%s'",
+			pxfer_error("--device takes device names separated by commas, not '%s'",
 			      c->device);
 			return PXFER_EXIT_USAGE;
 		}
@@ -55,7 +55,7 @@ int pxfer_transport_resolve(struct pxfer_transport_choice *c)
 	}
 	if (c->device || c->gid_index >= 0) {
 		if (!strcmp(c->name, "tcp")) {
-			error("--device and --gid-index apply to the rdma transport, not tcp");
+			pxfer_error("--device and --gid-index apply to the rdma transport, not tcp");
 			return PXFER_EXIT_USAGE;
 		}
 		if (pick_source(c))
@@ -65,12 +65,12 @@ int pxfer_transport_resolve(struct pxfer_transport_choice *c)
 	if (!strcmp(c->name, "auto"))
 		return 0;
 	if (!pxfer_transport_find(c->name)) {
-		error("transport '%s' is not available in this build (use 'tcp' or 'auto')",
+		pxfer_error("transport '%s' is not available in this build (use 'tcp' or 'auto')",
 		      c->name);
 		return PXFER_EXIT_USAGE;
 	}
 	if (!strcmp(c->name, "rdma") && !pxfer_rdma_available()) {
-		error("%s", no_rdma);
+		pxfer_error("%s", no_rdma);
 		return PXFER_EXIT_NET;
 	}
 	return 0;
@@ -87,7 +87,7 @@ pxfer_transport_for_host(const struct pxfer_transport_choice *c,
 		return pxfer_transport_find(c->name);
 	t = pxfer_rdma_probe(host, c->bind, &err) ? &pxfer_tcp_ops
 						  : &pxfer_rdma_ops;
-	verbose("transport auto: %s, so %s", pxfer_err_msg(&err), t->name);
+	pxfer_verbose("transport auto: %s, so %s", pxfer_err_msg(&err), t->name);
 	return t;
 }
 
@@ -155,7 +155,7 @@ int pxfer_transport_rails(const struct pxfer_transport_choice *c,
 	if (!c->devices && !strcmp(spec, "auto")) {
 		ret = t->rails_local ? t->rails_local(out, PXFER_RAILS_MAX) : 0;
 		if (ret < 0) {
-			error("cannot list this host's addresses for --rails auto: %s",
+			pxfer_error("cannot list this host's addresses for --rails auto: %s",
 			      strerror(-ret));
 			return -PXFER_EXIT_LOCAL;
 		}
@@ -170,7 +170,7 @@ int pxfer_transport_rails(const struct pxfer_transport_choice *c,
 		if (c->devices) {
 			if (pxfer_rdma_source(item, c->gid_index, ra->addr,
 					      sizeof(ra->addr), &err)) {
-				error("cannot use %s: %s", item,
+				pxfer_error("cannot use %s: %s", item,
 				      pxfer_err_msg(&err));
 				return -PXFER_EXIT_USAGE;
 			}
@@ -180,7 +180,7 @@ int pxfer_transport_rails(const struct pxfer_transport_choice *c,
 		}
 		ret = t->rail_query ? t->rail_query(ra) : 0;
 		if (ret == -ENOENT) {
-			error("--rails: no %s of this host has the address %s",
+			pxfer_error("--rails: no %s of this host has the address %s",
 			      t->pins_memory ? "RDMA device" : "interface", ra->addr);
 			return -PXFER_EXIT_USAGE;
 		}

@@ -49,7 +49,7 @@
 #define WR_SEND		1
 #define WR_RECV		2
 
-__attribute__((noreturn)) static void die(const char *what, int err)
+__attribute__((noreturn)) static void pxfer_die(const char *what, int err)
 {
 	fprintf(stderr, "hostile_rdma: %s: %s\n", what, strerror(err));
 	exit(1);
@@ -74,7 +74,7 @@ static void expect(struct rdma_event_channel *ech, enum rdma_cm_event_type type)
 	struct rdma_cm_event *ev;
 
 	if (rdma_get_cm_event(ech, &ev))
-		die("rdma_get_cm_event", errno);
+		pxfer_die("rdma_get_cm_event", errno);
 	if (ev->event != type) {
 		fprintf(stderr, "hostile_rdma: %s instead of %s (status %d)\n",
 			rdma_event_str(ev->event), rdma_event_str(type), ev->status);
@@ -107,25 +107,25 @@ static void peer_connect(struct peer *pe, const struct sockaddr_storage *src,
 
 	pe->ech = rdma_create_event_channel();
 	if (!pe->ech || rdma_create_id(pe->ech, &pe->id, NULL, RDMA_PS_TCP))
-		die("rdma_cm", errno);
+		pxfer_die("rdma_cm", errno);
 	if (rdma_resolve_addr(pe->id, src->ss_family ? (struct sockaddr *)src : NULL,
 			      (struct sockaddr *)dst, 2000))
-		die("rdma_resolve_addr", errno);
+		pxfer_die("rdma_resolve_addr", errno);
 	expect(pe->ech, RDMA_CM_EVENT_ADDR_RESOLVED);
 	if (rdma_resolve_route(pe->id, 2000))
-		die("rdma_resolve_route", errno);
+		pxfer_die("rdma_resolve_route", errno);
 	expect(pe->ech, RDMA_CM_EVENT_ROUTE_RESOLVED);
 	pe->pd = ibv_alloc_pd(pe->id->verbs);
 	pe->cq = pe->pd ? ibv_create_cq(pe->id->verbs, 2 * DEPTH, NULL, NULL, 0) : NULL;
 	pe->mr = pe->cq ? ibv_reg_mr(pe->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	pe->rmr = pe->mr ? ibv_reg_mr(pe->pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE) : NULL;
 	if (!pe->rmr)
-		die("cannot set up the PD, CQ or MR", errno);
+		pxfer_die("cannot set up the PD, CQ or MR", errno);
 	qa.send_cq = qa.recv_cq = pe->cq;
 	qa.cap.max_send_wr = qa.cap.max_recv_wr = DEPTH;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
 	if (rdma_create_qp(pe->id, pe->pd, &qa))
-		die("rdma_create_qp", errno);
+		pxfer_die("rdma_create_qp", errno);
 	/* room for what the receiver says (its CHALLENGE), never read */
 	for (int i = 0; i < DEPTH; i++) {
 		struct ibv_sge sge = { .addr = (uintptr_t)rbuf, .length = sizeof(rbuf),
@@ -134,13 +134,13 @@ static void peer_connect(struct peer *pe, const struct sockaddr_storage *src,
 					  .num_sge = 1 }, *bad;
 
 		if (ibv_post_recv(pe->id->qp, &wr, &bad))
-			die("ibv_post_recv", errno);
+			pxfer_die("ibv_post_recv", errno);
 	}
 	/* a receiver that closed on us is noticed in ~0.1 s, not seconds */
 	rdma_set_option(pe->id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
 			&ack_timeout, sizeof(ack_timeout));
 	if (rdma_connect(pe->id, &p))
-		die("rdma_connect", errno);
+		pxfer_die("rdma_connect", errno);
 	expect(pe->ech, RDMA_CM_EVENT_ESTABLISHED);
 }
 
@@ -159,16 +159,16 @@ static void half_open(const struct sockaddr_storage *src,
 	struct rdma_cm_id *id;
 
 	if (!ech || rdma_create_id(ech, &id, NULL, RDMA_PS_TCP))
-		die("rdma_cm", errno);
+		pxfer_die("rdma_cm", errno);
 	if (rdma_resolve_addr(id, src->ss_family ? (struct sockaddr *)src : NULL,
 			      (struct sockaddr *)dst, 2000))
-		die("rdma_resolve_addr", errno);
+		pxfer_die("rdma_resolve_addr", errno);
 	expect(ech, RDMA_CM_EVENT_ADDR_RESOLVED);
 	if (rdma_resolve_route(id, 2000))
-		die("rdma_resolve_route", errno);
+		pxfer_die("rdma_resolve_route", errno);
 	expect(ech, RDMA_CM_EVENT_ROUTE_RESOLVED);
 	if (rdma_connect(id, &p))
-		die("rdma_connect", errno);
+		pxfer_die("rdma_connect", errno);
 	expect(ech, RDMA_CM_EVENT_CONNECT_RESPONSE);
 	printf("half-open: accepted\n");
 	fflush(stdout);
@@ -206,13 +206,13 @@ static void send_junk(struct peer *pe, int count, int len)
 
 		if (out < DEPTH && sent + out < count) {
 			if (ibv_post_send(pe->id->qp, &wr, &bad))
-				die("ibv_post_send", errno);
+				pxfer_die("ibv_post_send", errno);
 			out++;
 			continue;
 		}
 		n = ibv_poll_cq(pe->cq, DEPTH, wc);
 		if (n < 0)
-			die("ibv_poll_cq", EIO);
+			pxfer_die("ibv_poll_cq", EIO);
 		for (int i = 0; i < n; i++) {
 			if (wc[i].wr_id != WR_SEND)
 				continue;
@@ -245,12 +245,12 @@ static int forge_write(struct peer *pe, uint64_t raddr, uint32_t rkey,
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	if (ibv_post_send(pe->id->qp, &wr, &bad))
-		die("ibv_post_send", errno);
+		pxfer_die("ibv_post_send", errno);
 	do {
 		n = ibv_poll_cq(pe->cq, 1, &wc);
 	} while (n == 0 || (n == 1 && wc.wr_id != WR_SEND));
 	if (n < 0)
-		die("ibv_poll_cq", EIO);
+		pxfer_die("ibv_poll_cq", EIO);
 	printf("%s of %d bytes at 0x%llx key 0x%x: %s\n",
 	       with_imm ? "RDMA write with immediate" : "RDMA write", len,
 	       (unsigned long long)raddr, rkey, ibv_wc_status_str(wc.status));

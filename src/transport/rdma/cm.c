@@ -270,7 +270,7 @@ static void close_wait_sends(struct rdma_conn *c)
 	pthread_mutex_lock(&c->lock);
 	left = c->nsend - (unsigned int)__builtin_popcountll(c->send_free);
 	pthread_mutex_unlock(&c->lock);
-	warning("rdma: closing the %s connection to %s with %u message%s not acknowledged after %d s (QP state %s, last rdma_cm event %s)",
+	pxfer_warning("rdma: closing the %s connection to %s with %u message%s not acknowledged after %d s (QP state %s, last rdma_cm event %s)",
 		c->kind == KIND_CTRL ? "control" : "data", c->conn.peer, left,
 		left == 1 ? "" : "s", RDMA_CLOSE_WAIT_MS / 1000,
 		qp_state_name(c->id->qp),
@@ -282,7 +282,7 @@ void rt_close(struct pxfer_conn *pc)
 	struct rdma_conn *c = to_rconn(pc);
 
 	if (c->chunks)
-		verbose("rdma: data connection to %s: %llu chunks, at most %u work requests outstanding (credit bound %u, send queue depth %u)",
+		pxfer_verbose("rdma: data connection to %s: %llu chunks, at most %u work requests outstanding (credit bound %u, send queue depth %u)",
 			c->conn.peer, (unsigned long long)c->chunks,
 			atomic_load(&c->wr_max), 2 * c->ring->nslots, c->sq_depth);
 	if (c->id && c->id->qp && atomic_load(&c->established))

@@ -89,7 +89,7 @@ static int rt_connect_to(const char *host, const char *port,
 	}
 	ret = resolve_addr(c, src ? src->ai_addr : NULL, dst->ai_addr,
 			   timeout_ms);
-	verbose("rdma: resolving the address of %s: %s", host,
+	pxfer_verbose("rdma: resolving the address of %s: %s", host,
 		ret ? strerror(-ret) : "done");
 	if (ret)
 		goto out_free;
@@ -103,7 +103,7 @@ static int rt_connect_to(const char *host, const char *port,
 	{
 		int r = rt_conn_wait(c, route_resolved, timeout_ms);
 
-		verbose("rdma: resolving the route to %s: %s", host,
+		pxfer_verbose("rdma: resolving the route to %s: %s", host,
 			r ? strerror(-r) : "done");
 		if (r)
 			ret = r;
@@ -120,7 +120,7 @@ static int rt_connect_to(const char *host, const char *port,
 		goto out_free;
 	}
 	ret = rt_conn_wait(c, rt_conn_established, timeout_ms);
-	verbose("rdma: connecting to %s: %s", host, ret ? strerror(-ret) : "done");
+	pxfer_verbose("rdma: connecting to %s: %s", host, ret ? strerror(-ret) : "done");
 	if (ret)
 		goto out_free;
 	pxfer_addr_format(rdma_get_peer_addr(c->id), c->conn.peer, sizeof(c->conn.peer));

@@ -49,12 +49,12 @@ int rt_ctx_get(struct rdma_ctx **out, void *(*serve)(void *))
 		goto out_unlock;
 	atomic_init(&ctx->doing, "starting");
 	if (pxfer_env_uint("PXFER_RDMA_SPIN", 0, 1u << 30, &spin) < 0)
-		warning("PXFER_RDMA_SPIN is not a number of polls from 0 to 2^30: %u is used",
+		pxfer_warning("PXFER_RDMA_SPIN is not a number of polls from 0 to 2^30: %u is used",
 			spin);
 	ctx->spin = (int)spin;
 	/* a smaller first CQ makes the tests grow it (cases.sh, deep-rings) */
 	if (pxfer_env_uint("PXFER_RDMA_CQ_MIN", 1, 1u << 22, &cq_first) < 0)
-		warning("PXFER_RDMA_CQ_MIN is not a number of entries from 1 to 2^22: %u is used",
+		pxfer_warning("PXFER_RDMA_CQ_MIN is not a number of entries from 1 to 2^22: %u is used",
 			cq_first);
 	ctx->cq_first = (int)cq_first;
 	ctx->ech = rdma_create_event_channel();
@@ -120,7 +120,7 @@ static int join_bounded(struct rdma_ctx *ctx)
 	end.tv_sec += RDMA_STOP_WAIT_MS / 1000;
 	if (!pthread_timedjoin_np(ctx->thread, NULL, &end))
 		return 0;
-	warning("rdma: the progress thread did not stop within %d s (it was %s); going on without it",
+	pxfer_warning("rdma: the progress thread did not stop within %d s (it was %s); going on without it",
 		RDMA_STOP_WAIT_MS / 1000, atomic_load(&ctx->doing));
 	pthread_detach(ctx->thread);
 	return -ETIMEDOUT;

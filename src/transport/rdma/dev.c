@@ -49,7 +49,7 @@ int rt_reg_failed(size_t bytes, const char *what)
 	uint64_t limit = pxfer_memlock_limit();
 
 	if ((err == ENOMEM || err == EPERM || err == EFAULT) && limit) {
-		error("cannot register %zu KiB of %s with the RDMA device: the memlock limit is %llu KiB "
+		pxfer_error("cannot register %zu KiB of %s with the RDMA device: the memlock limit is %llu KiB "
 		      "(raise it with 'ulimit -l', or in /etc/security/limits.conf)",
 		      bytes >> 10, what, (unsigned long long)limit >> 10);
 		return -ENOMEM;
@@ -132,10 +132,10 @@ int rt_cq_reserve(struct rdma_dev *d, int n)
 		else if (ibv_resize_cq(d->cq, size))
 			ret = errno ? -errno : -EIO;
 		if (ret)
-			error("rdma: %s: cannot grow the completion queue to %d entries (device limit %d): %s",
+			pxfer_error("rdma: %s: cannot grow the completion queue to %d entries (device limit %d): %s",
 			      rt_dev_name(d), need, d->cq_max, strerror(-ret));
 		else
-			verbose("rdma: %s: completion queue grown to %d entries",
+			pxfer_verbose("rdma: %s: completion queue grown to %d entries",
 				rt_dev_name(d), d->cq->cqe);
 	}
 	if (!ret)
@@ -149,12 +149,12 @@ static void dev_free(struct rdma_dev *d)
 {
 	/* every receive a peer used up, for whatever reason, came back */
 	if (d->srq && d->srq_used != d->srq_back)
-		warning("rdma: %s: %llu of %llu shared receives used were not put back",
+		pxfer_warning("rdma: %s: %llu of %llu shared receives used were not put back",
 			rt_dev_name(d),
 			(unsigned long long)(d->srq_used - d->srq_back),
 			(unsigned long long)d->srq_used);
 	else if (d->srq)
-		verbose("rdma: %s: shared receive queue: %llu receives used, all put back",
+		pxfer_verbose("rdma: %s: shared receive queue: %llu receives used, all put back",
 			rt_dev_name(d), (unsigned long long)d->srq_used);
 	if (d->srq)
 		ibv_destroy_srq(d->srq);
@@ -310,7 +310,7 @@ int rt_dev_get(struct rdma_ctx *ctx, struct ibv_context *verbs, int quiet,
 	}
 	if (ctx->ndevs == RDMA_DEVS_MAX) {
 		if (!quiet)
-			error("rdma: cannot use %s: this process already uses %d RDMA devices, the most it can",
+			pxfer_error("rdma: cannot use %s: this process already uses %d RDMA devices, the most it can",
 			      ibv_get_device_name(verbs->device), RDMA_DEVS_MAX);
 		ret = -ENOSPC;
 		goto out;
@@ -326,7 +326,7 @@ int rt_dev_get(struct rdma_ctx *ctx, struct ibv_context *verbs, int quiet,
 	pthread_mutex_unlock(&ctx->lock);
 	/* the progress thread picks up its channels */
 	pxfer_wake(ctx->stop_fd);
-	verbose("rdma: %s: device context ready (%d completion queue entries, %u shared receives)",
+	pxfer_verbose("rdma: %s: device context ready (%d completion queue entries, %u shared receives)",
 		rt_dev_name(d), d->cq->cqe, d->srq_max);
 out:
 	pthread_mutex_unlock(&ctx->dev_lock);

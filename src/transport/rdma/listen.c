@@ -132,7 +132,7 @@ static void accept_start(struct rdma_listener *l, struct rdma_cm_id *id,
 	int ret;
 
 	if (l->naccepting == RDMA_ACCEPTING_MAX) {
-		verbose("rdma: refused a connection: %u accepted ones are not yet established",
+		pxfer_verbose("rdma: refused a connection: %u accepted ones are not yet established",
 			RDMA_ACCEPTING_MAX);
 		rdma_reject(id, NULL, 0);
 		rdma_destroy_id(id);
@@ -173,7 +173,7 @@ static void accept_start(struct rdma_listener *l, struct rdma_cm_id *id,
 	return;
 
 out_free:
-	verbose("rdma: accepting a %s connection: %s",
+	pxfer_verbose("rdma: accepting a %s connection: %s",
 		kind == KIND_CTRL ? "control" : "data", strerror(-ret));
 	rt_conn_free(c);
 }
@@ -195,7 +195,7 @@ static void accept_done(struct rdma_listener *l, struct rdma_conn *c)
 	pthread_mutex_lock(&l->ctx->lock);
 	c->acceptor = NULL;
 	pthread_mutex_unlock(&l->ctx->lock);
-	verbose("rdma: accepted a %s connection",
+	pxfer_verbose("rdma: accepted a %s connection",
 		c->kind == KIND_CTRL ? "control" : "data");
 	pxfer_addr_format(rdma_get_peer_addr(id), c->conn.peer, sizeof(c->conn.peer));
 	pxfer_addr_source(rdma_get_peer_addr(id), c->conn.source,
@@ -229,7 +229,7 @@ static int accepted_next(struct rdma_listener *l, struct pxfer_conn **out)
 			i++;
 			continue;
 		}
-		verbose("rdma: accepting a %s connection: %s",
+		pxfer_verbose("rdma: accepting a %s connection: %s",
 			c->kind == KIND_CTRL ? "control" : "data",
 			strerror(ret ? -ret : ETIMEDOUT));
 		accepting_drop(l, i);

@@ -250,7 +250,7 @@ void rt_describe_route(struct rdma_cm_id *id, const char *peer)
 		/* no GRH (InfiniBand within a subnet): the port's GID */
 		index = find_gid(id, sgid, &type);
 	}
-	verbose("rdma: to %s through device %s port %u, GID index %d (%s, %s)",
+	pxfer_verbose("rdma: to %s through device %s port %u, GID index %d (%s, %s)",
 		peer, ibv_get_device_name(id->verbs->device), id->port_num,
 		index, type, gid);
 }

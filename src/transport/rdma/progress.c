@@ -72,11 +72,11 @@ static void on_wc_error(struct rdma_conn *c, const struct ibv_wc *wc)
 	/* a data connection's loss need not end the session: the others
 	 * take its chunks (failover), and the engine says so */
 	if (c->kind == KIND_CTRL)
-		error("rdma: control connection to %s failed: %s (work completion status %d)%s",
+		pxfer_error("rdma: control connection to %s failed: %s (work completion status %d)%s",
 		      c->conn.peer, ibv_wc_status_str(wc->status), wc->status,
 		      wc_hint(wc->status));
 	else
-		warning("rdma: data connection to %s failed: %s (work completion status %d)%s",
+		pxfer_warning("rdma: data connection to %s failed: %s (work completion status %d)%s",
 			c->conn.peer, ibv_wc_status_str(wc->status), wc->status,
 			wc_hint(wc->status));
 }
@@ -173,7 +173,7 @@ static void port_lost(struct rdma_ctx *ctx, struct rdma_dev *d,
 	for (struct rdma_conn *c = ctx->conns; c; c = c->next)
 		n += on_port(c, d, port);
 	/* said before the failures it explains are */
-	verbose("rdma: %s port %u went down (its network interface is down or has no carrier): %u connection%s on it fail",
+	pxfer_verbose("rdma: %s port %u went down (its network interface is down or has no carrier): %u connection%s on it fail",
 		rt_dev_name(d), port, n, n == 1 ? "" : "s");
 	for (struct rdma_conn *c = ctx->conns; c; c = c->next) {
 		if (!on_port(c, d, port))
@@ -201,10 +201,10 @@ static void drain_async(struct rdma_ctx *ctx, struct rdma_dev *d)
 		case IBV_EVENT_PORT_ACTIVE:
 			if (port >= 1 && port <= d->nports)
 				atomic_store(&d->port_state[port], IBV_PORT_ACTIVE);
-			verbose("rdma: %s port %u is active", rt_dev_name(d), port);
+			pxfer_verbose("rdma: %s port %u is active", rt_dev_name(d), port);
 			break;
 		case IBV_EVENT_DEVICE_FATAL:
-			error("rdma: device %s failed (a fatal device error): its connections end",
+			pxfer_error("rdma: device %s failed (a fatal device error): its connections end",
 			      rt_dev_name(d));
 			for (port = 1; port <= d->nports; port++)
 				port_lost(ctx, d, port);
@@ -326,7 +326,7 @@ static void sleep_prepare(struct rdma_ctx *ctx, struct sleep_set *s)
 		if (ret) {
 			s->unarmed++;
 			if (!d->arm_failed)
-				warning("cannot arm the completion queue of %s: %s; it is polled every millisecond instead",
+				pxfer_warning("cannot arm the completion queue of %s: %s; it is polled every millisecond instead",
 					ibv_get_device_name(d->verbs->device),
 					strerror(ret));
 			d->arm_failed = 1;

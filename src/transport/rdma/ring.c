@@ -133,19 +133,19 @@ int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 	if (d->mw2) {
 		ret = ring_window(c, r, &desc.rkey);
 		if (ret) {
-			error("rdma: cannot bind a memory window over the ring of the data connection from %s: %s",
+			pxfer_error("rdma: cannot bind a memory window over the ring of the data connection from %s: %s",
 			      c->conn.peer, strerror(-ret));
 			return ret;
 		}
 	} else if (!atomic_exchange(&warned, 1)) {
-		warning("rdma: %s has no type 2 memory windows: a ring is writable by every queue pair on the device's protection domain, also before it authenticates (docs/security.md)",
+		pxfer_warning("rdma: %s has no type 2 memory windows: a ring is writable by every queue pair on the device's protection domain, also before it authenticates (docs/security.md)",
 			rt_dev_name(d));
 	}
 	desc.addr = (uintptr_t)r->base;
 	desc.stride = r->stride;
 	desc.hdr = r->hdr_size;
 	desc.slots = r->nslots;
-	verbose("rdma: data connection from %s: ring at 0x%llx, %zu bytes, key 0x%x (%s)",
+	pxfer_verbose("rdma: data connection from %s: ring at 0x%llx, %zu bytes, key 0x%x (%s)",
 		c->conn.peer, (unsigned long long)desc.addr, r->bytes, desc.rkey,
 		d->mw2 ? "a window bound to its queue pair" : "the memory region's");
 	pxfer_ring_desc_encode(&desc, blob);
