@@ -220,14 +220,14 @@ static int check_file(struct recv_session *s, uint64_t id)
 /* regular file @f: created (FILE_OK), refused, or checked first */
 static int create_file(struct recv_session *s, const struct pxfer_file *f)
 {
-	const char *what = "unsafe path";
-	int ret = pxfer_rfile_create(&s->files, f, &what, &s->ok.u.ok);
+	struct pxfer_err err = { 0 };
+	int ret = pxfer_rfile_create(&s->files, f, &err, &s->ok.u.ok);
 
 	if (ret == 1 || ret == 2)
 		return check_file(s, f->id);
 	if (!ret)
 		return file_ok(s, f->id, f->size);
-	refuse_file(s, f, -ret, what);
+	refuse_file(s, f, -ret, err.msg);
 	return 0;
 }
 
@@ -255,19 +255,20 @@ static int checked(struct recv_session *s, uint64_t id)
 	struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, id);
 	char key[PXFER_PARTIAL_KEY_LEN + 1], why[PXFER_TEXT_MAX + 1];
 	char q[PXFER_QUOTE_MAX], qp[PXFER_QUOTE_MAX];
+	struct pxfer_err err = { 0 };
 	int ret;
 
 	if (rf->wait == PXFER_WAIT_SAME)
 		return compared(s, id);
 	memcpy(key, rf->part->key, sizeof(key));
-	ret = pxfer_rfile_checked(&s->files, id, &s->ok.u.ok, why, sizeof(why));
+	ret = pxfer_rfile_checked(&s->files, id, &s->ok.u.ok, &err);
 	if (s->ok.u.ok.state == PXFER_HAVE_BAD && !s->o->quiet) {
 		char part[sizeof(PXFER_STATE_DIR "/partial/.part") + PXFER_PARTIAL_KEY_LEN];
 
 		snprintf(part, sizeof(part), "%s/partial/%s.part", PXFER_STATE_DIR, key);
 		pxfer_warning("discarded the partial file %s of %s (from %s): %s; the file is sent whole",
 			pxfer_quote_str(qp, sizeof(qp), part),
-			pxfer_quote_str(q, sizeof(q), rf->path), s->b.cconn->peer, why);
+			pxfer_quote_str(q, sizeof(q), rf->path), s->b.cconn->peer, err.msg);
 	}
 	if (ret) {
 		snprintf(why, sizeof(why), "cannot start its partial file anew: %s",
@@ -296,26 +297,26 @@ static int reap_checks(struct recv_session *s)
 /* FILE @f, with its digest if it was to follow: made, or refused */
 static int answer_file(struct recv_session *s, const struct pxfer_file *f)
 {
-	const char *what = "unsafe path";
+	struct pxfer_err err = { 0 };
 	int ret = pxfer_path_check(f->path, f->path_len);
 
 	if (!ret) {
 		switch (f->type) {
 		case PXFER_FT_DIR:
-			ret = pxfer_rfile_mkdir(&s->files, f, &what);
+			ret = pxfer_rfile_mkdir(&s->files, f, &err);
 			if (ret == -ENOMEM)
 				return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 						  "out of memory");
 			break;
 		case PXFER_FT_SYMLINK:
-			ret = pxfer_rfile_symlink(&s->files, f, &what);
+			ret = pxfer_rfile_symlink(&s->files, f, &err);
 			break;
 		default:
 			return create_file(s, f);
 		}
 	}
 	if (ret)
-		refuse_file(s, f, -ret, what);
+		refuse_file(s, f, -ret, err.msg[0] ? err.msg : "unsafe path");
 	else
 		reply_status(s, PXFER_MSG_FILE_DONE, f->id, 0, NULL);
 	return 0;

@@ -54,7 +54,7 @@ int pxfer_rfile_restart(struct pxfer_rfiles *r, uint64_t id)
 }
 
 int pxfer_rfile_checked(struct pxfer_rfiles *r, uint64_t id,
-			struct pxfer_file_ok *ok, char *why, size_t len)
+			struct pxfer_file_ok *ok, struct pxfer_err *err)
 {
 	struct pxfer_rfile *rf = &r->f[id];
 	struct pxfer_check_job *j = rf->check;
@@ -79,10 +79,10 @@ int pxfer_rfile_checked(struct pxfer_rfiles *r, uint64_t id,
 		return 0;
 	}
 	if (j->err)
-		snprintf(why, len, "its data cannot be read back: %s",
-			 strerror(-j->err));
+		pxfer_err_set(err, 0, "its data cannot be read back: %s",
+			      strerror(-j->err));
 	else
-		snprintf(why, len,
+		pxfer_err_set(err, 0,
 			 "its data read back differs from what its journal recorded (%u of %u ranges, the first at byte %llu)",
 			 j->bad, j->n, (unsigned long long)j->bad_off);
 	free(j->pieces);

@@ -85,7 +85,7 @@ static int dcache_get(struct pxfer_rfiles *r, const char *path,
 	victim->fd = fd;
 	victim->refs = 1;
 	victim->used = ++r->dcache_tick;
-	victim->fresh = *fresh = pxfer_rdirs_fresh(r, copy);
+	victim->fresh = *fresh = pxfer_rdirs_fresh(&r->dirs, copy);
 	return fd;
 }
 
@@ -241,8 +241,7 @@ int pxfer_rfiles_init(struct pxfer_rfiles *r, int rootfd, const char *dest,
 	if (!r->f)
 		return -ENOMEM;
 	r->n = n;
-	r->dirs_max = PXFER_RDIRS_MAX;
-	r->dirs_bytes_max = (size_t)PXFER_RDIRS_MIB << 20;
+	pxfer_rdirs_init(&r->dirs, r->basefd, r->mode_mask);
 	crypto_shorthash_keygen(r->tmp_key);
 	atomic_store(&r->tmp_seq, 0);
 	return 0;
@@ -284,7 +283,7 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r)
 		pxfer_rfile_drop(r, i, PXFER_DROP_KEEP);
 	free(r->f);
 	r->f = NULL;
-	pxfer_rdirs_release(r);
+	pxfer_rdirs_release(&r->dirs);
 	dcache_release(r);
 	/* the store stays, empty or not: another user who can write the
 	 * top directory could make it in its place once it is gone */
@@ -299,8 +298,8 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r)
 
 /* ---- creating --------------------------------------------------------- */
 
-int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
-			const char **what)
+static int rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
+			 const char **what)
 {
 	char tmp[PXFER_NAME_MAX + 1];
 	struct timespec ts[2];
@@ -330,6 +329,28 @@ int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	}
 	close(dfd);
 	return ret;
+}
+
+int pxfer_rfile_mkdir(struct pxfer_rfiles *r, const struct pxfer_file *m,
+		      struct pxfer_err *err)
+{
+	if (!*r->dest && pxfer_rfile_reserved(m->path, m->path_len))
+		return pxfer_err_set(err, EPERM, "the name is the receiver's own (its partial files)");
+	return pxfer_rdirs_make(&r->dirs, m, err);
+}
+
+void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r)
+{
+	pxfer_rdirs_apply(&r->dirs);
+}
+
+int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
+			struct pxfer_err *err)
+{
+	const char *what = "unsafe or unusable path";
+	int ret = rfile_symlink(r, m, &what);
+
+	return ret < 0 ? pxfer_err_set(err, -ret, "%s", what) : ret;
 }
 
 /*
@@ -519,8 +540,8 @@ static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	return 0;
 }
 
-int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
-		       const char **what, struct pxfer_file_ok *ok)
+static int rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
+			const char **what, struct pxfer_file_ok *ok)
 {
 	struct pxfer_rfile *rf = &r->f[m->id];
 	char tmp[PXFER_NAME_MAX + 1];
@@ -664,6 +685,15 @@ int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		return ret;
 	}
 	return 1;
+}
+
+int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
+		       struct pxfer_err *err, struct pxfer_file_ok *ok)
+{
+	const char *what = "unsafe or unusable path";
+	int ret = rfile_create(r, m, &what, ok);
+
+	return ret < 0 ? pxfer_err_set(err, -ret, "%s", what) : ret;
 }
 
 /* ---- finishing -------------------------------------------------------- */

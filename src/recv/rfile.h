@@ -23,9 +23,11 @@
 #include <time.h>
 #include <sys/stat.h>
 #include "core/digest.h"
+#include "core/err.h"
 #include "core/proto.h"
 #include "engine/check.h"
 #include "recv/partial.h"
+#include "recv/rdir.h"
 
 /* files up to this size are made unnamed, larger ones are sized at once */
 #define PXFER_UNNAMED_MAX (1u << 20)
@@ -87,22 +89,6 @@ struct pxfer_dcache {
 	uint64_t used;		/* for eviction of the least recently used */
 };
 
-struct pxfer_rdir {
-	char *path;
-	int fresh;		/* this session made it: no name in it but ours */
-	uint32_t mode;
-	struct timespec times[2];
-};
-
-/*
- * Directories a session remembers to give them their mode and times at
- * the end: each once (a record that repeats one updates it), and at most
- * PXFER_RDIRS_MAX of them, or PXFER_RDIRS_MIB MiB of their paths; a
- * directory beyond either is refused, and not made. About 26 MiB at most.
- */
-#define PXFER_RDIRS_MAX		131072
-#define PXFER_RDIRS_MIB		16
-
 struct pxfer_rfiles {
 	int basefd;			/* the destination */
 	int rootfd;			/* the top directory (not ours) */
@@ -125,12 +111,7 @@ struct pxfer_rfiles {
 	atomic_uint_fast64_t tmp_seq;	/* workers name files too */
 	enum pxfer_link_how link_how;
 	mode_t create_bits;		/* what a mode at creation keeps (probe) */
-	struct pxfer_rdir *dirs;	/* made, to be given mode and times */
-	size_t ndirs, dirs_cap;
-	size_t dirs_bytes;		/* of their paths, with their NULs */
-	size_t dirs_max, dirs_bytes_max;	/* PXFER_RDIRS_*; tests lower them */
-	uint64_t *dir_index;	/* by path: hash << 32 | (1 + index in dirs) */
-	size_t dir_index_cap;	/* a power of two, at least 2 x ndirs */
+	struct pxfer_rdirs dirs;	/* made, to be given mode and times */
 };
 
 /*
@@ -174,19 +155,20 @@ void pxfer_rfiles_release(struct pxfer_rfiles *r);
  * what to do once it is done.
  */
 int pxfer_rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
-		       const char **what, struct pxfer_file_ok *ok);
+		       struct pxfer_err *err, struct pxfer_file_ok *ok);
 
 /*
  * pxfer_rfile_mkdir - directory @m, given its mode and time at the end:
- * 0, or -errno with what failed in *what (-ENOBUFS: one directory too
+ * 0, or -errno with what failed in @err (-ENOBUFS: one directory too
  * many for the session, see PXFER_RDIRS_MAX)
  */
 int pxfer_rfile_mkdir(struct pxfer_rfiles *r, const struct pxfer_file *m,
-		      const char **what);
+		      struct pxfer_err *err);
 
-/* pxfer_rfile_symlink - symbolic link @m, made at once (never followed) */
+/* pxfer_rfile_symlink - symbolic link @m, made at once (never followed):
+ * 0, or -errno with what failed in @err */
 int pxfer_rfile_symlink(struct pxfer_rfiles *r, const struct pxfer_file *m,
-			const char **what);
+			struct pxfer_err *err);
 
 static inline struct pxfer_rfile *pxfer_rfile_get(struct pxfer_rfiles *r,
 						  uint64_t id)
@@ -224,13 +206,13 @@ void pxfer_rfiles_apply_dirs(struct pxfer_rfiles *r);
  * pxfer_rfile_checked - file @id's check (rf->check, reaped) is done: the
  * job freed, and *@ok filled as pxfer_rfile_create would. Every record
  * read back as its journal says: PXFER_HAVE_PART. Otherwise the partial
- * is discarded and the file starts empty (PXFER_HAVE_BAD), and @why
- * (@len bytes) says what was wrong, for the log. 0, or -errno when the
+ * is discarded and the file starts empty (PXFER_HAVE_BAD), and @err has
+ * a note (code 0) of what was wrong, for the log. 0, or -errno when the
  * file could not start over (the caller refuses it; its partial is gone).
  * Coordinator.
  */
 int pxfer_rfile_checked(struct pxfer_rfiles *r, uint64_t id,
-			struct pxfer_file_ok *ok, char *why, size_t len);
+			struct pxfer_file_ok *ok, struct pxfer_err *err);
 
 /*
  * pxfer_rfile_compared - file @id's comparison (rf->check, reaped) is
@@ -295,25 +277,5 @@ static inline int pxfer_rfile_reserved(const char *path, size_t len)
 	return len >= n && !memcmp(path, PXFER_STATE_DIR, n) &&
 	       (len == n || path[n] == '/');
 }
-
-/* the times to give what @m describes: its mtime, the atime left alone */
-static inline void pxfer_rfile_times(struct timespec *ts,
-				     const struct pxfer_file *m)
-{
-	ts[0].tv_sec = 0;
-	ts[0].tv_nsec = UTIME_OMIT;
-	ts[1].tv_sec = m->mtime_sec;
-	ts[1].tv_nsec = m->mtime_nsec;
-}
-
-/*
- * pxfer_rdirs_fresh - did this session make directory @path (mkdirat
- * succeeded)? Then nothing in it is older than the session. A hint: a
- * name that appears there anyway is found when the file is named.
- */
-int pxfer_rdirs_fresh(const struct pxfer_rfiles *r, const char *path);
-
-/* pxfer_rdirs_release - forget the directories (pxfer_rfiles_release) */
-void pxfer_rdirs_release(struct pxfer_rfiles *r);
 
 #endif

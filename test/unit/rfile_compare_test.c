@@ -119,7 +119,7 @@ static void test_compare(void)
 	struct pxfer_file_ok ok;
 	struct pxfer_rfiles r;
 	struct pxfer_rfile *rf;
-	const char *what = NULL;
+	struct pxfer_err what = { 0 };
 	struct stat st;
 	int ret;
 

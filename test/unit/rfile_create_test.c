@@ -62,7 +62,7 @@ static void session(struct pxfer_rfiles *r, const char *dest)
 
 static int mkdir_msg(struct pxfer_rfiles *r, const char *path)
 {
-	const char *what = NULL;
+	struct pxfer_err what = { 0 };
 
 	return pxfer_rfile_mkdir(r, msg(PXFER_FT_DIR, path, 0755, 0, 0), &what);
 }
@@ -74,7 +74,7 @@ static int create(struct pxfer_rfiles *r, unsigned int id, const char *path,
 	struct pxfer_file_ok ok;
 	struct pxfer_file *f = msg(PXFER_FT_REG, path, mode, size,
 				   PXFER_FILE_SKIP | PXFER_FILE_RESUME);
-	const char *what = NULL;
+	struct pxfer_err what = { 0 };
 	int ret;
 
 	f->id = id;

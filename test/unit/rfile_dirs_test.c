@@ -44,10 +44,10 @@ static struct pxfer_file *dir_msg(const char *path, uint32_t mode,
 static int mkdir_msg(struct pxfer_rfiles *r, const char *path, uint32_t mode,
 		     int64_t mtime)
 {
-	const char *what = NULL;
+	struct pxfer_err what = { 0 };
 	int ret = pxfer_rfile_mkdir(r, dir_msg(path, mode, mtime), &what);
 
-	T_EXPECT(!ret || (what && *what), "'%s': %d with no reason", path, ret);
+	T_EXPECT(!ret || what.msg[0], "'%s': %d with no reason", path, ret);
 	return ret;
 }
 
@@ -84,9 +84,9 @@ static void test_repeats(void)
 	T_EXPECT(!mkdir_msg(&r, "a/b/c", 0500, 43), "a/b/c");
 	/* a repeated record goes through the same mask as the first */
 	T_EXPECT(!mkdir_msg(&r, "a/b", 06755, 44), "a/b again, set-id");
-	T_EXPECT(r.ndirs == 3, "%zu directories kept, want 3", r.ndirs);
-	T_EXPECT(r.dirs_bytes == 2 + 4 + 6, "%zu bytes of paths, want 12",
-		 r.dirs_bytes);
+	T_EXPECT(r.dirs.n == 3, "%zu directories kept, want 3", r.dirs.n);
+	T_EXPECT(r.dirs.bytes == 2 + 4 + 6, "%zu bytes of paths, want 12",
+		 r.dirs.bytes);
 	/* deepest first: a read-only a/b/c does not stop a/b, nor a */
 	pxfer_rfiles_apply_dirs(&r);
 	T_EXPECT(!fstatat(rootfd, "rep/a", &st, 0) &&
@@ -112,7 +112,7 @@ static void test_limits(void)
 
 	/* by count */
 	session(&r, "count");
-	r.dirs_max = 10;
+	r.dirs.max = 10;
 	for (int i = 0; i < 10; i++) {
 		snprintf(path, sizeof(path), "d%d", i);
 		T_EXPECT(!mkdir_msg(&r, path, 0755, 1), "%s", path);
@@ -121,12 +121,12 @@ static void test_limits(void)
 	T_EXPECT(ret == -ENOBUFS, "an 11th directory of 10: %d", ret);
 	T_EXPECT(!exists("count/one-too-many"), "a refused directory was made");
 	T_EXPECT(!mkdir_msg(&r, "d3", 0700, 2), "a directory kept, again");
-	T_EXPECT(r.ndirs == 10, "%zu directories kept, want 10", r.ndirs);
+	T_EXPECT(r.dirs.n == 10, "%zu directories kept, want 10", r.dirs.n);
 	pxfer_rfiles_release(&r);
 
 	/* by bytes of paths: 30-byte paths, 100 bytes */
 	session(&r, "bytes");
-	r.dirs_bytes_max = 100;
+	r.dirs.bytes_max = 100;
 	for (int i = 0; i < 3; i++) {
 		snprintf(path, sizeof(path), "%029d", i);
 		T_EXPECT(!mkdir_msg(&r, path, 0755, 1), "%s", path);
@@ -135,7 +135,7 @@ static void test_limits(void)
 	ret = mkdir_msg(&r, path, 0755, 1);
 	T_EXPECT(ret == -ENOBUFS, "a 4th path of 30 bytes in 100: %d", ret);
 	T_EXPECT(!mkdir_msg(&r, "short", 0755, 1), "a path that still fits");
-	T_EXPECT(r.dirs_bytes <= 100, "%zu bytes of paths", r.dirs_bytes);
+	T_EXPECT(r.dirs.bytes <= 100, "%zu bytes of paths", r.dirs.bytes);
 	pxfer_rfiles_release(&r);
 }
 
@@ -159,12 +159,12 @@ static void test_many(void)
 		if (mkdir_msg(&r, path, 0700, 2) && fails++ < 5)
 			T_EXPECT(0, "%s again", path);
 	}
-	T_EXPECT(r.ndirs == MANY, "%zu directories kept, want %d", r.ndirs,
+	T_EXPECT(r.dirs.n == MANY, "%zu directories kept, want %d", r.dirs.n,
 		 MANY);
-	T_EXPECT(r.dir_index_cap >= 2 * r.ndirs, "index of %zu for %zu",
-		 r.dir_index_cap, r.ndirs);
-	printf("many: %zu directories, an index of %zu\n", r.ndirs,
-	       r.dir_index_cap);
+	T_EXPECT(r.dirs.index_cap >= 2 * r.dirs.n, "index of %zu for %zu",
+		 r.dirs.index_cap, r.dirs.n);
+	printf("many: %zu directories, an index of %zu\n", r.dirs.n,
+	       r.dirs.index_cap);
 	pxfer_rfiles_release(&r);
 }
 
