@@ -1,65 +1,93 @@
 // SPDX-License-Identifier: MIT
 /*
- * A session's inbox: the data connections that named it, handed over by
- * the server thread (which read their DATA_HELLO and checked nothing
- * else) to the session's own thread, which proves them. While the
- * session sets up its workers they are taken by accept_workers
- * (session.c); once it runs, by its coordinator (rejoin.c), woken for
- * each. At most PXFER_WORKERS_MAX wait; the inbox closes when the
- * session ends, and what is left in it is closed.
+ * A session's inbox of data connections (inbox.h). While the session
+ * sets up its workers they are taken by accept_workers (session.c); once
+ * it runs, by its coordinator (rejoin.c), which the inbox wakes for each.
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "core/sys.h"
-#include "recv/recv.h"
+#include "recv/inbox.h"
 
-int recv_inbox_pop(struct recv_session *s, struct recv_newconn *nc)
+int pxfer_inbox_init(struct pxfer_inbox *in)
+{
+	int ret;
+
+	memset(in, 0, sizeof(*in));
+	in->wake_fd = -1;
+	in->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (in->fd < 0)
+		return -errno;
+	ret = -pthread_mutex_init(&in->lock, NULL);
+	if (ret)
+		return ret;
+	in->lock_init = 1;
+	return 0;
+}
+
+int pxfer_inbox_push(struct pxfer_inbox *in, const struct recv_newconn *nc)
+{
+	int ret = -EBUSY;
+
+	pthread_mutex_lock(&in->lock);
+	if (!in->closed && in->n < PXFER_WORKERS_MAX) {
+		in->q[in->n++] = *nc;
+		ret = 0;
+		/* the fd lives until the inbox closes */
+		if (in->wake_fd >= 0)
+			pxfer_wake(in->wake_fd);
+	}
+	pthread_mutex_unlock(&in->lock);
+	if (!ret)
+		pxfer_wake(in->fd);
+	return ret;
+}
+
+int pxfer_inbox_pop(struct pxfer_inbox *in, struct recv_newconn *nc)
 {
 	int ret = 0;
 
-	pthread_mutex_lock(&s->in_lock);
-	if (s->nin) {
-		*nc = s->in[0];
-		memmove(s->in, s->in + 1, --s->nin * sizeof(s->in[0]));
+	pthread_mutex_lock(&in->lock);
+	if (in->n) {
+		*nc = in->q[0];
+		memmove(in->q, in->q + 1, --in->n * sizeof(in->q[0]));
 		ret = 1;
 	}
-	pthread_mutex_unlock(&s->in_lock);
+	pthread_mutex_unlock(&in->lock);
 	return ret;
 }
 
-void recv_inbox_close(struct recv_session *s)
+void pxfer_inbox_wake_also(struct pxfer_inbox *in, int fd)
+{
+	pthread_mutex_lock(&in->lock);
+	in->wake_fd = fd;
+	pthread_mutex_unlock(&in->lock);
+}
+
+void pxfer_inbox_close(struct pxfer_inbox *in)
 {
 	struct recv_newconn nc;
 
-	pthread_mutex_lock(&s->in_lock);
-	s->in_closed = 1;
-	pthread_mutex_unlock(&s->in_lock);
-	while (recv_inbox_pop(s, &nc))
+	if (!in->lock_init)
+		return;
+	pthread_mutex_lock(&in->lock);
+	in->closed = 1;
+	in->wake_fd = -1;
+	pthread_mutex_unlock(&in->lock);
+	while (pxfer_inbox_pop(in, &nc))
 		nc.c->ops->close(nc.c);
 }
 
-int recv_inbox_route(struct recv_server *srv, struct recv_newconn *nc)
+void pxfer_inbox_release(struct pxfer_inbox *in)
 {
-	struct recv_session *s = NULL;
-	int ret = -EBUSY;
-
-	for (unsigned int i = 0; i < srv->max_sessions && !s; i++)
-		if (srv->sess[i] && srv->sess[i]->b.wel.session == nc->dh.session)
-			s = srv->sess[i];
-	if (!s)
-		return -ENOENT;
-	pthread_mutex_lock(&s->in_lock);
-	if (!s->in_closed && s->nin < PXFER_WORKERS_MAX) {
-		s->in[s->nin++] = *nc;
-		ret = 0;
-		/* once the session runs, its coordinator takes them
-		 * (rejoin.c); its wake-up lives until the inbox closes */
-		if (atomic_load(&s->running))
-			pxfer_wake(s->b.ctrl.wake_fd);
-	}
-	pthread_mutex_unlock(&s->in_lock);
-	if (!ret)
-		pxfer_wake(s->in_fd);
-	return ret;
+	pxfer_inbox_close(in);
+	if (in->lock_init)
+		pthread_mutex_destroy(&in->lock);
+	in->lock_init = 0;
+	if (in->fd >= 0)
+		close(in->fd);
+	in->fd = -1;
 }

@@ -27,6 +27,7 @@
 #include "recv/doneq.h"
 #include "recv/filetab.h"
 #include "recv/gate.h"
+#include "recv/inbox.h"
 #include "recv/metrics.h"
 #include "recv/rfile.h"
 #include "transport/choose.h"
@@ -116,12 +117,6 @@ static inline struct rworker *to_rworker(struct pxfer_worker *w)
 	return container_of(w, struct rworker, b);
 }
 
-/* a data connection that named its session, for that session to check */
-struct recv_newconn {
-	struct pxfer_conn *c;
-	uint8_t nonce[PXFER_NONCE_LEN];	/* of its CHALLENGE */
-	struct pxfer_data_hello dh;
-};
 
 struct recv_session {
 	struct pxfer_session b;
@@ -140,13 +135,9 @@ struct recv_session {
 	char source[PXFER_SOURCE_LEN];	/* the sender's address, without port */
 	int vouched;			/* for its data connections (pending.c) */
 	/* data connections the server routed here, until all are in */
-	pthread_mutex_t in_lock;
-	struct recv_newconn in[PXFER_WORKERS_MAX];
-	unsigned int nin;
-	int in_closed;			/* no more wanted */
-	int in_fd;			/* readable when one came */
-	atomic_int running;		/* all came: the coordinator takes
-					 * what comes later (rejoin.c) */
+	/* the data connections that named it: taken while it sets up,
+	 * then by the coordinator (a lost one replaced, rejoin.c) */
+	struct pxfer_inbox inbox;
 	struct rworker *w;
 	struct pxfer_filetab tab;
 	struct pxfer_rfiles files;
@@ -196,18 +187,12 @@ struct recv_session {
 int recv_session_start(struct recv_server *srv, unsigned int slot,
 		       struct pxfer_conn *c, const struct pxfer_hello *h,
 		       const uint8_t *nonce);
-
-/* inbox.c */
 /*
- * recv_inbox_route - hand data connection @nc to the session it named:
+ * recv_session_route - hand data connection @nc to the session it named:
  * 0, or -errno with @nc still the caller's (-ENOENT: no such session;
  * -EBUSY: it wants no more). Server thread.
  */
-int recv_inbox_route(struct recv_server *srv, struct recv_newconn *nc);
-/* recv_inbox_pop - a data connection routed here: 0 when none */
-int recv_inbox_pop(struct recv_session *s, struct recv_newconn *nc);
-/* recv_inbox_close - no more wanted: close those that came too late */
-void recv_inbox_close(struct recv_session *s);
+int recv_session_route(struct recv_server *srv, struct recv_newconn *nc);
 
 /*
  * rejoin.c: recv_rejoin, each turn of the coordinator - a data connection

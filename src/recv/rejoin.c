@@ -117,8 +117,8 @@ int recv_rejoin(struct recv_session *s)
 {
 	struct recv_newconn nc;
 
-	pxfer_drain(s->in_fd);
-	while (recv_inbox_pop(s, &nc))
+	pxfer_drain(s->inbox.fd);
+	while (pxfer_inbox_pop(&s->inbox, &nc))
 		if (take(s, &nc))
 			return -1;
 	return 0;

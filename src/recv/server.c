@@ -249,7 +249,7 @@ static int pending_step(struct recv_server *srv, struct recv_pendings *pend,
 	if (m->type == PXFER_MSG_DATA_HELLO) {
 		nc.dh = m->u.data_hello;
 		nc.c = recv_pending_take(pend, i, nc.nonce);
-		r = recv_inbox_route(srv, &nc);
+		r = recv_session_route(srv, &nc);
 		if (r) {
 			recv_count(&srv->m->door[RECV_DOOR_NO_SESSION], 1);
 			pxfer_verbose("dropped a data connection from %s: %s", nc.c->peer,

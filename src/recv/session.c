@@ -194,6 +194,14 @@ static int accept_data(struct recv_session *s, struct pxfer_conn *c,
 	return 0;
 }
 
+int recv_session_route(struct recv_server *srv, struct recv_newconn *nc)
+{
+	for (unsigned int i = 0; i < srv->max_sessions; i++)
+		if (srv->sess[i] && srv->sess[i]->b.wel.session == nc->dh.session)
+			return pxfer_inbox_push(&srv->sess[i]->inbox, nc);
+	return -ENOENT;
+}
+
 /* data connection @nc, routed here: 1 when it became a worker's */
 static int take_data(struct recv_session *s, struct recv_newconn *nc)
 {
@@ -230,7 +238,7 @@ static int accept_workers(struct recv_session *s)
 {
 	const struct pxfer_transport_ops *t = s->b.cconn->ops;
 	double end = pxfer_now() + PXFER_HANDSHAKE_MS / 1000.0;
-	struct pollfd p[3] = { { .fd = s->in_fd, .events = POLLIN },
+	struct pollfd p[3] = { { .fd = s->inbox.fd, .events = POLLIN },
 			       { .fd = s->stop.fd, .events = POLLIN },
 			       { .fd = t->conn_fd(s->b.cconn),
 				 .events = t->poll_events(s->b.cconn, 0) } };
@@ -264,16 +272,17 @@ static int accept_workers(struct recv_session *s)
 		}
 		if (s->b.ctrl.in_len == s->b.ctrl.in_cap)
 			p[2].fd = -1;
-		pxfer_drain(s->in_fd);
-		while (have < want && recv_inbox_pop(s, &nc))
+		pxfer_drain(s->inbox.fd);
+		while (have < want && pxfer_inbox_pop(&s->inbox, &nc))
 			have += take_data(s, &nc);
 	}
 	if (pxfer_failed(&s->b.fail)) {
-		recv_inbox_close(s);
+		pxfer_inbox_close(&s->inbox);
 		return -1;
 	}
-	/* from now on a data connection may only replace a lost one */
-	atomic_store(&s->running, 1);
+	/* from now on a data connection may only replace a lost one, and
+	 * the coordinator takes it */
+	pxfer_inbox_wake_also(&s->inbox, s->b.ctrl.wake_fd);
 	if (pxfer_session_start_workers(&s->b, recv_worker_main, "recv"))
 		return -1;
 	return pxfer_session_enter(&s->b, PXFER_RECV_RECEIVING);
@@ -424,7 +433,7 @@ static void session_release(struct recv_session *s)
 		pxfer_rfiles_release(&s->files);
 	if (reached >= PXFER_RECV_ACCEPTING_DATA)
 		tables_release(s);
-	recv_inbox_close(s);
+	pxfer_inbox_close(&s->inbox);
 }
 
 static void *session_main(void *arg)
@@ -450,10 +459,8 @@ static void *session_main(void *arg)
 
 static void session_free(struct recv_session *s)
 {
-	if (s->in_fd >= 0)
-		close(s->in_fd);
+	pxfer_inbox_release(&s->inbox);
 	pxfer_stop_release(&s->stop);
-	pthread_mutex_destroy(&s->in_lock);
 	free(s);
 }
 
@@ -481,18 +488,15 @@ int recv_session_start(struct recv_server *srv, unsigned int slot,
 
 	if (!s)
 		goto out_conn;
-	s->in_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	ret = pxfer_stop_init(&s->stop);
-	if (s->in_fd < 0 || ret) {
-		ret = ret ? ret : -errno;
-		goto out_fds;
-	}
-	ret = -pthread_mutex_init(&s->in_lock, NULL);
+	s->stop.fd = -1;	/* calloc's 0 is stdin */
+	ret = pxfer_inbox_init(&s->inbox);
+	if (!ret)
+		ret = pxfer_stop_init(&s->stop);
 	if (ret)
 		goto out_fds;
 	ret = pxfer_session_init(&s->b, "sender", &s->stop);
 	if (ret)
-		goto out_lock;
+		goto out_fds;
 	/* the HELLO proved the secret: run() moves on to AUTHENTICATING */
 	pxfer_state_init(&s->b.state, &pxfer_recv_machine, PXFER_RECV_LISTENING);
 	s->srv = srv;
@@ -517,11 +521,8 @@ int recv_session_start(struct recv_server *srv, unsigned int slot,
 	srv->sess[slot] = NULL;
 	pxfer_session_release(&s->b);	/* closes @c */
 	c = NULL;
-out_lock:
-	pthread_mutex_destroy(&s->in_lock);
 out_fds:
-	if (s->in_fd >= 0)
-		close(s->in_fd);
+	pxfer_inbox_release(&s->inbox);
 	pxfer_stop_release(&s->stop);
 	free(s);
 out_conn:
