@@ -11,7 +11,7 @@
 #   make demo            the README's loopback demo
 #   make docs            the diagrams in docs/ from their .dot sources
 
-VERSION := 0.3.0
+VERSION := 0.4.0
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 LIBDIR ?= $(PREFIX)/lib
