@@ -9,6 +9,9 @@
 #     after them all, every figure is what happened: sessions by outcome,
 #     running, rails, ring memory, bytes and files, the partial store,
 #     door refusals; --metrics-file holds the same at the end
+#   - a forged chunk (test/helper/hostile_sender bad-checksum) is counted
+#     as an integrity outcome, and, on a second receiver with
+#     --idle-timeout 2, a sender stopped mid-file as an idle one
 #   - only GET /metrics is answered (404, 405, 400, 431 otherwise), and
 #     promtool check metrics passes on what is served
 #   - a flood of connections, malformed and oversized requests on the
@@ -44,6 +47,22 @@ r = c.getresponse()
 print(r.status)
 sys.stdout.write(r.read().decode())
 EOF
+}
+
+# scrape_to FILE [PORT] - scrape the receiver's metrics (on PORT, or the
+# first receiver's) into FILE (for wait_for)
+# shellcheck disable=SC2317
+scrape_to()
+{
+	scrape "${2:-$mport}" >"$1" 2>/dev/null
+}
+
+# idle_counted FILE PORT - whether the receiver on metrics PORT counted an
+# idle session, scraped into FILE (for wait_for)
+# shellcheck disable=SC2317
+idle_counted()
+{
+	scrape_to "$1" "$2" && [ "$(get "$1" 'pxfer_recv_sessions_total{outcome="idle"}')" = 1 ]
 }
 
 # get FILE METRIC - the value of METRIC (with its labels) in FILE
@@ -135,6 +154,36 @@ want "$T/m2" pxfer_recv_partial_files 1
 want "$T/m2" pxfer_recv_partial_bytes "$huge"
 bad=$(grep -v -e '^#' -e '^pxfer_build_info' "$T/m2" | grep '="[^"]*[^a-z_"]')
 [ -z "$bad" ] || fail_later "a label value outside the fixed names: $bad"
+
+note "a chunk that fails its check: an integrity outcome"
+n=$(recv_sessions)
+"$HELPERS/hostile_sender" 127.0.0.1 "$RECV_PORT" bad-checksum >"$T/hs.out" 2>&1 ||
+	fail "hostile_sender could not play bad-checksum: $(cat "$T/hs.out")"
+wait_for 20 sessions_over "$n" || fail "the forged session did not end"
+scrape "$mport" >"$T/m2i"
+want "$T/m2i" 'pxfer_recv_sessions_total{outcome="integrity"}' 1
+want "$T/m2i" 'pxfer_recv_sessions_total{outcome="failed"}' 1
+
+note "a sender that stops moving: an idle outcome (another receiver, --idle-timeout 2)"
+idst=$T/idle
+mkdir -p "$idst" || fail "mkdir"
+iport=$(free_port)
+import=$(free_port)
+"$PXFER" recv --dir "$idst" --port "$iport" --idle-timeout 2 -q \
+	--metrics "127.0.0.1:$import" >"$T/idle.log" 2>&1 &
+ipid=$!
+track "$ipid"
+wait_for 10 scrape_to "$T/mi0" "$import" || fail "the second receiver's metrics did not come up"
+bg_send -q -j 1 "$T/long/huge" "127.0.0.1:$iport/idle"
+step_until 30 "$SEND_PID" have_part "$idst" || fail "the idle session did not start"
+# stopped (SIGSTOP): no chunk, no PING; the receiver gives up after 2 s
+wait_for 30 idle_counted "$T/mi1" "$import"
+want "$T/mi1" 'pxfer_recv_sessions_total{outcome="idle"}' 1
+want "$T/mi1" 'pxfer_recv_sessions_total{outcome="failed"}' 0
+kill -KILL "$SEND_PID" 2>/dev/null
+wait_pid "$SEND_PID" 10
+kill -TERM "$ipid" 2>/dev/null
+wait_pid "$ipid" 10
 
 note "only GET /metrics"
 [ "$(scrape "$mport" / | sed -n 1p)" = 404 ] || fail_later "GET / was not 404"
@@ -245,12 +294,6 @@ if [ $((rss1 - rss0)) -gt 16384 ]; then
 else
 	ok "the receiver's memory: $rss0 KiB before the flood, $rss1 KiB during it"
 fi
-# scrape_to FILE - scrape the receiver's metrics into FILE (for wait_for)
-# shellcheck disable=SC2317
-scrape_to()
-{
-	scrape "$mport" >"$1" 2>/dev/null
-}
 wait_for 5 scrape_to "$T/m3" ||
 	fail "the metrics port does not answer after the flood"
 want "$T/m3" 'pxfer_recv_sessions_total{outcome="complete"}' 10
