@@ -20,7 +20,9 @@
 #     found lost and their chunks went over the other, put back: the
 #     sender makes them again in the same session (the link shaped to
 #     200 Mbit/s so that time is left), both sides say so, and the new
-#     connections carry chunks to the end; exit 0, the file intact
+#     connections carry chunks to the end; exit 0, the file intact; the
+#     receiver's metrics count the rail's 2 connections down, then all 4
+#     up
 #   - both rails removed (the control connection on 127.0.0.1 is left):
 #     the sender fails in bounded time (4), naming each connection, and
 #     nothing shows under a final name
@@ -118,6 +120,34 @@ grep -qE "from \[?(::ffff:)?$S1\]?:[0-9]+: [1-9][0-9]* chunks$" "$RECV_LOG" ||
 	fail "the rail left carried nothing"
 ok "exit 0 in $(timer_secs) s, intact: $(grep -m 1 'failed:' "$SEND_ERR")"
 
+# rails_metric STATE - the receiver's pxfer_recv_rails{state="STATE"}
+rails_metric()
+{
+	python3 - "$mport" "$1" <<'EOF'
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=5)
+c.request("GET", "/metrics")
+for line in c.getresponse().read().decode().splitlines():
+    if line.startswith('pxfer_recv_rails{state="%s"} ' % sys.argv[2]):
+        print(line.split()[1])
+EOF
+}
+
+# rails_are DOWN UP - whether the receiver counts DOWN connections down
+# and UP up (for wait_for)
+# shellcheck disable=SC2317
+rails_are()
+{
+	[ "$(rails_metric down)" = "$1" ] && [ "$(rails_metric up)" = "$2" ]
+}
+
+# backs N - whether the sender said N connections are back (for wait_for)
+# shellcheck disable=SC2317
+backs()
+{
+	[ "$(grep -c "is back: it carries data again" "$SEND_ERR")" -ge "$1" ]
+}
+
 note "a rail that comes back carries data again, in the same session"
 # the link at 200 Mbit/s, so the file takes about 20 s: the rail is
 # found lost after 10 s, and comes back with time left to carry data
@@ -127,7 +157,8 @@ ip addr add "$R2/24" dev lo
 ip addr add "$S2/24" dev lo
 dst=$T/dst.back
 mkdir "$dst"
-start_recv "$dst" -v --rails "$R1,$R2"
+mport=$(free_port)
+start_recv "$dst" -v --rails "$R1,$R2" --metrics "127.0.0.1:$mport"
 timer_start
 bg_send -v -j 4 --retries 0 --encrypt --rails "$S1,$S2" "$src/huge" "$R1:$RECV_PORT"
 wait_for 30 have_part "$dst" || fail "nothing arrived within 30 s"
@@ -137,8 +168,15 @@ ip addr del "$S2/24" dev lo 2>/dev/null
 wait_for 40 grep -q "failed: .*go again over" "$SEND_ERR" ||
 	fail "no failover within 40 s: $(cat "$SEND_ERR")"
 lost_at=$(timer_secs)
+# the receiver's metrics: the rail's two connections down
+wait_for 20 rails_are 2 2 ||
+	fail_later "the metrics did not show the rail's 2 connections down: $(rails_metric down) down, $(rails_metric up) up"
 ip addr add "$R2/24" dev lo
 ip addr add "$S2/24" dev lo
+# ... and up again once they are back
+wait_for 60 backs 2 || fail_later "the rail's connections did not come back within 60 s"
+wait_for 20 rails_are 0 4 ||
+	fail_later "the metrics did not show 4 connections up once the rail came back: $(rails_metric down) down, $(rails_metric up) up"
 wait_pid "$SEND_PID" 120
 send_rc=$WAIT_RC
 wait_recv
