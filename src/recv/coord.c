@@ -723,8 +723,10 @@ int recv_coordinate(struct recv_session *s)
 		if (reap_checks(s))
 			break;
 		wait = partials_flush_old(s);
-		if (failover(s) || recv_rejoin(s) || check_sent(s) ||
-		    pxfer_session_keepalive(&s->b) ||
+		if (failover(s))
+			break;
+		recv_rejoin(s);
+		if (check_sent(s) || pxfer_session_keepalive(&s->b) ||
 		    idle_check(s) || grant_credits(s))
 			break;
 	}

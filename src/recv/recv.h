@@ -197,9 +197,9 @@ int recv_session_route(struct recv_server *srv, struct recv_newconn *nc);
 /*
  * rejoin.c: recv_rejoin, each turn of the coordinator - a data connection
  * routed here while the session runs may replace a lost one (DATA_HELLO
- * gen); any other is refused. 0, or -1 after failing the session.
+ * gen); any other is refused, and the session goes on either way.
  */
-int recv_rejoin(struct recv_session *s);
+void recv_rejoin(struct recv_session *s);
 /* recv_session_stop - have session @s end now (its thread fails it) */
 void recv_session_stop(struct recv_session *s);
 /*

@@ -69,7 +69,7 @@ static void swap(struct recv_session *s, struct rworker *w,
 		     w->b.idx, c->peer);
 }
 
-static int take(struct recv_session *s, struct recv_newconn *nc)
+static void take(struct recv_session *s, struct recv_newconn *nc)
 {
 	uint8_t blob[PXFER_BLOB_MAX];
 	uint16_t blob_len = 0, idx, gen;
@@ -79,7 +79,7 @@ static int take(struct recv_session *s, struct recv_newconn *nc)
 
 	if (pxfer_failed(&s->b.fail) || s->b.state.now == PXFER_RECV_FINISHING) {
 		c->ops->close(c);
-		return 0;
+		return;
 	}
 	memset(&s->b.msg, 0, sizeof(s->b.msg));
 	s->b.msg.type = PXFER_MSG_DATA_HELLO;
@@ -89,16 +89,16 @@ static int take(struct recv_session *s, struct recv_newconn *nc)
 		pxfer_verbose("refused a data connection from %s: %s", c->peer,
 			strerror(-ret));
 		c->ops->close(c);
-		return 0;
+		return;
 	}
 	if (idx >= s->b.workers.n) {
 		refuse(c, "no such data connection");
-		return 0;
+		return;
 	}
 	w = &s->w[idx];
 	if (!replaceable(w) || gen != w->b.gen + 1) {
 		refuse(c, "it replaces no lost data connection");
-		return 0;
+		return;
 	}
 	ret = s->b.t->ring_register(c, &w->b.ring, blob, &blob_len);
 	if (!ret)
@@ -107,19 +107,16 @@ static int take(struct recv_session *s, struct recv_newconn *nc)
 		pxfer_warning("data connection %u from %s could not replace the lost one: %s",
 			idx, c->peer, pxfer_worker_setup_error(ret));
 		c->ops->close(c);
-		return 0;
+		return;
 	}
 	swap(s, w, c, gen);
-	return 0;
 }
 
-int recv_rejoin(struct recv_session *s)
+void recv_rejoin(struct recv_session *s)
 {
 	struct recv_newconn nc;
 
 	pxfer_drain(s->inbox.fd);
 	while (pxfer_inbox_pop(&s->inbox, &nc))
-		if (take(s, &nc))
-			return -1;
-	return 0;
+		take(s, &nc);
 }

@@ -69,7 +69,7 @@ static int ready(struct sworker *w)
 	       !pxfer_resendq_held(&w->rs);
 }
 
-static int start(struct send_session *s, struct sworker *w)
+static void start(struct send_session *s, struct sworker *w)
 {
 	struct srejoin *rj = w->rj;
 	int ret;
@@ -77,7 +77,7 @@ static int start(struct send_session *s, struct sworker *w)
 	if (!rj) {
 		rj = calloc(1, sizeof(*rj));
 		if (!rj)
-			return 0;	/* no memory for it now: later */
+			return;	/* no memory for it now: later */
 		rj->s = s;
 		rj->w = w;
 		rj->to = s->to;
@@ -98,9 +98,9 @@ static int start(struct send_session *s, struct sworker *w)
 		pthread_mutex_unlock(&w->b.lock);
 	}
 	if (pxfer_now() < rj->next_at)
-		return 0;
+		return;
 	if (w->b.gen == UINT16_MAX)
-		return 0;
+		return;
 	rj->gen = w->b.gen + 1;
 	rj->conn = NULL;
 	pxfer_err_clear(&rj->err);
@@ -108,11 +108,10 @@ static int start(struct send_session *s, struct sworker *w)
 	ret = pxfer_thread_create(&rj->thread, NULL, rejoin_main, rj);
 	if (ret) {
 		rj->next_at = pxfer_now() + REJOIN_WAIT_MAX;
-		return 0;
+		return;
 	}
 	rj->started = 1;
 	pxfer_thread_name(rj->thread, "rejoin", w->b.idx);
-	return 0;
 }
 
 /* the worker takes the new connection, with none of the old one's counts */
@@ -188,7 +187,7 @@ int send_rejoin(struct send_session *s)
 			if (atomic_load(&w->rj->done))
 				ret = finish(s, w);
 		} else if (ready(w)) {
-			ret = start(s, w);
+			start(s, w);
 		}
 		if (ret)
 			return -1;
