@@ -178,6 +178,16 @@ static void reap_checks(struct send_session *s)
 		wake_workers(s);
 }
 
+/* tell the session's source that entry @e is over (once) */
+static void source_ended(struct send_session *s, struct sentry *e, int code,
+			 int again)
+{
+	if (!e->tagged)
+		return;
+	e->tagged = 0;
+	s->source->ops->ended(s->source, e->tag, code, again, e->f.sent);
+}
+
 static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		      int *work)
 {
@@ -196,6 +206,7 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		s->st->files_same++;
 		s->st->bytes_same += e->f.size;
 		s->there += e->f.size;
+		source_ended(s, e, 0, 0);
 		send_manifest_done(&s->man, k->id);
 		return 0;
 	case PXFER_HAVE_PART:
@@ -231,6 +242,9 @@ static int again(struct send_session *s, struct sentry *e,
 
 	if (e->type != PXFER_FT_REG)
 		return 0;
+	/* a job's rank 0 gives it out again (to a session of its choice) */
+	if (s->source && (e->f.err == PXFER_CODE_CHANGED || fs->code == EBUSY))
+		return 3;
 	if (e->f.err == PXFER_CODE_CHANGED && !s->pass && !e->resent) {
 		/* a partial that did not match was said (take_partial): the
 		 * source changed before this session, not while it was sent */
@@ -271,6 +285,8 @@ static int on_file_status(struct send_session *s, uint16_t type,
 		s->again++;
 	} else if (fs->code && again_ret == 2) {
 		/* in flight again soon, under a new id */
+	} else if (fs->code && again_ret == 3) {
+		source_ended(s, e, (int)fs->code, 1);
 	} else if (fs->code) {
 		char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)], q[PXFER_QUOTE_MAX];
 
@@ -287,6 +303,7 @@ static int on_file_status(struct send_session *s, uint16_t type,
 		if (fs->code == ENOSPC || fs->code == EDQUOT)
 			s->nospace++;
 		s->st->files_failed++;
+		source_ended(s, e, (int)fs->code, 0);
 	} else if (e->type == PXFER_FT_REG) {
 		s->st->files++;
 		s->st->bytes += e->f.sent;
@@ -296,6 +313,8 @@ static int on_file_status(struct send_session *s, uint16_t type,
 	} else {
 		s->st->links++;
 	}
+	if (!fs->code)
+		source_ended(s, e, 0, 0);
 	send_manifest_done(&s->man, fs->id);
 	return 0;
 }

@@ -55,10 +55,16 @@ static void entry_free(struct sentry *e)
 	free(e);
 }
 
-void send_manifest_release(struct manifest *m)
+void send_manifest_release(struct manifest *m, struct send_source *src)
 {
-	for (unsigned int i = 0; i < m->ids.max; i++)
+	for (unsigned int i = 0; i < m->ids.max; i++) {
+		struct sentry *e = send_manifest_get(m, i);
+
+		/* still in flight: the source gives it to another session */
+		if (e && e->tagged)
+			src->ops->ended(src, e->tag, 0, 1, e->f.sent);
 		send_manifest_done(m, i);
+	}
 	pxfer_fileids_release(&m->ids);
 	while (m->again) {
 		struct again_file *r = m->again;
@@ -282,8 +288,13 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	uint8_t type;
 	int fd = -1, ret;
 
-	if (!entry_kind(s, e, &type, &fd, &st))
+	if (!entry_kind(s, e, &type, &fd, &st)) {
+		if (s->source)	/* a skipped entry is done with */
+			s->source->ops->ended(s->source, e->tag,
+					      e->kind == PXFER_WALK_SKIP ? 0 : EIO,
+					      0, 0);
 		return 0;
+	}
 	se = calloc(1, sizeof(*se));
 	if (!se || !(se->f.src = strdup(e->src))) {
 		free(se);
@@ -298,6 +309,8 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 		pxfer_error("cannot send %s: %s", pxfer_quote_str(q, sizeof(q), e->src),
 		      strerror(-ret));
 		s->st->files_failed++;
+		if (s->source)
+			s->source->ops->ended(s->source, e->tag, -ret, 0, 0);
 		if (fd >= 0)
 			close(fd);
 		free(se->f.src);
@@ -305,6 +318,8 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 		return 0;
 	}
 	se->type = type;
+	se->tag = e->tag;
+	se->tagged = !!s->source;
 	se->resent = man->resending;
 	se->f.fd = fd;
 	se->f.size = m->u.file.size;
@@ -401,6 +416,8 @@ int send_manifest_feed(struct send_session *s)
 		if (s->man.walk_done) {
 			again_next(&s->man, &e, &r);
 			ret = 1;
+		} else if (s->source) {
+			ret = s->source->ops->next(s->source, &e);
 		} else {
 			ret = pxfer_walk_next(&s->walk, &e);
 		}

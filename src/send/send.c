@@ -261,7 +261,7 @@ static void session_release(struct send_session *s)
 	workers_stop(s);
 	/* no check reads a file once it is closed */
 	pxfer_check_release(&s->check);
-	send_manifest_release(&s->man);
+	send_manifest_release(&s->man, s->source);
 	pxfer_session_release(&s->b);
 	if (reached >= PXFER_SEND_OPENING_DATA)
 		pxfer_sched_release(&s->sched);
@@ -330,7 +330,7 @@ static int session_start(struct send_session *s)
 	    pxfer_pool_init(&s->pool, pxfer_pool_size(PXFER_DEFAULT_RING_MEM,
 						      s->b.t->ring_hdr)))
 		pxfer_verbose("ring memory made when the session starts");
-	ret = pxfer_walk_init(&s->walk, o->paths, o->npaths, &bad);
+	ret = s->source ? 0 : pxfer_walk_init(&s->walk, o->paths, o->npaths, &bad);
 	if (ret == -EINVAL)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_USAGE,
 				  "cannot send %s: it is not a regular file or a directory (fifos, sockets and devices are not sent)",
@@ -369,6 +369,7 @@ int send_session_run(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 	s->st = st;
 	s->pass = p->pass;
 	s->transport = p->transport;
+	s->source = p->source;
 	pxfer_progress_init(&s->prog, o->progress);
 	if (!session_start(s))
 		send_coordinate(s);

@@ -28,6 +28,7 @@
 #include "send/fileend.h"
 #include "send/fileids.h"
 #include "send/resendq.h"
+#include "send/source.h"
 #include "send/scheduler.h"
 #include "send/walk.h"
 #include "transport/choose.h"
@@ -96,6 +97,8 @@ struct sentry {
 	int sum_due;			/* its FILE_SUM is not sent yet */
 	uint8_t want[PXFER_DIGEST_LEN];	/* the FILE_OK's digest */
 	uint64_t held_bytes;		/* the FILE_OK's held */
+	uint64_t tag;			/* from the session's source, */
+	int tagged;			/* ... which hears how it ended */
 };
 
 /* a file that changed while it was sent, to announce again at the end of
@@ -127,6 +130,7 @@ struct send_session {
 	struct pxfer_sched sched;
 	struct pxfer_fileend ends;	/* the files the scheduler is done with */
 	struct pxfer_walk walk;
+	struct send_source *source;	/* instead of the walk, or NULL */
 	struct manifest man;
 	struct sworker *w;
 	/* chunks of lost connections, for the others to send again */
@@ -152,7 +156,9 @@ struct send_session {
 /* manifest.c */
 /* the files in flight: at most @max_files, the receiver's */
 int send_manifest_init(struct manifest *m, unsigned int max_files);
-void send_manifest_release(struct manifest *m);
+/* ... and the entries still in flight are given back to @src (may be
+ * NULL when there is none) to go again */
+void send_manifest_release(struct manifest *m, struct send_source *src);
 /* walk on and queue FILE messages for one turn; 0 or -1 (failed) */
 int send_manifest_feed(struct send_session *s);
 /* whether the coordinator should feed without waiting */

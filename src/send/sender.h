@@ -10,6 +10,8 @@
 #include <stdint.h>
 #include "pxfer/pxfer.h"
 
+struct send_source;
+
 /* what a session is asked to do, and what it did besides @st */
 struct send_pass {
 	unsigned int pass;	/* 0, or 1: files busy on the receiver again */
@@ -19,6 +21,9 @@ struct send_pass {
 	int welcomed;		/* the handshake completed */
 	int peer_ended;		/* the receiver ended the session itself */
 	uint64_t done_size;	/* sizes of the files completed: added to */
+	/* where the entries come from instead of a walk of o->paths
+	 * (send/source.h), or NULL */
+	struct send_source *source;
 };
 
 /*

@@ -382,6 +382,9 @@ int pxfer_walk_next(struct pxfer_walk *w, struct pxfer_walk_entry *e)
 		e->target[0] = '\0';
 		e->err = 0;
 		e->fd = -1;
+		e->tag = 0;
+		e->range_off = 0;
+		e->range_len = 0;
 		if (w->depth)
 			ret = next_in_dir(w, e);
 		else if (w->next_root < w->nroots)

@@ -48,6 +48,10 @@ struct pxfer_walk_entry {
 	int fd;
 	char target[PXFER_PATH_MAX + 1];	/* SYMLINK only */
 	int err;		/* ERROR only: a negative errno */
+	/* set by a session's source (send/source.h), 0 from the walk: */
+	uint64_t tag;		/* names the entry to the source */
+	uint64_t range_off;	/* FILE: send only these bytes of it, */
+	uint64_t range_len;	/* ... unless 0: all of it */
 };
 
 /*
