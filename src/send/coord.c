@@ -180,12 +180,13 @@ static void reap_checks(struct send_session *s)
 
 /* tell the session's source that entry @e is over (once) */
 static void source_ended(struct send_session *s, struct sentry *e, int code,
-			 int again)
+			 int again, int same)
 {
 	if (!e->tagged)
 		return;
 	e->tagged = 0;
-	s->source->ops->ended(s->source, e->tag, code, again, e->f.sent);
+	s->source->ops->ended(s->source, e->tag, &(struct send_ended){
+		.code = code, .again = again, .same = same, .bytes = e->f.sent });
 }
 
 static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
@@ -206,7 +207,7 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		s->st->files_same++;
 		s->st->bytes_same += e->f.size;
 		s->there += e->f.size;
-		source_ended(s, e, 0, 0);
+		source_ended(s, e, 0, 0, 1);
 		send_manifest_done(&s->man, k->id);
 		return 0;
 	case PXFER_HAVE_PART:
@@ -286,7 +287,7 @@ static int on_file_status(struct send_session *s, uint16_t type,
 	} else if (fs->code && again_ret == 2) {
 		/* in flight again soon, under a new id */
 	} else if (fs->code && again_ret == 3) {
-		source_ended(s, e, (int)fs->code, 1);
+		source_ended(s, e, (int)fs->code, 1, 0);
 	} else if (fs->code) {
 		char why[PXFER_ESCAPE_LEN(PXFER_TEXT_MAX)], q[PXFER_QUOTE_MAX];
 
@@ -303,7 +304,7 @@ static int on_file_status(struct send_session *s, uint16_t type,
 		if (fs->code == ENOSPC || fs->code == EDQUOT)
 			s->nospace++;
 		s->st->files_failed++;
-		source_ended(s, e, (int)fs->code, 0);
+		source_ended(s, e, (int)fs->code, 0, 0);
 	} else if (e->type == PXFER_FT_REG) {
 		s->st->files++;
 		s->st->bytes += e->f.sent;
@@ -314,7 +315,7 @@ static int on_file_status(struct send_session *s, uint16_t type,
 		s->st->links++;
 	}
 	if (!fs->code)
-		source_ended(s, e, 0, 0);
+		source_ended(s, e, 0, 0, 0);
 	send_manifest_done(&s->man, fs->id);
 	return 0;
 }

@@ -62,7 +62,8 @@ void send_manifest_release(struct manifest *m, struct send_source *src)
 
 		/* still in flight: the source gives it to another session */
 		if (e && e->tagged)
-			src->ops->ended(src, e->tag, 0, 1, e->f.sent);
+			src->ops->ended(src, e->tag, &(struct send_ended){
+				.again = 1, .bytes = e->f.sent });
 		send_manifest_done(m, i);
 	}
 	pxfer_fileids_release(&m->ids);
@@ -291,8 +292,8 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	if (!entry_kind(s, e, &type, &fd, &st)) {
 		if (s->source)	/* a skipped entry is done with */
 			s->source->ops->ended(s->source, e->tag,
-					      e->kind == PXFER_WALK_SKIP ? 0 : EIO,
-					      0, 0);
+				&(struct send_ended){
+					.code = e->kind == PXFER_WALK_SKIP ? 0 : EIO });
 		return 0;
 	}
 	se = calloc(1, sizeof(*se));
@@ -310,7 +311,8 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 		      strerror(-ret));
 		s->st->files_failed++;
 		if (s->source)
-			s->source->ops->ended(s->source, e->tag, -ret, 0, 0);
+			s->source->ops->ended(s->source, e->tag,
+					      &(struct send_ended){ .code = -ret });
 		if (fd >= 0)
 			close(fd);
 		free(se->f.src);

@@ -21,6 +21,17 @@
 
 struct send_source;
 
+/* how an entry ended in a session */
+struct send_ended {
+	int code;	/* 0 done, or the positive errno it failed with */
+	/* it did not fail but wants another session (the receiver was busy
+	 * with it, it changed while it was sent, the session broke): it is
+	 * not counted in the session's statistics */
+	int again;
+	int same;	/* done: the receiver had it (FILE_OK SAME) */
+	uint64_t bytes;	/* what was sent of it in this session */
+};
+
 struct send_source_ops {
 	/*
 	 * next - the next entry to send: 1 with @e filled (its pointers
@@ -30,15 +41,9 @@ struct send_source_ops {
 	 * errno that fails the session.
 	 */
 	int (*next)(struct send_source *src, struct pxfer_walk_entry *e);
-	/*
-	 * ended - entry @tag is over in this session: @code 0 done, or a
-	 * positive errno it failed with; @again: it did not fail but wants
-	 * another session (the receiver was busy with it, it changed while
-	 * it was sent, the session broke), and it is not counted in the
-	 * session's statistics. @bytes: what was sent of it.
-	 */
-	void (*ended)(struct send_source *src, uint64_t tag, int code,
-		      int again, uint64_t bytes);
+	/* ended - entry @tag is over in this session, as @how says */
+	void (*ended)(struct send_source *src, uint64_t tag,
+		      const struct send_ended *how);
 };
 
 struct send_source {
