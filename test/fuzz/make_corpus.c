@@ -18,11 +18,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "api/work_wire.h"
 #include "core/bytes.h"
 #include "core/proto.h"
 #include "core/seal.h"
 #include "fuzz.h"
 #include "recv/partial.h"
+#include "send/walk.h"
 #include "transport/rdma/ring_desc.h"
 
 #define FRAME_MAX	(PXFER_HDR_LEN + PXFER_MSG_MAX)
@@ -1029,6 +1031,194 @@ static void make_journal(void)
 	seed("journal", "own-file-extremes", j.b, j.n);
 }
 
+/* ------------------------------------------------------------------------ */
+/* work: the type byte, then the body of a work service message */
+
+#define WORK_BUF	(PXFER_WORK_HDR_LEN + 64 * 1024)
+
+/* @m encoded, as the type byte and its body, at @buf; its length */
+static size_t work_body(uint8_t *buf, const struct pxfer_work_msg *m)
+{
+	ssize_t n = pxfer_work_msg_encode(buf, WORK_BUF, m);
+
+	if (n < PXFER_WORK_HDR_LEN) {
+		fprintf(stderr, "error: cannot encode work message %u\n",
+			m->type);
+		failed = 1;
+		return 0;
+	}
+	/* the type's low byte just before the body */
+	buf[PXFER_WORK_HDR_LEN - 1] = (uint8_t)m->type;
+	return (size_t)n - PXFER_WORK_HDR_LEN + 1;
+}
+
+static void work_seed(const char *name, const struct pxfer_work_msg *m)
+{
+	uint8_t *buf = malloc(WORK_BUF);
+	size_t n;
+
+	if (!buf)
+		abort();
+	n = work_body(buf, m);
+	seed("work", name, buf + PXFER_WORK_HDR_LEN - 1, n);
+	free(buf);
+}
+
+/*
+ * @m with the byte at @off of its body (after the type byte) set to @v,
+ * or cut to @off bytes when @v < 0
+ */
+static void work_bad(const char *name, const struct pxfer_work_msg *m,
+		     size_t off, int v)
+{
+	uint8_t *buf = malloc(WORK_BUF), *b;
+	size_t n;
+
+	if (!buf)
+		abort();
+	n = work_body(buf, m);
+	b = buf + PXFER_WORK_HDR_LEN - 1;
+	if (v < 0)
+		n = off + 1;
+	else if (off + 1 < n)
+		b[off + 1] = (uint8_t)v;
+	seed("work", name, b, n);
+	free(buf);
+}
+
+static void work_unit_seeds(void)
+{
+	struct pxfer_unit_entry e[3] = {
+		{ .kind = PXFER_WALK_FILE, .src = "/data/src/a", .rel = "src/a",
+		  .target = "", .size = 1000, .mtime_sec = 1700000000,
+		  .mtime_nsec = 999999999, .mode = 0644 },
+		{ .kind = PXFER_WALK_SYMLINK, .src = "/data/src/l",
+		  .rel = "src/l", .target = "a", .mode = 0777 },
+		{ .kind = PXFER_WALK_FILE, .src = "/data/src/b", .rel = "src/b",
+		  .target = "", .size = 0, .mtime_sec = -1, .mode = 07777 },
+	};
+	struct pxfer_unit_entry r = {
+		.kind = PXFER_WALK_FILE, .src = "/data/big", .rel = "big",
+		.target = "", .size = 3ull << 30, .off = 1ull << 30,
+		.len = 2ull << 30, .mode = 0600,
+	};
+	struct pxfer_unit_entry d = {
+		.kind = PXFER_WALK_DIR, .src = "/data/src", .rel = "src",
+		.target = "", .mode = 0755,
+	};
+	struct pxfer_work_msg m = { .type = PXFER_WORK_UNIT };
+	struct pxfer_unit *u = &m.u.unit;
+	/* the body's offsets: the unit's n, its bytes, the first entry */
+	const size_t n_off = 13, bytes_off = 17, e0 = PXFER_WORK_UNIT_FIXED;
+
+	*u = (struct pxfer_unit){ .id = 1, .recv = 1, .kind = PXFER_UNIT_FILES,
+				  .n = 3, .e = e, .bytes = 1000 };
+	work_seed("unit-files", &m);
+	work_bad("unit-files-no-entries", &m, n_off + 3, 0);
+	work_bad("unit-files-bytes-wrong", &m, bytes_off + 7, 0xe9);
+	work_bad("unit-files-short", &m, 100, -1);
+	work_bad("unit-files-kind-dir", &m, e0, PXFER_WALK_DIR);
+	work_bad("unit-files-mode-over", &m, e0 + 1 + 2, 0x10);
+	work_bad("unit-files-nul-in-src", &m, e0 + PXFER_WORK_ENTRY_FIXED + 2, 0);
+	work_bad("unit-files-reserved", &m, e0 + PXFER_WORK_ENTRY_FIXED - 1, 1);
+	*u = (struct pxfer_unit){ .id = UINT64_MAX, .recv = 0,
+				  .kind = PXFER_UNIT_RANGE, .n = 1, .e = &r,
+				  .bytes = 2ull << 30 };
+	work_seed("unit-range", &m);
+	work_bad("unit-range-past-end", &m, e0 + 1 + 4 + 8 + 8 + 4, 0x80);
+	work_bad("unit-range-two", &m, n_off + 3, 2);
+	work_bad("unit-kind-unknown", &m, 12, 4);
+	*u = (struct pxfer_unit){ .id = 7, .recv = PXFER_WORK_RECV_MAX - 1,
+				  .kind = PXFER_UNIT_DIRS, .n = 1, .e = &d };
+	work_seed("unit-dirs", &m);
+	work_bad("unit-dirs-recv-over", &m, 9, 0xff);
+}
+
+static void make_work(void)
+{
+	struct pxfer_work_msg m = { .type = PXFER_WORK_CHALLENGE };
+	uint64_t ranks[3][3] = { { 5, 100, 1 << 20 }, { 0 }, { 1, 1, 1 } };
+	uint64_t recv[2][4] = { { 50, 1000, 2000, 0 }, { 51, 0, 0, 1 } };
+
+	m.u.challenge.magic = PXFER_WORK_MAGIC;
+	m.u.challenge.version = PXFER_WORK_VERSION;
+	memset(m.u.challenge.nonce, 0xab, PXFER_WORK_NONCE_LEN);
+	memcpy(m.u.challenge.job, "job identity 16b", 16);
+	work_seed("challenge", &m);
+	work_bad("challenge-short", &m, 20, -1);
+	m.type = PXFER_WORK_HELLO;
+	m.u.hello.version = PXFER_WORK_VERSION;
+	m.u.hello.rank = PXFER_WORK_RANKS_MAX - 1;
+	memset(m.u.hello.nonce, 0x11, PXFER_WORK_NONCE_LEN);
+	memset(m.u.hello.mac, 0x22, PXFER_WORK_MAC_LEN);
+	work_seed("hello", &m);
+	m.type = PXFER_WORK_WELCOME;
+	work_seed("welcome", &m);
+	m.type = PXFER_WORK_REFUSE;
+	m.u.refuse = EACCES;
+	work_seed("refuse", &m);
+	work_bad("refuse-zero", &m, 3, 0);
+	m.type = PXFER_WORK_PULL;
+	m.u.recv = PXFER_WORK_RECV_MAX - 1;
+	work_seed("pull", &m);
+	work_bad("pull-recv-over", &m, 2, 0xff);
+	m.type = PXFER_WORK_LOST;
+	m.u.recv = 0;
+	work_seed("lost", &m);
+	for (uint16_t t = PXFER_WORK_WAIT; t <= PXFER_WORK_END; t++) {
+		char name[32];
+
+		if (t != PXFER_WORK_WAIT && t != PXFER_WORK_NODATA &&
+		    t != PXFER_WORK_ACK && t != PXFER_WORK_END)
+			continue;
+		m.type = t;
+		snprintf(name, sizeof(name), "empty-%u", t);
+		work_seed(name, &m);
+	}
+	m.type = PXFER_WORK_REPORT;
+	m.u.report = (struct pxfer_unit_result){
+		.id = 42, .status = PXFER_EXIT_FAIL, .again = 1, .lost = 1,
+		.files = 3, .files_failed = 1, .files_same = 1, .dirs = 0,
+		.links = 1, .bytes = 4096, .bytes_sent = 8192, .bytes_same = 1,
+	};
+	work_seed("report", &m);
+	work_bad("report-again-2", &m, 15, 2);
+	work_bad("report-status-negative", &m, 8, 0xff);
+	work_bad("report-short", &m, 83, -1);
+	m.type = PXFER_WORK_OUTCOME;
+	m.u.outcome = (struct pxfer_job_outcome){
+		.status = PXFER_EXIT_NET, .files = 100, .files_failed = 1,
+		.files_same = 2, .files_skipped = 3, .dirs = 4, .links = 5,
+		.bytes = 6, .bytes_sent = 7, .bytes_same = 8, .units = 9,
+		.units_again = 10, .nranks = 3, .nrecv = 2,
+	};
+	{
+		/* the struct's own layout for the arrays */
+		__typeof__(*m.u.outcome.rank) rk[3];
+		__typeof__(*m.u.outcome.recv) rv[2];
+
+		for (int i = 0; i < 3; i++) {
+			rk[i].units = ranks[i][0];
+			rk[i].files = ranks[i][1];
+			rk[i].bytes_sent = ranks[i][2];
+		}
+		m.u.outcome.rank = rk;
+
+		for (int i = 0; i < 2; i++) {
+			rv[i].files = recv[i][0];
+			rv[i].bytes = recv[i][1];
+			rv[i].bytes_sent = recv[i][2];
+			rv[i].lost = (int)recv[i][3];
+		}
+		m.u.outcome.recv = rv;
+		work_seed("outcome", &m);
+		work_bad("outcome-no-ranks", &m, 95, 0);
+		work_bad("outcome-lost-2", &m, 100 + 3 * 24 + 24, 2);
+		work_bad("outcome-short", &m, 100 + 3 * 24 + 2 * 25 - 2, -1);
+	}
+	work_unit_seeds();
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -1048,5 +1238,6 @@ int main(int argc, char **argv)
 	make_ring_desc();
 	make_sealed();
 	make_journal();
+	make_work();
 	return failed;
 }
