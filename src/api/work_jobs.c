@@ -346,7 +346,7 @@ void pxfer_work_jobs_lost(struct pxfer_work_server *s, uint32_t recv,
 		return;
 	s->q[recv].lost = 1;
 	s->outcome.recv[recv].lost = 1;
-	pxfer_warning("work service: receiver %u cannot be reached (rank %u says so); its files go to the others",
+	pxfer_warning("work service: receiver %u of --to cannot be reached (rank %u says so); its files go to the others",
 		      (unsigned int)recv + 1, (unsigned int)rank);
 	if (fewest(s) < 0) {
 		pxfer_error("work service: every receiver is lost; the job ends");
