@@ -270,22 +270,15 @@ static int conn_frame(struct pxfer_work_server *s, int i, size_t flen,
 	return ret;
 }
 
-/* read what there is and handle one frame; 0, or -errno to close */
-static int conn_read(struct pxfer_work_server *s, int i)
+/* handle the frame in c->in if it is whole; 0, or -errno to close */
+static int conn_parse(struct pxfer_work_server *s, int i)
 {
 	struct work_conn *c = s->conns[i];
 	uint16_t type;
 	uint32_t blen;
 	size_t flen;
-	ssize_t n;
 
-	n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, 0);
-	if (n == 0)
-		return -ECONNRESET;
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-	c->in_len += (size_t)n;
-	if (c->in_len < PXFER_WORK_HDR_LEN)
+	if (c->in_len < PXFER_WORK_HDR_LEN || c->out || c->end_wait)
 		return 0;
 	if (pxfer_work_hdr_decode(c->in, PXFER_WORK_REQ_MAX, &type, &blen))
 		return -EPROTO;
@@ -294,6 +287,21 @@ static int conn_read(struct pxfer_work_server *s, int i)
 	if (c->in_len < flen)
 		return 0;
 	return conn_frame(s, i, flen, blen);
+}
+
+/* read what there is and handle one frame; 0, or -errno to close */
+static int conn_read(struct pxfer_work_server *s, int i)
+{
+	struct work_conn *c = s->conns[i];
+	ssize_t n;
+
+	n = recv(c->fd, c->in + c->in_len, sizeof(c->in) - c->in_len, 0);
+	if (n == 0)
+		return -ECONNRESET;
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	c->in_len += (size_t)n;
+	return conn_parse(s, i);
 }
 
 static int conn_write(struct pxfer_work_server *s, int i)
@@ -313,7 +321,10 @@ static int conn_write(struct pxfer_work_server *s, int i)
 	free(c->out);
 	c->out = NULL;
 	c->out_len = c->out_off = 0;
-	return c->state == C_CLOSING ? -ECONNRESET : 0;
+	if (c->state == C_CLOSING)
+		return -ECONNRESET;
+	/* a request that came with the last one */
+	return conn_parse(s, i);
 }
 
 /* once the job is over: answer the ENDs, and say whether wait may return */
