@@ -62,7 +62,7 @@ struct rank_arg {
 	struct pxfer_work_client *c;
 	uint32_t rank, recv;
 	int port;
-	int give_again;		/* report the 3rd unit again=1 */
+	int give_again;		/* report the job's first unit again=1 */
 };
 
 static void rec_add(struct ledger *L, const struct pxfer_unit *u)
@@ -105,7 +105,7 @@ static void result_of(const struct pxfer_unit *u, struct pxfer_unit_result *r)
 }
 
 /* one unit pulled: check and note it, then report it done */
-static int take_unit(struct rank_arg *a, struct pxfer_unit *u, int *count)
+static int take_unit(struct rank_arg *a, struct pxfer_unit *u)
 {
 	struct ledger *L = a->L;
 	struct pxfer_unit_result r;
@@ -121,7 +121,8 @@ static int take_unit(struct rank_arg *a, struct pxfer_unit *u, int *count)
 			 L->held_nondir);
 	else
 		L->held_nondir++;
-	if (a->give_again && ++*count == 3 && !L->again_id) {
+	/* the first unit pulled (not a DIRS one) is given back once */
+	if (a->give_again && !L->again_id && u->kind != PXFER_UNIT_DIRS) {
 		L->again_id = u->id;
 		again = 1;
 	} else {
@@ -132,16 +133,15 @@ static int take_unit(struct rank_arg *a, struct pxfer_unit *u, int *count)
 				L->left_done[i] = 1;
 		rec_add(L, u);
 	}
+	/* reported from here on: the service may then hand out DIRS */
+	if (u->kind != PXFER_UNIT_DIRS)
+		L->held_nondir--;
 	pthread_mutex_unlock(&L->lock);
 	r.again = again;
 	if (again)
 		r.files = r.links = r.bytes = 0;
 	T_EXPECT(pxfer_work_report(a->c, &r) == 0, "report of unit %llu",
 		 (unsigned long long)u->id);
-	pthread_mutex_lock(&L->lock);
-	if (u->kind != PXFER_UNIT_DIRS)
-		L->held_nondir--;
-	pthread_mutex_unlock(&L->lock);
 	return 0;
 }
 
@@ -149,7 +149,7 @@ static void *recv_thread(void *arg)
 {
 	struct rank_arg *a = arg;
 	struct pxfer_unit u;
-	int ret, count = 0;
+	int ret;
 
 	for (;;) {
 		ret = pxfer_work_pull(a->c, a->recv, &u);
@@ -159,7 +159,7 @@ static void *recv_thread(void *arg)
 		}
 		if (ret < 0)
 			break;
-		take_unit(a, &u, &count);
+		take_unit(a, &u);
 		pxfer_unit_release(&u);
 	}
 	T_EXPECT(ret == -ENODATA, "rank %u receiver %u: pull ended with %d",
@@ -403,7 +403,7 @@ static void test_job(char **roots)
 		for (uint32_t r = 0; r < 2; r++) {
 			a[k][r] = (struct rank_arg){
 				.L = &L, .c = c[k], .rank = k, .recv = r,
-				.give_again = k == 1 && r == 0,
+				.give_again = 1,
 			};
 			pthread_create(&t[k][r], NULL, recv_thread, &a[k][r]);
 		}
@@ -453,7 +453,7 @@ static void test_lost(char **roots)
 	struct ledger L = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct rank_arg a = { .L = &L, .rank = 0, .recv = 1 };
 	struct pxfer_unit u;
-	int live[2] = { 1, 0 }, ranged = 0, ret, count = 0;
+	int live[2] = { 1, 0 }, ranged = 0, ret;
 	uint64_t nfiles, ndirs, nbytes;
 
 	conf_init(&conf, roots, 1, 2);
@@ -463,7 +463,7 @@ static void test_lost(char **roots)
 	a.c = c;
 	while (!ranged && (ret = pxfer_work_pull(c, 1, &u)) == 1) {
 		ranged = u.kind == PXFER_UNIT_RANGE;
-		take_unit(&a, &u, &count);
+		take_unit(&a, &u);
 		pxfer_unit_release(&u);
 	}
 	T_EXPECT(ranged, "a range for receiver 1");
