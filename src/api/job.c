@@ -327,8 +327,9 @@ int pxfer_job_fence(struct pxfer_job *j)
 	}
 	/* NULL: all the processes of our namespace */
 	rc = PMIx_Fence(NULL, 0, info, n);
-	while (n > 0)
-		PMIX_INFO_DESTRUCT(&info[--n]);
+	/* (the macro uses its argument more than once) */
+	for (size_t i = 0; i < n; i++)
+		PMIX_INFO_DESTRUCT(&info[i]);
 	if (rc != PMIX_SUCCESS)
 		return pxfer_error("rank %" PRIu32 " of %" PRIu32 ": the job's fence"
 			     " failed: %s (did a rank end early? see %s's"
