@@ -108,7 +108,7 @@ struct pxfer_job_outcome {	/* the job's result, the same on every rank */
 	uint64_t units_again;	/* units handed out again (a rank died,
 				 * again=1, a lost receiver's ranges) */
 	uint32_t nranks, nrecv;
-	struct { uint64_t units, files, bytes_sent; } *rank;	/* [nranks] */
+	struct { uint64_t units, ranges, files, bytes_sent; } *rank;	/* [nranks] */
 	struct { uint64_t files, bytes, bytes_sent; int lost; } *recv;	/* [nrecv] */
 };
 

@@ -13,6 +13,7 @@
 
 #include "api/work_serve.h"
 #include "core/log.h"
+#include "core/sys.h"
 #include "pxfer/pxfer.h"
 
 /* ---- lists -------------------------------------------------------------- */
@@ -208,11 +209,26 @@ static void check_phase(struct pxfer_work_server *s)
 
 /* ---- what the connections ask ------------------------------------------- */
 
-static void lease(struct pxfer_work_server *s, uint32_t r,
-		  struct work_node **leases, struct pxfer_work_msg *a)
+/* the first unit of receiver @r's queue that may be handed out now */
+static struct work_node *ready(struct pxfer_work_server *s, uint32_t r)
 {
-	struct work_node *n = s->q[r].head;
+	double now = 0;
 
+	for (struct work_node *n = s->q[r].head; n; n = n->next) {
+		if (!n->not_before)
+			return n;
+		if (!now)
+			now = pxfer_now();
+		if (n->not_before <= now)
+			return n;
+	}
+	return NULL;
+}
+
+static void lease(struct pxfer_work_server *s, struct work_node *n,
+		  uint32_t r, struct work_node **leases,
+		  struct pxfer_work_msg *a)
+{
 	q_unlink(s, n);
 	n->u.recv = r;
 	lease_push(leases, n);
@@ -226,8 +242,10 @@ int pxfer_work_jobs_pull(struct pxfer_work_server *s, uint32_t rank,
 {
 	int ret;
 
+	struct work_node *n;
+
 	memset(a, 0, sizeof(*a));
-	if (!s->over && !s->q[recv].lost && !s->q[recv].head &&
+	if (!s->over && !s->q[recv].lost && !ready(s, recv) &&
 	    !s->cut.walked) {
 		ret = pxfer_work_cut_more(&s->cut, recv, emit, s);
 		if (ret < 0) {
@@ -240,11 +258,20 @@ int pxfer_work_jobs_pull(struct pxfer_work_server *s, uint32_t rank,
 		check_phase(s);
 	if (s->over || s->q[recv].lost)
 		a->type = PXFER_WORK_NODATA;
-	else if (s->q[recv].head)
-		lease(s, recv, leases, a);
+	else if ((n = ready(s, recv)))
+		lease(s, n, recv, leases, a);
 	else
 		a->type = PXFER_WORK_WAIT;
 	return 0;
+}
+
+/* the first receiver not lost, or -1 */
+static int first_live(const struct pxfer_work_server *s)
+{
+	for (uint32_t r = 0; r < s->nrecv; r++)
+		if (!s->q[r].lost)
+			return (int)r;
+	return -1;
 }
 
 /* a unit done, or failed, for good: its figures join the job's */
@@ -260,6 +287,7 @@ static void apply(struct pxfer_work_server *s, uint32_t rank,
 		s->status = r->status;
 	o->units++;
 	o->rank[rank].units++;
+	o->rank[rank].ranges += n->u.kind == PXFER_UNIT_RANGE;
 	o->bytes += r->bytes;
 	o->bytes_same += r->bytes_same;
 	o->recv[t].bytes += r->bytes;
@@ -267,7 +295,9 @@ static void apply(struct pxfer_work_server *s, uint32_t rank,
 		o->files += r->files;
 		o->files_failed += r->files_failed;
 		o->files_same += r->files_same;
-		o->dirs += r->dirs;
+		/* every receiver makes every directory: count them once */
+		if (n->u.kind != PXFER_UNIT_DIRS || (int)t == first_live(s))
+			o->dirs += r->dirs;
 		o->links += r->links;
 		o->rank[rank].files += r->files;
 		o->recv[t].files += r->files;
@@ -286,11 +316,16 @@ static void apply(struct pxfer_work_server *s, uint32_t rank,
 		o->files_failed++;
 		return;
 	}
+	/* a file all of whose ranges the receiver had is found the same;
+	 * as a whole file's, its count is one or the other */
+	if (g->same == g->nrange) {
+		o->files_same++;
+		return;
+	}
 	o->files++;
 	o->recv[t].files++;
 	o->rank[rank].files++;
-	if (g->same == g->nrange)
-		o->files_same++;
+	g->rank = rank;
 }
 
 /* the figures of a range done on a receiver since lost, taken back */
@@ -308,11 +343,12 @@ static void unapply(struct pxfer_work_server *s, struct work_node *n)
 		g->counted = 0;
 		if (g->failed) {
 			o->files_failed--;
+		} else if (g->same == g->nrange) {
+			o->files_same--;
 		} else {
 			o->files--;
 			o->recv[t].files--;
-			if (g->same == g->nrange)
-				o->files_same--;
+			o->rank[g->rank].files--;
 		}
 	}
 	g->ndone--;
@@ -412,6 +448,12 @@ void pxfer_work_jobs_report(struct pxfer_work_server *s, uint32_t rank,
 	 * sent whole to the other, this range too */
 	if (r->again || r->lost || (n->g && n->g->recv != n->u.recv)) {
 		s->outcome.units_again++;
+		if (r->again && !r->lost) {
+			/* 50 ms, doubling to 3.2 s */
+			n->not_before = pxfer_now() +
+					0.05 * (1u << (n->agains < 6 ? n->agains : 6));
+			n->agains++;
+		}
 		requeue(s, n);
 	} else {
 		apply(s, rank, n, r);

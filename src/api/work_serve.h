@@ -29,6 +29,12 @@ struct work_node {
 	struct work_node *prev, *next;	/* in its queue, or its lease list */
 	struct work_group *g;		/* RANGE: its file (which owns it) */
 	struct pxfer_unit_result applied;	/* RANGE, done: what it added */
+	/* handed back as not done (again): not handed out before this
+	 * (pxfer_now), each time later, so that a file busy on its
+	 * receiver (another job's, a partial being checked) is not asked
+	 * for again and again at once */
+	double not_before;
+	unsigned int agains;
 };
 
 /* a large file's ranges: all go to one receiver */
@@ -38,6 +44,7 @@ struct work_group {
 	uint64_t nrange, ncut, ndone;
 	struct work_node **v;		/* [nrange], as they are cut */
 	int failed, counted;
+	uint32_t rank;			/* counted: the rank that ended it */
 	uint64_t same;			/* ranges done that were the same */
 };
 

@@ -18,7 +18,7 @@
 #include "send/walk.h"
 
 #define OUTCOME_FIXED	100
-#define RANK_LEN	24
+#define RANK_LEN	32
 #define RECV_LEN	25
 #define REPORT_LEN	84
 
@@ -181,6 +181,7 @@ static void put_outcome(struct cur *c, const struct pxfer_job_outcome *o)
 	put(c, o->nrecv, 4);
 	for (uint32_t i = 0; i < o->nranks; i++) {
 		put(c, o->rank[i].units, 8);
+		put(c, o->rank[i].ranges, 8);
 		put(c, o->rank[i].files, 8);
 		put(c, o->rank[i].bytes_sent, 8);
 	}
@@ -416,6 +417,7 @@ static int get_outcome(struct cur *c, struct pxfer_job_outcome *o)
 	}
 	for (uint32_t i = 0; i < o->nranks; i++) {
 		o->rank[i].units = get(c, 8);
+		o->rank[i].ranges = get(c, 8);
 		o->rank[i].files = get(c, 8);
 		o->rank[i].bytes_sent = get(c, 8);
 	}

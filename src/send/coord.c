@@ -185,6 +185,7 @@ static void source_ended(struct send_session *s, struct sentry *e, int code,
 	if (!e->tagged)
 		return;
 	e->tagged = 0;
+	s->man.held = 0;	/* the source may have more now */
 	s->source->ops->ended(s->source, e->tag, &(struct send_ended){
 		.code = code, .again = again, .same = same, .bytes = e->f.sent });
 }

@@ -367,7 +367,7 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 
 int send_manifest_can_feed(struct send_session *s)
 {
-	return !send_manifest_done_all(&s->man) &&
+	return !send_manifest_done_all(&s->man) && !s->man.held &&
 	       pxfer_fileids_free(&s->man.ids) &&
 	       pxfer_ctrl_pending(&s->b.ctrl) < CTRL_BACKLOG;
 }
@@ -420,12 +420,17 @@ int send_manifest_feed(struct send_session *s)
 			ret = 1;
 		} else if (s->source) {
 			ret = s->source->ops->next(s->source, &e);
+			if (ret == -EAGAIN) {
+				s->man.held = 1;	/* until an entry ends */
+				break;
+			}
 		} else {
 			ret = pxfer_walk_next(&s->walk, &e);
 		}
 		if (ret < 0)
 			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
-					  "cannot walk the source tree: %s",
+					  s->source ? "cannot get the job's next unit: %s"
+						    : "cannot walk the source tree: %s",
 					  strerror(-ret));
 		if (ret == 0) {
 			s->man.walk_done = 1;

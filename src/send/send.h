@@ -119,6 +119,7 @@ struct manifest {
 	uint64_t bytes_walked, files_walked;
 	struct again_file *again, **again_tail;	/* fed after the walk */
 	int resending;			/* feeding one of them */
+	int held;			/* the source has nothing now */
 };
 
 struct send_session {

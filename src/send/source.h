@@ -37,8 +37,9 @@ struct send_source_ops {
 	 * next - the next entry to send: 1 with @e filled (its pointers
 	 * valid until the next call; e->tag names it to ->ended, and
 	 * e->range_len, when not 0, asks for only those bytes of the file),
-	 * 0 when there is nothing more for this session, or a negative
-	 * errno that fails the session.
+	 * 0 when there is nothing more for this session, -EAGAIN when
+	 * there is nothing now (ask again once an entry ended), or another
+	 * negative errno that fails the session.
 	 */
 	int (*next)(struct send_source *src, struct pxfer_walk_entry *e);
 	/* ended - entry @tag is over in this session, as @how says */
