@@ -13,6 +13,31 @@ int cmd_send(int argc, char **argv);
 int cmd_recv(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 
+/* pxfer send's receivers (send_job.c): --to's list, or its @FILE's */
+struct pxfer_target;
+struct pxfer_job;
+struct pxfer_send_opts;
+struct cli_targets {
+	struct pxfer_target *to;
+	unsigned int n;
+	char *text;		/* what the targets point into */
+};
+
+/* cli_parse_target - HOST[:PORT][/DEST] in @arg, cut up in place: 0 or
+ * -EINVAL */
+int cli_parse_target(char *arg, const char **host, const char **port,
+		     const char **dest);
+/* cli_targets_parse - --to @arg: HOST[:PORT][/DEST],... or @FILE, one a
+ * line. 0, or -1 after saying what is wrong (release either way) */
+int cli_targets_parse(struct cli_targets *t, const char *arg);
+void cli_targets_release(struct cli_targets *t);
+/* cli_send_job - the transfer as rank j->rank of job @j (joined), to
+ * @t's receivers, files over twice @range_size (0: the default) cut in
+ * ranges; rank 0 prints the job's summary (or @json). The job's
+ * PXFER_EXIT_* status */
+int cli_send_job(const struct pxfer_send_opts *o, const struct cli_targets *t,
+		 struct pxfer_job *j, uint64_t range_size, int json, int quiet);
+
 /*
  * Options. A command has a table of its own options; the options the
  * commands share (--port, --bind, --secret-file, --transport, --device,

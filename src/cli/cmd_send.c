@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "pxfer/pxfer.h"
+#include "api/jobsend.h"
 #include "cli.h"
 #include "core/log.h"
 #include "core/netaddr.h"
@@ -24,6 +25,8 @@ struct send_args {
 	const char *secret_file;
 	int quiet;
 	int json;
+	const char *to;		/* --to */
+	uint64_t range_size;	/* --range-size, 0: the default */
 };
 
 static int set_jobs(void *ctx, const char *arg)
@@ -74,6 +77,28 @@ static int set_wait(void *ctx, const char *arg)
 		return pxfer_error("--wait takes seconds from 0 to %d, not '%s'",
 			     PXFER_WAIT_SECS_MAX, arg);
 	a->o.wait_secs = v;
+	return 0;
+}
+
+static int set_to(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	a->to = arg;
+	return 0;
+}
+
+static int set_range_size(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+	uint64_t size;
+
+	if (cli_parse_size(arg, &size) || size < PXFER_RANGE_MIN ||
+	    size > PXFER_RANGE_MAX || size % PXFER_CHUNK_MAX)
+		return pxfer_error("--range-size takes a multiple of %uM from %uM to %lluG, not '%s'",
+				   PXFER_CHUNK_MAX >> 20, PXFER_RANGE_MIN >> 20,
+				   (unsigned long long)(PXFER_RANGE_MAX >> 30), arg);
+	a->range_size = size;
 	return 0;
 }
 
@@ -191,6 +216,16 @@ static struct cli_opt send_opts[] = {
 	{ "wait", 0, "SEC", set_wait,
 	  "while the receiver is busy, try again for up\n"
 	  "to SEC seconds (default 60; 0: fail at once)", NULL },
+	{ "to", 0, "LIST", set_to,
+	  "send to these receivers, HOST[:PORT][/DEST] separated\n"
+	  "by commas, or @FILE with one a line; every PATH is\n"
+	  "then a source. Files are spread over the receivers,\n"
+	  "each file whole on one; -p is the PORT of those\n"
+	  "given none (docs/scaleout.md)", CLI_HOST },
+	{ "range-size", 0, "SIZE", set_range_size,
+	  "with --to or a launcher: a file over twice SIZE is\n"
+	  "cut into ranges of SIZE, which ranks send at once\n"
+	  "(64M-64G, a multiple of 64M; default 256M)", NULL },
 	{ "json", 0, NULL, set_json, "print a JSON summary on stdout", NULL },
 	{ "encrypt", 0, NULL, set_encrypt,
 	  "encrypt file data too (file names and the other\n"
@@ -235,6 +270,7 @@ static const struct cli_cmd send_cmd = {
 	.side = CLI_SEND,
 	.usage =
 	"usage: pxfer send [options] PATH... HOST[:PORT][/DEST]\n"
+	"       pxfer send [options] PATH... --to HOST[:PORT][/DEST],...|@FILE\n"
 	"\n"
 	"Send files and directories to 'pxfer recv' on HOST. Each PATH arrives\n"
 	"under its own name (\"dir\" and \"dir/\" both arrive as \"dir\"; \"dir/.\"\n"
@@ -243,6 +279,12 @@ static const struct cli_cmd send_cmd = {
 	"followed. A PATH must be a regular file or a directory; inside a\n"
 	"directory, fifos, sockets and devices are skipped with a warning.\n"
 	"IPv6 hosts go in brackets: [fe80::1%eth0]:7471/dest.\n"
+	"\n"
+	"Started by a launcher (srun --mpi=pmix, Open MPI's mpirun), every\n"
+	"rank of the job takes part in one transfer: rank 0 walks the PATHs\n"
+	"(on a file system every rank sees), the ranks pull the work in units\n"
+	"and send them, and rank 0 prints the job's summary; every rank exits\n"
+	"with the job's status (docs/scaleout.md).\n"
 	"\n"
 	"The shared secret comes from $" PXFER_SECRET_ENV " (the token 'pxfer recv' prints)\n"
 	"or --secret-file.\n",
@@ -263,45 +305,6 @@ static const struct cli_cmd send_cmd = {
 	"modification time). A file that changes while it is sent is sent again\n"
 	"once, or fails alone (exit 1).\n",
 };
-
-/* HOST[:PORT][/DEST], with [v6] in brackets */
-static int parse_target(char *arg, struct pxfer_send_opts *o)
-{
-	char *host = arg, *rest, *slash, *colon;
-
-	if (*arg == '[') {
-		rest = strchr(arg, ']');
-		if (!rest)
-			return -EINVAL;
-		host = arg + 1;
-		*rest++ = 0;
-	} else {
-		rest = arg + strcspn(arg, ":/");
-	}
-	slash = strchr(rest, '/');
-	if (slash) {
-		*slash = 0;
-		o->dest = slash + 1;
-		while (*o->dest == '/')
-			o->dest++;
-		/* "host/a/b/" means a/b; a trailing slash is not a name */
-		for (size_t n = strlen(o->dest); n && o->dest[n - 1] == '/'; n--)
-			((char *)o->dest)[n - 1] = 0;
-		if (!*o->dest)
-			o->dest = NULL;
-	}
-	colon = strchr(rest, ':');
-	if (colon) {
-		*colon = 0;
-		if (!colon[1])
-			return -EINVAL;	/* "host:" or "host:/dest": no port */
-		o->port = colon + 1;
-	} else if (*rest) {
-		return -EINVAL;
-	}
-	o->host = host;
-	return *host ? 0 : -EINVAL;
-}
 
 static void print_json(const struct pxfer_send_opts *o,
 		       const struct pxfer_stats *st, int code)
@@ -352,6 +355,19 @@ static void print_summary(const struct pxfer_send_opts *o,
 	     st->files_failed ? "; some files failed" : "");
 }
 
+/* the transfer to one receiver, as it always was */
+static int send_one(const struct pxfer_send_opts *o, const struct send_args *a)
+{
+	struct pxfer_stats st;
+	int code = pxfer_send(o, &st);
+
+	if (a->json)
+		print_json(o, &st, code);
+	else if (!a->quiet && code != PXFER_EXIT_USAGE)
+		print_summary(o, &st, code);
+	return code;
+}
+
 int cmd_send(int argc, char **argv)
 {
 	struct send_args a = { 0 };
@@ -363,7 +379,9 @@ int cmd_send(int argc, char **argv)
 		.gid_index = &o->gid_index, .io = &o->io,
 		.fsync = &o->fsync, .quiet = &a.quiet, .verbose = &o->verbose,
 	};
-	struct pxfer_stats st;
+	struct cli_targets t = { 0 };
+	struct pxfer_job j;
+	const char *port = NULL;
 	char why[400];
 	int first, code;
 
@@ -375,34 +393,69 @@ int cmd_send(int argc, char **argv)
 	first = cli_parse(&send_cmd, argc, argv, &a, &common, &code);
 	if (first < 0)
 		return code;
-	if (argc - first < 2) {
-		pxfer_error("pxfer send needs at least one PATH and a HOST");
+	if (argc - first < (a.to ? 1 : 2)) {
+		pxfer_error(a.to ? "pxfer send needs at least one PATH"
+				 : "pxfer send needs at least one PATH and a HOST (or --to)");
 		cli_usage(stderr, &send_cmd);
 		return PXFER_EXIT_USAGE;
 	}
-	if (parse_target(argv[argc - 1], o))
-		return pxfer_error("'%s' is not HOST[:PORT][/DEST]", argv[argc - 1]),
-		       PXFER_EXIT_USAGE;
-	if (pxfer_port_check(o->port))
-		return pxfer_error("the PORT of HOST[:PORT][/DEST] is a number from 1 to 65535, not '%s'",
-			     o->port),
-		       PXFER_EXIT_USAGE;
-	if (a.port)
+	if (a.to) {
+		if (cli_targets_parse(&t, a.to)) {
+			cli_targets_release(&t);
+			return PXFER_EXIT_USAGE;
+		}
+		/* -p is the port of those the list gives none */
+		o->host = t.to[0].host;
+		o->dest = t.to[0].dest;
+		if (a.port)
+			o->port = a.port;
+		if (t.n == 1 && t.to[0].port)
+			o->port = t.to[0].port;
+	} else {
+		char *target = argv[--argc];
+
+		if (cli_parse_target(target, &o->host, &port, &o->dest))
+			return pxfer_error("'%s' is not HOST[:PORT][/DEST]", target),
+			       PXFER_EXIT_USAGE;
+		if (port && pxfer_port_check(port))
+			return pxfer_error("the PORT of HOST[:PORT][/DEST] is a number from 1 to 65535, not '%s'",
+				     port),
+			       PXFER_EXIT_USAGE;
+		if (port)
+			o->port = port;
+	}
+	if (a.port && !a.to)
 		o->port = a.port;
-	if (cli_load_secret(&o->secret, a.secret_file, NULL))
-		return PXFER_EXIT_USAGE;
+	if (cli_load_secret(&o->secret, a.secret_file, NULL)) {
+		code = PXFER_EXIT_USAGE;
+		goto out;
+	}
 	o->paths = argv + first;
-	o->npaths = argc - first - 1;
-	if (pxfer_send_opts_check(o, why, sizeof(why)))
-		return pxfer_error("%s", why), PXFER_EXIT_USAGE;
+	o->npaths = argc - first;
+	if (pxfer_send_opts_check(o, why, sizeof(why))) {
+		pxfer_error("%s", why);
+		code = PXFER_EXIT_USAGE;
+		goto out;
+	}
+	/* started by a launcher: one rank of the job's transfer */
+	if (pxfer_job_init(&j)) {
+		code = PXFER_EXIT_USAGE;
+		goto out;
+	}
 	o->progress = !a.quiet && !a.json && isatty(STDERR_FILENO);
 	o->stop = cli_stop_on_signals();
-	if (!o->stop)
-		return PXFER_EXIT_LOCAL;
-	code = pxfer_send(o, &st);
-	if (a.json)
-		print_json(o, &st, code);
-	else if (!a.quiet && code != PXFER_EXIT_USAGE)
-		print_summary(o, &st, code);
+	if (!o->stop) {
+		code = PXFER_EXIT_LOCAL;
+	} else if (j.size > 1 || t.n > 1) {
+		code = cli_send_job(o, t.n ? &t : &(struct cli_targets){
+			.to = &(struct pxfer_target){ o->host, NULL, o->dest },
+			.n = 1 }, &j, a.range_size, a.json, a.quiet);
+	} else {
+		code = send_one(o, &a);
+	}
+	pxfer_job_finalize(&j);
+out:
+	cli_targets_release(&t);
 	return code;
 }
+
