@@ -173,7 +173,9 @@ static void finish(struct pxfer_work_server *s)
 	o->status = s->status;
 	if (!o->status && (s->cut.files_failed || s->cut.failed))
 		o->status = PXFER_EXIT_FAIL;
-	if (!o->status && lost)
+	/* a lost receiver whose files the others took fails nothing; with
+	 * none left, what was not sent is lost */
+	if (!o->status && lost && fewest(s) < 0)
 		o->status = PXFER_EXIT_NET;
 	pxfer_verbose("work service: the job is over: %llu units, %llu handed out again, status %d",
 		      (unsigned long long)o->units,
