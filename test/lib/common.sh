@@ -111,9 +111,29 @@ _cleanup()
 	done < <(find "$T" -maxdepth 1 -type f -size -16M \
 		-exec grep -lZE -- "$SANITIZER_REPORT" {} + 2>/dev/null)
 	# a test may leave read-only directories behind
-	chmod -R u+rwX "$T" 2>/dev/null
-	rm -rf "$T"
+	chmod -R u+rwX "$T" ${_scratch:+"$_scratch"} 2>/dev/null
+	rm -rf "$T" ${_scratch:+"$_scratch"}
 	exit "$rc"
+}
+
+# scratch MIB - SCRATCH: a directory for MIB MiB of bulk data, in memory
+# (/dev/shm) when it has the room, so that disk speed does not time the
+# test, else below $T; removed when the test ends. Not in a subshell.
+_scratch=
+SCRATCH=
+scratch()
+{
+	local free
+
+	free=$(df -Pm /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
+	if [ "${free:-0}" -gt $(($1 + 1024)) ] &&
+	   _scratch=$(mktemp -d /dev/shm/pxfer-e2e.XXXXXX 2>/dev/null); then
+		SCRATCH=$_scratch
+	else
+		_scratch=
+		SCRATCH=$T/scratch
+		mkdir -p "$SCRATCH" || fail "mkdir $SCRATCH"
+	fi
 }
 trap _cleanup EXIT
 trap 'exit 130' INT TERM HUP

@@ -1,0 +1,275 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# e2e_nodes: a scale-out job whose nodes have links of their own. Each of
+# 4 sender ranks and each of 2 receivers runs in a network namespace of
+# its own, with its own address on a bridge and its rate shaped (tc tbf);
+# the receivers share one destination, as DTNs on a parallel file system
+# do. The ranks are started by mpirun, or by a real one-node Slurm's
+# srun --mpi=pmix, through test/lib/in_netns.sh.
+#   - mpirun, receiver 2 killed with SIGKILL mid-job: its unfinished files
+#     go to receiver 1 and the job completes, exit 0, the tree intact,
+#     receiver 2 named lost in the --json;
+#   - mpirun --enable-recovery (which lets the other ranks go on), rank 2
+#     killed with SIGKILL mid-job: the others complete the job, the tree
+#     intact, the dead rank's units handed out again;
+#   - srun, rank 2 killed: Slurm's pmix plugin ends the step; the same
+#     command run again completes the tree;
+#   - in each, what the ranks' interfaces sent beyond the tree is no more
+#     than the lost node's units in flight plus 5% of the tree.
+# Skips without root, network namespaces, tc or the launchers.
+# shellcheck source=../lib/common.sh
+. "$(dirname "$0")/../lib/common.sh"
+
+[ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
+for tool in ip tc python3 mpirun; do
+	command -v $tool >/dev/null || skip "$tool is missing"
+done
+while IFS= read -r v; do
+	case $v in SLURM_*|PMIX_*|OMPI_*) unset "$v";; esac
+done < <(compgen -e)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0
+WRAP=$(cd "$(dirname "$0")/../lib" && pwd)/in_netns.sh
+limit=300
+RANKS=4
+RATE=600mbit
+# the units a rank holds at once per receiver (api/jobsrc.h), of
+# --range-size or 64 MiB of files at most
+RANGE_MIB=64
+INFLIGHT_MIB=$((2 * 2 * RANGE_MIB))
+
+# --- the nodes ---
+pfx=px$(($$ % 100000))
+net=10.$(($$ % 200 + 20)).$(($$ / 200 % 250))
+GW=$net.1
+nets=()
+# shellcheck disable=SC2317  # run by the trap
+_nodes_cleanup()
+{
+	local rc=$? n
+
+	for n in "${nets[@]}"; do
+		ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+		ip netns del "$n" 2>/dev/null
+	done
+	ip link del "${pfx}b" 2>/dev/null
+	(exit "$rc")
+	_cleanup
+}
+trap _nodes_cleanup EXIT
+
+ip link add "${pfx}b" type bridge 2>/dev/null ||
+	skip "cannot make a bridge here (no CAP_NET_ADMIN, or no bridge module)"
+ip addr add "$GW/24" dev "${pfx}b"
+ip link set "${pfx}b" mtu 9000 up
+# node NAME ADDR - a namespace with a veth on the bridge, shaped to RATE
+node()
+{
+	ip netns add "$1" || fail "ip netns add $1"
+	nets+=("$1")
+	ip link add "$1h" mtu 9000 type veth peer name "$1n" mtu 9000 || fail "veth for $1"
+	ip link set "$1n" netns "$1"
+	ip link set "$1h" master "${pfx}b" up
+	ip -n "$1" addr add "$2/24" dev "$1n"
+	ip -n "$1" link set "$1n" up
+	ip -n "$1" link set lo up
+	ip netns exec "$1" tc qdisc add dev "$1n" root tbf rate $RATE \
+		burst 1mb latency 50ms || fail "tc on $1"
+}
+for ((r = 0; r < RANKS; r++)); do
+	node "${pfx}s$r" "$net.$((11 + r))"
+done
+node "${pfx}r0" "$net.21"
+node "${pfx}r1" "$net.22"
+ok "bridge $GW/24: ranks at $net.11-$((10 + RANKS)), receivers at $net.21-22, each link $RATE"
+
+# sent_bytes - what the ranks' interfaces have sent, in all
+sent_bytes()
+{
+	local r n=0
+
+	for ((r = 0; r < RANKS; r++)); do
+		n=$((n + $(ip netns exec "${pfx}s$r" cat "/sys/class/net/${pfx}s${r}n/statistics/tx_bytes")))
+	done
+	echo $n
+}
+
+# --- the tree ---
+scratch 3072
+src=$SCRATCH/src dst=$SCRATCH/dst
+mkdir -p "$src/big" "$src/mid" "$src/small"
+head -c $((400 << 20)) /dev/urandom >"$src/big/b0" || fail "writing the tree"
+for i in $(seq 1 10); do
+	head -c $((20 << 20)) /dev/urandom >"$src/mid/m$i"
+done
+for d in $(seq 0 19); do
+	mkdir -p "$src/small/d$d"
+	for f in $(seq 0 99); do
+		head -c $(((d * 100 + f) * 37 % 9000)) /dev/urandom >"$src/small/d$d/f$f"
+	done
+done
+tree_mib=$(du -sm --apparent-size "$src" | cut -f1)
+ok "tree: $(find "$src" -type f | wc -l) files, $tree_mib MiB"
+
+# --- the receivers, each in its namespace ---
+RPID=()
+start_recv_ns()
+{
+	local i=$1 n=${pfx}r$1 k
+
+	ip netns exec "$n" "$PXFER" recv --port 7471 --dir "$dst" \
+		>"$T/recv$i.$2.log" 2>&1 &
+	RPID[i]=$!
+	track "${RPID[$i]}"
+	for ((k = 0; k < 100; k++)); do
+		ip netns exec "$n" ss -ltn 2>/dev/null | grep -q ':7471 ' && return 0
+		sleep 0.1
+	done
+	cat "$T/recv$i.$2.log" >&2
+	fail "receiver $i did not listen"
+}
+stop_recvs()
+{
+	local p
+
+	for p in "${RPID[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+		wait_pid "$p" 20
+	done
+}
+# shellcheck disable=SC2317  # run by wait_for
+dst_over()
+{
+	[ "$(du -sm "$dst" 2>/dev/null | cut -f1)" -gt "$1" ]
+}
+to="$net.21,$net.22"
+# rank_pid VAR N - the pid of the job's rank N (VAR: SLURM_PROCID or
+# OMPI_COMM_WORLD_RANK), or nothing
+# shellcheck disable=SC2317  # run by wait_for
+rank_pid()
+{
+	local d
+
+	for d in /proc/[0-9]*; do
+		[ "$(cat "$d/comm" 2>/dev/null)" = pxfer ] || continue
+		tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qx "$1=$2" &&
+			{ echo "${d#/proc/}"; return 0; }
+	done
+	return 1
+}
+
+
+# check_extra WHAT BEFORE - what the ranks sent since BEFORE, beyond the
+# tree, is within the bound
+check_extra()
+{
+	local sent extra bound
+
+	sent=$((($(sent_bytes) - $2) >> 20))
+	extra=$((sent - tree_mib))
+	bound=$((INFLIGHT_MIB + tree_mib * 5 / 100))
+	[ "$extra" -le "$bound" ] ||
+		fail "$1: the ranks sent $sent MiB for a $tree_mib MiB tree: $extra MiB twice, over $bound"
+	ok "$1: the ranks' links sent $sent MiB for $tree_mib MiB ($extra MiB more; at most $bound)"
+}
+
+note "mpirun -np $RANKS, one rank a namespace; receiver 2 killed mid-job"
+rm -rf "$dst" && mkdir -p "$dst"
+start_recv_ns 0 a
+start_recv_ns 1 a
+before=$(sent_bytes)
+timeout -k 5 $limit mpirun --oversubscribe -np $RANKS "$WRAP" "${pfx}s" "$GW" \
+	"$PXFER" send -j 2 --range-size ${RANGE_MIB}M --json "$src" --to "$to" \
+	>"$T/mpirun.json" 2>"$T/mpirun.err" &
+job=$!
+track $job
+wait_for 120 dst_over 150 || { cat "$T/mpirun.err" >&2; fail "the job did not get going"; }
+kill -KILL "${RPID[1]}"
+wait_pid $job $limit
+[ "$WAIT_RC" -eq 0 ] || { cat "$T/mpirun.err" >&2; fail "mpirun: exit $WAIT_RC with receiver 2 killed"; }
+tree_equal "$src" "$dst/src"
+python3 - "$T/mpirun.json" <<'PY' || { cat "$T/mpirun.json" "$T/mpirun.err" >&2; fail "mpirun: receiver 2 not named lost"; }
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["per_receiver"][1]["lost"] and not j["per_receiver"][0]["lost"], j
+PY
+check_grep "receiver .* is lost to the job" "$T/mpirun.err" "a rank's word on receiver 2"
+check_extra "receiver 2 lost" "$before"
+stop_recvs
+
+note "mpirun --enable-recovery -np $RANKS; rank 2 killed mid-job"
+rm -rf "$dst" && mkdir -p "$dst"
+start_recv_ns 0 b
+start_recv_ns 1 b
+before=$(sent_bytes)
+# --enable-recovery: the other ranks go on when one dies
+timeout -k 5 $limit mpirun --oversubscribe --enable-recovery -np $RANKS \
+	"$WRAP" "${pfx}s" "$GW" \
+	"$PXFER" send -j 2 --range-size ${RANGE_MIB}M --json "$src" --to "$to" \
+	>"$T/recover.json" 2>"$T/recover.err" &
+job=$!
+track $job
+wait_for 60 rank_pid OMPI_COMM_WORLD_RANK 2 >/dev/null ||
+	{ cat "$T/recover.err" >&2; fail "rank 2 did not start"; }
+victim=$(rank_pid OMPI_COMM_WORLD_RANK 2)
+wait_for 120 dst_over 150 || { cat "$T/recover.err" >&2; fail "the job did not get going"; }
+kill -KILL "$victim" || fail "rank 2 ended before it could be killed"
+wait_pid $job $limit
+sed 's/^/    mpirun: /' "$T/recover.err"
+tree_equal "$src" "$dst/src"
+again=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["units_again"])' \
+	"$T/recover.json") || { cat "$T/recover.json" >&2; fail "no outcome from rank 0"; }
+[ "$again" -ge 1 ] || fail "rank 2's units were not handed out again"
+ok "rank 2 killed: the other ranks completed the job, $again unit(s) handed out again"
+check_extra "rank 2 lost" "$before"
+stop_recvs
+
+if ! command -v srun >/dev/null; then
+	note "Slurm is missing: its case is skipped"
+	finish
+fi
+# shellcheck source=../lib/slurm.sh
+. "$(dirname "$0")/../lib/slurm.sh"
+start_slurm
+# the EXIT trap is Slurm's now: the nodes go after it
+# shellcheck disable=SC2317  # run by the trap
+_slurm_then_nodes()
+{
+	local rc=$?
+
+	stop_slurm || rc=1
+	(exit "$rc")
+	_nodes_cleanup
+}
+trap _slurm_then_nodes EXIT
+
+note "srun -n $RANKS --mpi=pmix; rank 2 killed mid-job, then the same again"
+rm -rf "$dst" && mkdir -p "$dst"
+start_recv_ns 0 c
+start_recv_ns 1 c
+before=$(sent_bytes)
+srun_job()
+{
+	timeout -k 5 $limit srun -n $RANKS --mpi=pmix -t 5 "$WRAP" "${pfx}s" "$GW" \
+		"$PXFER" send -j 2 --range-size ${RANGE_MIB}M --json "$src" --to "$to"
+}
+srun_job >"$T/srun.json" 2>"$T/srun.err" &
+job=$!
+track $job
+wait_for 60 rank_pid SLURM_PROCID 2 >/dev/null || { cat "$T/srun.err" >&2; fail "rank 2 did not start"; }
+victim=$(rank_pid SLURM_PROCID 2)
+wait_for 120 dst_over 150 || { cat "$T/srun.err" >&2; fail "the job did not get going"; }
+kill -KILL "$victim" || fail "rank 2 ended before it could be killed"
+wait_pid $job $limit
+sed 's/^/    srun: /' "$T/srun.err"
+# Slurm's pmix plugin ends the step when a task dies: run it again
+check_grep "task 2" "$T/srun.err" "srun's word on the killed task"
+srun_job >"$T/srun2.json" 2>"$T/srun2.err" ||
+	{ cat "$T/srun2.err" >&2; fail "srun, run again: exit $?"; }
+tree_equal "$src" "$dst/src"
+ok "rank 2 killed, the step ended by Slurm; the same command again completed the job"
+check_extra "rank 2 lost, and the run again" "$before"
+stop_recvs
+stop_slurm || fail "processes of the test's Slurm were left running"
+finish
