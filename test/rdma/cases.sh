@@ -99,6 +99,12 @@
 #      is back, the receiver names the old one (at most 5 chunks taken)
 #      and the new one (its own ring window) carries chunks to the end;
 #      exit 0, intact
+#   scaleout
+#      a job of 2 sender ranks (mpirun --oversubscribe -np 2) to 2
+#      receivers, one on each server device (rxe0, rxe2), sharing one
+#      destination: the tree and a 160 MiB file cut in 64 MiB ranges,
+#      over rdma: intact, both receivers' logs name rdma sessions, the
+#      --json names 2 ranks that both sent units
 #   many
 #      4 senders at once to one receiver (the tree and 30 MiB each, to a
 #      destination of its own): all intact, 4 session lines in its log;
@@ -149,7 +155,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # port-down and link-down last: they take the link down, which can upset
 # the rxe driver
-ALL_CASES="tree auto receiver-killed two-devices lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry doctor rails rails-back port-down link-down"
+ALL_CASES="tree auto receiver-killed two-devices scaleout lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry doctor rails rails-back port-down link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -1641,6 +1647,57 @@ case_many()
 		"$log" "$RECV_LOG" "$LOGS/many0.send.log"
 	kill_leftovers
 	rm -rf "$dst"
+}
+
+# ---- scaleout: a job of 2 ranks to 2 receivers ---------------------------------------------
+
+case_scaleout()
+{
+	local dst=$W/scaleout src=$W/scaleout-src log=$LOGS/scaleout.check.log rc=0
+	local p1 pid1 log1 p2 pid2 log2 out=$LOGS/scaleout.json err=$LOGS/scaleout.send.log
+
+	command -v mpirun >/dev/null || { check 1 "scaleout: mpirun is missing in the VM" /dev/null; return; }
+	mkdir -p "$dst" "$src"
+	: >"$log"
+	cp -a "$DATA/tree" "$src/"
+	head -c $((160 << 20)) /dev/urandom >"$src/ranged"
+	if ! start_server scaleout-a "$dst" --transport rdma --bind "$SRV_ADDR"; then
+		fail "scaleout: the first receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	p1=$RECV_PORT pid1=$RECV_PID log1=$RECV_LOG
+	if ! start_server scaleout-b "$dst" --transport rdma --bind "$SRV_ADDR2"; then
+		fail "scaleout: the second receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	p2=$RECV_PORT pid2=$RECV_PID log2=$RECV_LOG
+	# libpmix keeps strings past PMIx_Finalize (test/lib/lsan.supp)
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+	ASAN_OPTIONS=${ASAN_OPTIONS:-}:fast_unwind_on_malloc=0 \
+		timeout -k 5 300 mpirun --oversubscribe -np 2 "$PXFER" send -v -j 2 \
+		--transport rdma --range-size 64M --json "$src/tree" "$src/ranged" \
+		--to "$SRV_ADDR:$p1,$SRV_ADDR2:$p2" >"$out" 2>"$err"
+	echo "mpirun exit $?" >>"$log"
+	grep -q "mpirun exit 0" "$log" || rc=1
+	same_tree "$DATA/tree" "$dst/tree" "$log" || rc=1
+	same_file "$src/ranged" "$dst/ranged" "$log" || rc=1
+	grep_log "received .* over rdma .*: complete" "$log1" "$log" || rc=1
+	grep_log "received .* over rdma .*: complete" "$log2" "$log" || rc=1
+	python3 - "$out" >>"$log" 2>&1 <<'PY' || rc=1
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("job:", j["status"], j["ranks"], "ranks,", j["transport"], [r["units"] for r in j["per_rank"]])
+assert j["status"] == "ok" and j["ranks"] == 2 and j["transport"] == "rdma", j
+assert all(r["units"] > 0 for r in j["per_rank"]), "a rank sent nothing"
+PY
+	kill -TERM "$pid1" "$pid2" 2>/dev/null
+	wait "$pid1" "$pid2" 2>/dev/null
+	check $rc "scaleout: 2 ranks (mpirun) to 2 receivers over rdma, the tree and 160 MiB in ranges: intact, both ranks sent" \
+		"$log" "$err" "$log1" "$log2"
+	kill_leftovers
+	rm -rf "$dst" "$src"
 }
 
 # ---- device-gid: --device and --gid-index ---------------------------------------------------------
