@@ -36,7 +36,8 @@
 #define DATA_WELCOME_MAX	(2 + PXFER_MAC_LEN + 2 + PXFER_BLOB_MAX)
 #define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
 #define FILE_MAX		(8 + 1 + 1 + 4 + 8 + 8 + 4 + PXFER_DIGEST_LEN + \
-				 2 * STR(PXFER_PATH_MAX))
+				 2 * STR(PXFER_PATH_MAX) + FILE_RANGE_LEN)
+#define FILE_RANGE_LEN		(8 + 8 + PXFER_JOB_LEN)
 #define FILE_OK_MAX		(8 + 1 + 8 + PXFER_DIGEST_LEN + 2 + \
 				 PXFER_RUNS_MAX * RUN_LEN)
 #define RUN_LEN			(8 + 8 + 4)
@@ -178,6 +179,20 @@ static bool welcome_ok(const struct pxfer_welcome *w)
 	       (PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT);
 }
 
+/* a range is resumed into a shared partial, never compared whole */
+static bool range_ok(const struct pxfer_file *f)
+{
+	if (!(f->flags & PXFER_FILE_RANGE))
+		return !f->range_off && !f->range_len &&
+		       zero(f->job, PXFER_JOB_LEN);
+	if (!(f->flags & PXFER_FILE_RESUME) ||
+	    (f->flags & (PXFER_FILE_CHECKSUM | PXFER_FILE_SUM_FOLLOWS)))
+		return false;
+	return f->range_len >= 1 && f->range_off <= f->size &&
+	       f->range_len <= f->size - f->range_off &&
+	       !zero(f->job, PXFER_JOB_LEN);
+}
+
 static bool file_ok(const struct pxfer_file *f)
 {
 	bool symlink = f->type == PXFER_FT_SYMLINK;
@@ -202,6 +217,8 @@ static bool file_ok(const struct pxfer_file *f)
 		return false;
 	/* trust is a way of resuming */
 	if ((f->flags & PXFER_FILE_TRUST) && !(f->flags & PXFER_FILE_RESUME))
+		return false;
+	if (!range_ok(f))
 		return false;
 	return f->mode <= MODE_MAX &&
 	       f->mtime_nsec < NSEC_PER_SEC &&
@@ -400,6 +417,11 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		put_bytes(w, f->digest, PXFER_DIGEST_LEN);
 		put_str(w, f->path, f->path_len);
 		put_str(w, f->target, f->target_len);
+		if (f->flags & PXFER_FILE_RANGE) {
+			put_u64(w, f->range_off);
+			put_u64(w, f->range_len);
+			put_bytes(w, f->job, PXFER_JOB_LEN);
+		}
 		break;
 	case PXFER_MSG_FILE_OK:
 		put_u64(w, k->id);
@@ -552,6 +574,14 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		get_bytes(r, f->digest, PXFER_DIGEST_LEN);
 		get_str(r, f->path, &f->path_len, PXFER_PATH_MAX);
 		get_str(r, f->target, &f->target_len, PXFER_PATH_MAX);
+		f->range_off = 0;
+		f->range_len = 0;
+		memset(f->job, 0, PXFER_JOB_LEN);
+		if (f->flags & PXFER_FILE_RANGE) {
+			f->range_off = get_u64(r);
+			f->range_len = get_u64(r);
+			get_bytes(r, f->job, PXFER_JOB_LEN);
+		}
 		break;
 	case PXFER_MSG_FILE_OK:
 		k->id = get_u64(r);

@@ -115,9 +115,14 @@ enum pxfer_file_type {
 /* with CHECKSUM: the digest is not in the FILE (zero) but follows in a
  * FILE_SUM, once the sender has hashed the file; the FILE waits for it */
 #define PXFER_FILE_SUM_FOLLOWS	0x10u
+/* with RESUME, not with CHECKSUM: the FILE is one range of the file, sent
+ * by one session of a job whose other sessions may send the other ranges
+ * into the same partial (range_off, range_len, job follow the target) */
+#define PXFER_FILE_RANGE	0x20u
 #define PXFER_FILE_FLAGS	(PXFER_FILE_RESUME | PXFER_FILE_SKIP | \
 				 PXFER_FILE_CHECKSUM | PXFER_FILE_TRUST | \
-				 PXFER_FILE_SUM_FOLLOWS)
+				 PXFER_FILE_SUM_FOLLOWS | PXFER_FILE_RANGE)
+#define PXFER_JOB_LEN		16	/* a job's identity, in a range FILE */
 
 /* FILE_OK states */
 enum pxfer_have {
@@ -280,6 +285,10 @@ struct pxfer_error {
  * has PXFER_FILE_CHECKSUM, and with PXFER_FILE_SUM_FOLLOWS (only with
  * PXFER_FILE_CHECKSUM); PXFER_FILE_TRUST only with PXFER_FILE_RESUME.
  * path is relative, '/'-separated (checked again by path.h).
+ * With PXFER_FILE_RANGE (only with PXFER_FILE_RESUME, not with
+ * PXFER_FILE_CHECKSUM), then: u64 range_off, u64 range_len (>= 1,
+ * range_off + range_len <= size), job[16] (not all zero); without it
+ * nothing more, and the three are zero.
  */
 struct pxfer_file {
 	uint64_t id;
@@ -294,6 +303,9 @@ struct pxfer_file {
 	char path[PXFER_PATH_MAX + 1];
 	uint16_t target_len;	/* 0..PXFER_PATH_MAX */
 	char target[PXFER_PATH_MAX + 1];
+	uint64_t range_off;	/* PXFER_FILE_RANGE: the bytes it is about */
+	uint64_t range_len;
+	uint8_t job[PXFER_JOB_LEN];	/* PXFER_FILE_RANGE: whose range */
 };
 
 /*

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bytes.h"
 #include "core/proto.h"
 #include "test.h"
 
@@ -139,6 +140,11 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		raw_bytes(r, f->digest, PXFER_DIGEST_LEN, PXFER_DIGEST_LEN);
 		raw_str(r, f->path, f->path_len, sizeof(f->path));
 		raw_str(r, f->target, f->target_len, sizeof(f->target));
+		if (f->flags & PXFER_FILE_RANGE) {
+			raw_be(r, f->range_off, 8);
+			raw_be(r, f->range_len, 8);
+			raw_bytes(r, f->job, PXFER_JOB_LEN, PXFER_JOB_LEN);
+		}
 		break;
 	case PXFER_MSG_FILE_OK:
 		raw_be(r, k->id, 8);
@@ -461,22 +467,48 @@ static void add_file_flag_samples(void)
 	m->u.file.id = 102;
 	m->u.file.flags = PXFER_FILE_CHECKSUM;
 	fill_bytes(m->u.file.digest, PXFER_DIGEST_LEN, 13);
-	/* every flag but SUM_FOLLOWS, an empty file, a digest of all ones,
-	 * the longest path */
+	/* every flag but SUM_FOLLOWS and RANGE, an empty file, a digest of
+	 * all ones, the longest path */
 	m = new_sample(PXFER_MSG_FILE);
 	m->u.file.id = UINT64_MAX - 1;
 	m->u.file.type = PXFER_FT_REG;
-	m->u.file.flags = PXFER_FILE_FLAGS & ~PXFER_FILE_SUM_FOLLOWS;
+	m->u.file.flags = PXFER_FILE_FLAGS &
+			  ~(PXFER_FILE_SUM_FOLLOWS | PXFER_FILE_RANGE);
 	m->u.file.mode = 0644;
 	memset(m->u.file.digest, 0xff, PXFER_DIGEST_LEN);
 	fill_str(m->u.file.path, &m->u.file.path_len, PXFER_PATH_MAX, 14);
-	/* every flag: the digest follows, none here */
+	/* every flag but RANGE: the digest follows, none here */
 	m = new_sample(PXFER_MSG_FILE);
 	m->u.file = samples[nsamples - 2].u.file;
 	m->u.file.id = 7;
 	m->u.file.size = UINT64_MAX;
-	m->u.file.flags = PXFER_FILE_FLAGS;
+	m->u.file.flags = PXFER_FILE_FLAGS & ~PXFER_FILE_RANGE;
 	memset(m->u.file.digest, 0, PXFER_DIGEST_LEN);
+	/* a range: the middle of a file, of one job */
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file = samples[nsamples - 7].u.file;
+	m->u.file.id = 104;
+	m->u.file.flags = PXFER_FILE_RESUME | PXFER_FILE_RANGE;
+	m->u.file.range_off = 1ull << 30;
+	m->u.file.range_len = 1ull << 30;
+	fill_bytes(m->u.file.job, PXFER_JOB_LEN, 15);
+	/* every flag a range may have; the whole of the largest file, the
+	 * longest path, a job of one bit */
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file = samples[nsamples - 3].u.file;
+	m->u.file.id = 8;
+	m->u.file.flags = PXFER_FILE_RESUME | PXFER_FILE_SKIP |
+			  PXFER_FILE_TRUST | PXFER_FILE_RANGE;
+	m->u.file.range_off = 0;
+	m->u.file.range_len = UINT64_MAX;
+	memset(m->u.file.job, 0, PXFER_JOB_LEN);
+	m->u.file.job[PXFER_JOB_LEN - 1] = 1;
+	/* the last byte of it */
+	m = new_sample(PXFER_MSG_FILE);
+	m->u.file = samples[nsamples - 2].u.file;
+	m->u.file.id = 9;
+	m->u.file.range_off = UINT64_MAX - 1;
+	m->u.file.range_len = 1;
 }
 
 /*
@@ -850,6 +882,20 @@ static void test_roundtrip(void)
 		T_EXPECT(seen[t], "no sample of %s", pxfer_msg_name(t));
 }
 
+/* @f made a valid range FILE: its second quarter, of job 1..16 */
+static void range(struct pxfer_file *f)
+{
+	unsigned int i;
+
+	f->type = PXFER_FT_REG;
+	f->flags = PXFER_FILE_RESUME | PXFER_FILE_RANGE;
+	f->size = 1000;
+	f->range_off = 250;
+	f->range_len = 250;
+	for (i = 0; i < PXFER_JOB_LEN; i++)
+		f->job[i] = (uint8_t)(i + 1);
+}
+
 /* Values whose round trip is easy to get subtly wrong, checked by name. */
 static void test_values(void)
 {
@@ -899,6 +945,28 @@ static void test_values(void)
 	T_EXPECT(n == PXFER_HDR_LEN + 36 &&
 		 !memcmp(buf + PXFER_HDR_LEN + 20, m.u.end.digest,
 			 PXFER_DIGEST_LEN), "FILE_END digest at 20, 36 bytes");
+
+	/* a range's fields follow the target; without the flag, nothing */
+	base(&m, PXFER_MSG_FILE);
+	range(&m.u.file);
+	n = pxfer_msg_encode(buf, sizeof(buf), &m);
+	i = PXFER_HDR_LEN + 50 + 2 + m.u.file.path_len + 2;
+	T_EXPECT(n == (ssize_t)i + 32 &&
+		 pxfer_get_be(buf + i, 8) == 250 &&
+		 pxfer_get_be(buf + i + 8, 8) == 250 &&
+		 !memcmp(buf + i + 16, m.u.file.job, PXFER_JOB_LEN),
+		 "FILE range_off, range_len, job after the target");
+	rc = n > 0 ? pxfer_msg_decode(m.type, buf + PXFER_HDR_LEN,
+				      n - PXFER_HDR_LEN, &d) : -1;
+	T_EXPECT(rc == 0 && d.u.file.range_off == 250 &&
+		 d.u.file.range_len == 250 &&
+		 !memcmp(d.u.file.job, m.u.file.job, PXFER_JOB_LEN),
+		 "FILE range round trip");
+	m.u.file.flags = PXFER_FILE_RESUME;
+	m.u.file.range_off = m.u.file.range_len = 0;
+	memset(m.u.file.job, 0, PXFER_JOB_LEN);
+	n = pxfer_msg_encode(buf, sizeof(buf), &m);
+	T_EXPECT(n == (ssize_t)i, "FILE without RANGE ends at its target");
 }
 
 /* The largest FILE_OK: its size, and its extremes decode to their values. */
@@ -1152,7 +1220,43 @@ static void test_bad_file(void)
 	BAD("FILE SUM_FOLLOWS with a digest", PXFER_MSG_FILE,
 	    m.u.file.flags = PXFER_FILE_CHECKSUM | PXFER_FILE_SUM_FOLLOWS;
 	    m.u.file.digest[0] = 1);
-	BAD("FILE flag 0x20", PXFER_MSG_FILE, m.u.file.flags = 0x20);
+	BAD("FILE flag 0x40", PXFER_MSG_FILE, m.u.file.flags = 0x40);
+
+	/* a range is resumed, never compared; it has bounds and a job */
+	BAD("FILE RANGE without RESUME", PXFER_MSG_FILE,
+	    range(&m.u.file); m.u.file.flags = PXFER_FILE_RANGE);
+	BAD("FILE RANGE with SKIP, without RESUME", PXFER_MSG_FILE,
+	    range(&m.u.file);
+	    m.u.file.flags = PXFER_FILE_RANGE | PXFER_FILE_SKIP);
+	BAD("FILE RANGE with CHECKSUM", PXFER_MSG_FILE,
+	    range(&m.u.file); m.u.file.flags |= PXFER_FILE_CHECKSUM;
+	    m.u.file.digest[0] = 1);
+	BAD("FILE RANGE with CHECKSUM and SUM_FOLLOWS", PXFER_MSG_FILE,
+	    range(&m.u.file);
+	    m.u.file.flags |= PXFER_FILE_CHECKSUM | PXFER_FILE_SUM_FOLLOWS);
+	BAD("FILE RANGE on a DIR", PXFER_MSG_FILE,
+	    range(&m.u.file); m.u.file.type = PXFER_FT_DIR;
+	    m.u.file.size = 0; m.u.file.range_off = 0);
+	BAD("FILE RANGE of length 0", PXFER_MSG_FILE,
+	    range(&m.u.file); m.u.file.range_len = 0);
+	BAD("FILE RANGE past the size", PXFER_MSG_FILE,
+	    range(&m.u.file);
+	    m.u.file.range_len = m.u.file.size - m.u.file.range_off + 1);
+	BAD("FILE RANGE starting past the size", PXFER_MSG_FILE,
+	    range(&m.u.file); m.u.file.range_off = m.u.file.size + 1;
+	    m.u.file.range_len = 1);
+	BAD("FILE RANGE that wraps", PXFER_MSG_FILE,
+	    range(&m.u.file); m.u.file.size = UINT64_MAX;
+	    m.u.file.range_off = 2; m.u.file.range_len = UINT64_MAX);
+	BAD("FILE RANGE of an empty file", PXFER_MSG_FILE,
+	    range(&m.u.file); m.u.file.size = 0;
+	    m.u.file.range_off = 0; m.u.file.range_len = 1);
+	BAD("FILE RANGE with no job", PXFER_MSG_FILE,
+	    range(&m.u.file); memset(m.u.file.job, 0, PXFER_JOB_LEN));
+	BAD("FILE range fields without RANGE", PXFER_MSG_FILE,
+	    m.u.file.flags = PXFER_FILE_RESUME; m.u.file.range_len = 1);
+	BAD("FILE job without RANGE", PXFER_MSG_FILE,
+	    m.u.file.flags = PXFER_FILE_RESUME; m.u.file.job[3] = 1);
 	BAD("FILE flag 0x80 with the others", PXFER_MSG_FILE,
 	    m.u.file.flags = PXFER_FILE_FLAGS | 0x80);
 	BAD("FILE flags 0xff", PXFER_MSG_FILE, m.u.file.flags = 0xff);
