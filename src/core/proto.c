@@ -36,8 +36,10 @@
 #define DATA_WELCOME_MAX	(2 + PXFER_MAC_LEN + 2 + PXFER_BLOB_MAX)
 #define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
 #define FILE_MAX		(8 + 1 + 1 + 4 + 8 + 8 + 4 + PXFER_DIGEST_LEN + \
-				 2 * STR(PXFER_PATH_MAX) + FILE_RANGE_LEN)
-#define FILE_RANGE_LEN		(8 + 8 + PXFER_JOB_LEN)
+				 2 * STR(PXFER_PATH_MAX))
+/* a range (a regular file: no target) is shorter than the largest link */
+#define FILE_RANGE_MAX		(8 + 1 + 1 + 4 + 8 + 8 + 4 + PXFER_DIGEST_LEN + \
+				 STR(PXFER_PATH_MAX) + STR(0) + 8 + 8 + PXFER_JOB_LEN)
 #define FILE_OK_MAX		(8 + 1 + 8 + PXFER_DIGEST_LEN + 2 + \
 				 PXFER_RUNS_MAX * RUN_LEN)
 #define RUN_LEN			(8 + 8 + 4)
@@ -51,6 +53,7 @@
 /* Readers size control buffers by PXFER_MSG_MAX: every body must fit. */
 _Static_assert(HELLO_MAX <= PXFER_MSG_MAX, "HELLO exceeds PXFER_MSG_MAX");
 _Static_assert(FILE_MAX <= PXFER_MSG_MAX, "FILE exceeds PXFER_MSG_MAX");
+_Static_assert(FILE_RANGE_MAX <= FILE_MAX, "a range FILE exceeds FILE_MAX");
 _Static_assert(FILE_OK_MAX <= PXFER_MSG_MAX, "FILE_OK exceeds PXFER_MSG_MAX");
 _Static_assert(CREDIT_LEN_MAX <= PXFER_MSG_MAX, "CREDIT exceeds PXFER_MSG_MAX");
 _Static_assert(CHUNK_FRAME_MAX <= UINT32_MAX, "CHUNK frame exceeds u32");
