@@ -325,6 +325,8 @@ static void msg_error(struct pxfer_msg *m, struct body *body, uint16_t type,
 #define FILE_NSEC	30
 #define FILE_DIGEST	34
 #define FILE_PATH	50
+/* range_off in the seeds with the path "dir/a.bin" and no target */
+#define FILE_RANGE	(FILE_PATH + 2 + 9 + 2)
 
 static void msgs_file(struct pxfer_msg *m, struct body *body)
 {
@@ -358,16 +360,38 @@ static void msgs_file(struct pxfer_msg *m, struct body *body)
 	f->flags = PXFER_FILE_RESUME | PXFER_FILE_SKIP;
 	msg_bad("file-digest-with-resume", m,
 		FILE_DIGEST + PXFER_DIGEST_LEN - 1, 0x80, 1);
-	f->flags = PXFER_FILE_FLAGS & ~PXFER_FILE_SUM_FOLLOWS;
+	f->flags = PXFER_FILE_FLAGS & ~(PXFER_FILE_SUM_FOLLOWS | PXFER_FILE_RANGE);
 	memset(f->digest, 0xdd, PXFER_DIGEST_LEN);
 	msg_seed("file-reg-checksum", m, false, body);
 	msg_bad("file-digest-without-flags", m, FILE_FLAGS, 0, 1);
-	msg_bad("file-sum-follows-with-digest", m, FILE_FLAGS, PXFER_FILE_FLAGS, 1);
-	f->flags = PXFER_FILE_FLAGS;
+	msg_bad("file-sum-follows-with-digest", m, FILE_FLAGS,
+		PXFER_FILE_FLAGS & ~PXFER_FILE_RANGE, 1);
+	f->flags = PXFER_FILE_FLAGS & ~PXFER_FILE_RANGE;
 	memset(f->digest, 0, PXFER_DIGEST_LEN);
 	msg_seed("file-reg-sum-follows", m, false, body);
 	msg_bad("file-sum-follows-without-checksum", m, FILE_FLAGS,
 		PXFER_FILE_SUM_FOLLOWS, 1);
+	/* a range: its fields after the (empty) target */
+	f->flags = PXFER_FILE_RESUME | PXFER_FILE_RANGE;
+	f->range_off = 1ull << 39;
+	f->range_len = 1ull << 39;
+	memset(f->job, 0x5a, PXFER_JOB_LEN);
+	msg_seed("file-reg-range", m, false, body);
+	msg_bad("file-range-without-resume", m, FILE_FLAGS, PXFER_FILE_RANGE, 1);
+	msg_bad("file-range-with-checksum", m, FILE_FLAGS,
+		PXFER_FILE_RANGE | PXFER_FILE_RESUME | PXFER_FILE_CHECKSUM, 1);
+	msg_bad("file-range-len-0", m, FILE_RANGE + 8, 0, 8);
+	msg_bad("file-range-past-size", m, FILE_RANGE, 1ull << 40, 8);
+	msg_bad("file-range-wraps", m, FILE_RANGE, UINT64_MAX, 8);
+	f->flags = PXFER_FILE_RESUME | PXFER_FILE_SKIP | PXFER_FILE_TRUST |
+		   PXFER_FILE_RANGE;
+	f->range_off = 0;
+	f->range_len = f->size;
+	msg_seed("file-reg-range-whole", m, false, body);
+	body->n -= PXFER_JOB_LEN;
+	msg_write("file-range-no-job", body);
+	f->range_len = 0;
+	memset(f->job, 0, PXFER_JOB_LEN);
 	*f = (struct pxfer_file){
 		.id = UINT64_MAX, .type = PXFER_FT_REG, .mode = 07777,
 		.size = UINT64_MAX, .mtime_sec = INT64_MIN,
@@ -860,7 +884,8 @@ static void make_sealed(void)
 	m[0].type = PXFER_MSG_FILE;
 	m[0].u.file = (struct pxfer_file){ .id = 1, .type = PXFER_FT_REG,
 					   .flags = PXFER_FILE_FLAGS &
-						    ~PXFER_FILE_SUM_FOLLOWS,
+						    ~(PXFER_FILE_SUM_FOLLOWS |
+						      PXFER_FILE_RANGE),
 					   .mode = 0644, .size = 10,
 					   .digest = { 0xd0, 0x01 },
 					   .path_len = 5, .path = "a/b.c" };
