@@ -17,6 +17,7 @@
 #include "core/sys.h"
 #include "recv/path.h"
 #include "recv/recv.h"
+#include "recv/shared.h"
 
 #define REPLY_FLUSH 32		/* control messages handled between sends */
 #define REFUSALS_LOGGED 20	/* refused files a session names in the log */
@@ -174,14 +175,37 @@ static void refuse_file(struct recv_session *s, const struct pxfer_file *f,
 	reply_status(s, PXFER_MSG_FILE_ERR, f->id, err, text);
 }
 
+/* what lies outside range file @id's range is not this session's */
+static int hold_outside(struct recv_session *s, uint64_t id,
+			const struct pxfer_rfile *rf, uint64_t size)
+{
+	uint64_t end = rf->range_off + rf->range_len;
+	int ret = 0;
+
+	if (rf->range_off)
+		ret = pxfer_filetab_hold(&s->tab, id, 0, rf->range_off);
+	if (!ret && end < size)
+		ret = pxfer_filetab_hold(&s->tab, id, end, size - end);
+	if (ret)
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+				  "cannot take up a range of a file: %s",
+				  strerror(-ret));
+	return 0;
+}
+
 /* file @id of @size bytes was created, or is there already: FILE_OK
  * says which */
 static int file_ok(struct recv_session *s, uint64_t id, uint64_t size)
 {
 	struct pxfer_file_ok *ok = &s->ok.u.ok;
+	struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, id);
 	int ret;
 
 	s->ok.type = PXFER_MSG_FILE_OK;
+	/* a range: what the shared partial holds of it */
+	if (ok->state != PXFER_HAVE_SAME && rf->shared &&
+	    pxfer_rrange_ok(&s->files, id, ok))
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
 	if (ok->state == PXFER_HAVE_SAME) {
 		/* nothing was opened: the sender is done with it at once */
 		s->files_same++;
@@ -197,6 +221,9 @@ static int file_ok(struct recv_session *s, uint64_t id, uint64_t size)
 						  "cannot take up a partial file: %s",
 						  strerror(-ret));
 		}
+		/* a range's file is complete when the range is in */
+		if (rf->shared && hold_outside(s, id, rf, size))
+			return -1;
 		s->bytes_resumed += ok->held;
 	}
 	if (pxfer_ctrl_queue(&s->b.ctrl, &s->ok))
@@ -697,8 +724,16 @@ static int partials_flush_old(struct recv_session *s)
 {
 	double now = pxfer_now();
 
-	if (now >= s->partials_due)
+	if (now >= s->partials_due) {
 		s->partials_due = now + pxfer_partials_flush_old(&s->files.parts);
+		/* the partials the sessions share: any of them may flush */
+		if (s->files.shared) {
+			double due = now + recv_shared_flush_old(s->files.shared);
+
+			if (due < s->partials_due)
+				s->partials_due = due;
+		}
+	}
 	return s->partials_due - now < 1.0 ? (int)((s->partials_due - now) * 1000) + 1 : 1000;
 }
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "recv/rfile.h"
+#include "recv/shared.h"
 
 int pxfer_rfile_restart(struct pxfer_rfiles *r, uint64_t id)
 {
@@ -41,7 +42,9 @@ int pxfer_rfile_restart(struct pxfer_rfiles *r, uint64_t id)
 	}
 	pid.path = top;
 	pid.path_len = strlen(top);
-	ret = pxfer_partial_open(&r->parts, &pid, PXFER_PARTIAL_ANEW, rf->part);
+	/* a range's partial lives in the store the sessions share */
+	ret = pxfer_partial_open(rf->shared ? &r->shared->store : &r->parts,
+				 &pid, PXFER_PARTIAL_ANEW, rf->part);
 	free(top);
 	if (ret) {
 		free(rf->part);
@@ -64,10 +67,13 @@ int pxfer_rfile_checked(struct pxfer_rfiles *r, uint64_t id,
 	memset(ok, 0, offsetof(struct pxfer_file_ok, run));
 	ok->id = id;
 	rf->check = NULL;
-	/* the records served the check: the runs are what is kept */
-	free(p->recs);
-	p->recs = NULL;
-	p->nrecs = 0;
+	/* the records served the check: the runs are what is kept (a
+	 * range's tell the other ranges' sessions what their runs hold) */
+	if (!rf->shared) {
+		free(p->recs);
+		p->recs = NULL;
+		p->nrecs = 0;
+	}
 	if (!j->err && !j->bad) {
 		free(j->pieces);
 		free(j);

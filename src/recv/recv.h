@@ -30,6 +30,7 @@
 #include "recv/inbox.h"
 #include "recv/metrics.h"
 #include "recv/rfile.h"
+#include "recv/shared.h"
 #include "transport/choose.h"
 
 /* files in flight at most: each holds two descriptors, file and directory */
@@ -68,6 +69,7 @@ struct recv_server {
 	struct pxfer_partials_use *use;	/* its partials, capped; sessions share
 					 * it (the metrics show it: m->use) */
 	int use_seeded;			/* ... counted from the store */
+	struct recv_shared shared;	/* partials sessions of a job share */
 	uint32_t mode_mask;		/* the bits of a wire mode that apply */
 	int stops_seen;			/* times o->stop was raised, as seen */
 	int ended_fd;			/* a session's thread is done */

@@ -253,6 +253,8 @@ void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, enum pxfer_drop how)
 
 	if (!rf->path)
 		return;
+	if (rf->shared)
+		pxfer_rrange_drop(r, id);
 	if (how != PXFER_DROP_DONE && rf->tmp)
 		unlinkat(rf->dirfd, rf->tmp, 0);
 	/* an empty file named when it came: what the sender gave up on */
@@ -604,9 +606,12 @@ static int rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 			return 0;
 		}
 	}
-	ret = open_partial(r, m, dfd, rf, ok);
+	if (m->flags & PXFER_FILE_RANGE)
+		ret = pxfer_rrange_open(r, m, dfd, rf, ok, what);
+	else
+		ret = open_partial(r, m, dfd, rf, ok);
 	if (ret < 0) {
-		if (ret == -EBUSY)
+		if (ret == -EBUSY && !(m->flags & PXFER_FILE_RANGE))
 			*what = "another session is writing this file; try again when it ends";
 		dcache_put(r, dfd);
 		return ret;
@@ -653,7 +658,9 @@ static int rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 			ret = -ENOMEM;
 	}
 	if (ret) {
-		if (rf->part) {
+		if (rf->shared) {
+			pxfer_rrange_drop(r, m->id);
+		} else if (rf->part) {
 			pxfer_partial_close(rf->part, 1);
 			free(rf->part);
 			rf->part = NULL;
@@ -755,6 +762,10 @@ void pxfer_rfile_finish(struct pxfer_rfiles *r, uint64_t id, uint64_t total)
 {
 	struct pxfer_rfile *rf = &r->f[id];
 
+	if (rf->shared) {
+		pxfer_rrange_finish(r, id);
+		return;
+	}
 	rf->finish_err = -finish(r, rf, total);
 	if (!rf->finish_err && rf->fd >= 0) {
 		close(rf->fd);

@@ -69,6 +69,16 @@ struct pxfer_rfile {
 	 */
 	int wait;
 	uint8_t wait_flags;
+	/*
+	 * A range (FILE with PXFER_FILE_RANGE, recv/rrange.c): the entry of
+	 * the partial the sessions of its job share (part is that entry's),
+	 * the bytes this session writes, whether this session made the
+	 * entry (and checks the partial), and whether it named the file.
+	 */
+	struct recv_shared_ent *shared;
+	uint64_t range_off, range_len;
+	int range_maker;
+	int range_named;
 };
 
 enum { PXFER_WAIT_NONE, PXFER_WAIT_SAME, PXFER_WAIT_SUM };
@@ -80,6 +90,9 @@ enum { PXFER_WAIT_NONE, PXFER_WAIT_SAME, PXFER_WAIT_SUM };
  * calls a file.
  */
 #define PXFER_DCACHE_N 8
+
+struct recv_shared;
+struct recv_shared_ent;
 
 struct pxfer_dcache {
 	char *path;		/* relative to the destination; "" for itself */
@@ -112,6 +125,8 @@ struct pxfer_rfiles {
 	enum pxfer_link_how link_how;
 	mode_t create_bits;		/* what a mode at creation keeps (probe) */
 	struct pxfer_rdirs dirs;	/* made, to be given mode and times */
+	struct recv_shared *shared;	/* the receiver's: shared partials */
+	const char *peer;		/* the sender, for messages */
 };
 
 /*
@@ -238,6 +253,42 @@ int pxfer_rfile_hold(struct pxfer_rfiles *r, const struct pxfer_file *m);
  */
 void pxfer_rfile_unhold(struct pxfer_rfiles *r, uint64_t id,
 			const uint8_t *digest, struct pxfer_file *m);
+
+/*
+ * pxfer_rrange_open - range FILE @m (recv/rrange.c): its partial, shared
+ * with the sessions of its job, made and opened, or joined, for @rf (@dfd
+ * its directory). 0 with rf->part and rf->shared set and *@ok as for a
+ * partial of one's own (a joiner's: nothing, not to be checked again), or
+ * -errno with what failed in *@what (-EBUSY: another job's, an
+ * overlapping range, the partial being checked: the sender tries again
+ * later). Coordinator.
+ */
+int pxfer_rrange_open(struct pxfer_rfiles *r, const struct pxfer_file *m,
+		      int dfd, struct pxfer_rfile *rf, struct pxfer_file_ok *ok,
+		      const char **what);
+
+/*
+ * pxfer_rrange_ok - range file @id's FILE_OK: *@ok (what its partial
+ * holds) cut to its range (recv_shared_clip); for the session that made
+ * the entry, its check is done and others may join. 0 or -ENOMEM.
+ * Coordinator.
+ */
+int pxfer_rrange_ok(struct pxfer_rfiles *r, uint64_t id,
+		    struct pxfer_file_ok *ok);
+
+/*
+ * pxfer_rrange_finish - range file @id's bytes are all written: read
+ * back (--verify), flushed to the journal, counted on disk, its claim and
+ * reference given back; the file named if this was the last reference
+ * and every byte is on disk (rf->range_named). finished/finish_err as
+ * pxfer_rfile_finish. Any thread.
+ */
+void pxfer_rrange_finish(struct pxfer_rfiles *r, uint64_t id);
+
+/* pxfer_rrange_drop - range file @id is dropped incomplete: its claim
+ * and reference given back (the last one closes the partial, kept).
+ * Coordinator. */
+void pxfer_rrange_drop(struct pxfer_rfiles *r, uint64_t id);
 
 /* ---- shared by rfile.c, rcheck.c, rjob.c and rdir.c ---- */
 

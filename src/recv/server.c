@@ -509,7 +509,8 @@ int recv_server_run(const struct pxfer_recv_opts *o,
 	srv->sess = calloc(srv->max_sessions, sizeof(*srv->sess));
 	srv->pend = calloc(1, sizeof(*srv->pend));
 	srv->ended_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!srv->sess || !srv->pend || srv->ended_fd < 0) {
+	if (!srv->sess || !srv->pend || srv->ended_fd < 0 ||
+	    recv_shared_init(&srv->shared)) {
 		pxfer_error("cannot set up the receiver: %s", strerror(errno ? errno : ENOMEM));
 		code = PXFER_EXIT_LOCAL;
 		goto out_srv;
@@ -540,6 +541,8 @@ out:
 		srv->ls[i]->ops->listener_close(srv->ls[i]);
 	close(srv->rootfd);
 out_srv:
+	/* every session has ended: no entry is left */
+	recv_shared_release(&srv->shared);
 	if (srv->ended_fd >= 0)
 		close(srv->ended_fd);
 	free(srv->sess);

@@ -354,6 +354,8 @@ static void run(struct recv_session *s)
 	s->files.dir = s->o->dir;
 	s->files.store_warned = &s->srv->store_warned;
 	s->files.use = s->srv->use;
+	s->files.shared = &s->srv->shared;
+	s->files.peer = s->b.cconn->peer;
 	if (ret) {
 		char text[PXFER_TEXT_MAX + 1], q[PXFER_QUOTE_MAX];
 

@@ -8,6 +8,7 @@
  * FIN and waits for the ACK.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,43 @@ static void take_held(struct send_session *s, struct sentry *e)
 }
 
 /*
+ * What the receiver holds of file @e, for the scheduler: FILE_OK @k's
+ * runs, and for a range what lies outside it (another session's). The
+ * index of @k's first run in e->held, or UINT_MAX when out of memory.
+ */
+static unsigned int held_runs(struct sentry *e, const struct pxfer_file_ok *k)
+{
+	uint64_t end = e->f.range_off + e->f.range_len;
+	unsigned int n = 0, first;
+
+	e->held = malloc((k->nrun + 2u) * sizeof(*e->held));
+	if (!e->held)
+		return UINT_MAX;
+	if (e->f.range_len && e->f.range_off)
+		e->held[n++] = (struct pxfer_held_run){ 0, e->f.range_off, 1 };
+	first = n;
+	memcpy(e->held + n, k->run, k->nrun * sizeof(*e->held));
+	n += k->nrun;
+	if (e->f.range_len && end < e->f.size)
+		e->held[n++] = (struct pxfer_held_run){
+			end, e->f.size - end, 1
+		};
+	e->f.nheld = n;
+	return first;
+}
+
+/* a range's FILE_OK runs lie inside the range */
+static int runs_in_range(const struct sentry *e, const struct pxfer_file_ok *k)
+{
+	uint64_t end = e->f.range_off + e->f.range_len;
+
+	if (!e->f.range_len || !k->nrun)
+		return 1;
+	return k->run[0].off >= e->f.range_off &&
+	       k->run[k->nrun - 1].off + k->run[k->nrun - 1].len <= end;
+}
+
+/*
  * The receiver holds part of file @e (a partial from an earlier session).
  * It is taken up, unless the source's data in those runs no longer hashes
  * to what the receiver recorded (checked unless --resume=trust, on the
@@ -58,13 +96,12 @@ static int take_partial(struct send_session *s, struct sentry *e,
 			const struct pxfer_file_ok *k)
 {
 	struct pxfer_check_job *j;
+	unsigned int first;
 	int ret;
 
-	e->held = malloc(k->nrun * sizeof(*e->held));
-	if (!e->held)
+	first = held_runs(e, k);
+	if (first == UINT_MAX)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
-	memcpy(e->held, k->run, k->nrun * sizeof(*e->held));
-	e->f.nheld = k->nrun;
 	e->held_bytes = k->held;
 	if (s->o->resume_trust) {
 		take_held(s, e);
@@ -75,8 +112,9 @@ static int take_partial(struct send_session *s, struct sentry *e,
 	if (!j)
 		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
 	e->check = j;
-	/* the runs fit the file (runs_fit): a unit of 0 is all that is left */
-	ret = pxfer_check_job_runs(j, e->held, k->nrun);
+	/* the runs fit the file (runs_fit): a unit of 0 is all that is left;
+	 * a range's, not what lies outside it */
+	ret = pxfer_check_job_runs(j, e->held + first, k->nrun);
 	if (ret)
 		return -EPROTO;
 	j->fd = e->f.fd;
@@ -199,9 +237,17 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 
 	/* a FILE whose digest follows is answered once it came */
 	if (!e || e->type != PXFER_FT_REG || e->ok || e->sum_due ||
-	    !runs_fit(k, e->f.size))
+	    !runs_fit(k, e->f.size) || !runs_in_range(e, k))
 		return -EPROTO;
 	e->ok = 1;
+	/* a range: what lies outside it is not this session's to send */
+	if (e->f.range_len && k->state != PXFER_HAVE_PART &&
+	    k->state != PXFER_HAVE_SAME) {
+		if (held_runs(e, k) == UINT_MAX)
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "out of memory");
+		e->f.held = e->held;
+	}
 	switch (k->state) {
 	case PXFER_HAVE_SAME:
 		/* the receiver is done with it: no FILE_END, no FILE_DONE */

@@ -4,6 +4,7 @@
  * their FILE_END queued.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -25,8 +26,21 @@ void pxfer_fileend_init(struct pxfer_fileend *fe, struct pxfer_sched *sched,
  * or change time differ from when it was announced (as tar checks), or
  * it ended early (a read found its end). Such a file is not kept by the
  * receiver, and is sent again in a second pass, once. With --verify, the
- * whole file's digest goes in its FILE_END (@digest).
+ * whole file's digest goes in its FILE_END (@digest), or a range's.
  */
+/* a range's digest: XXH3-128 of its bytes seeded with its offset */
+static int range_digest(struct pxfer_sfile *f, struct pxfer_digest *d)
+{
+	void *buf = malloc(PXFER_DIGEST_BUF);
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = pxfer_digest_read(f->fd, buf, f->range_off, f->range_len, d);
+	free(buf);
+	return ret;
+}
+
 static void file_check(struct pxfer_fileend *fe, struct pxfer_sfile *f,
 		       uint8_t *digest)
 {
@@ -37,7 +51,8 @@ static void file_check(struct pxfer_fileend *fe, struct pxfer_sfile *f,
 	if (f->err && f->err != ENODATA)
 		return;
 	if (!f->err && fe->verify) {
-		ret = pxfer_digest_file(f->fd, f->size, 0, &d);
+		ret = f->range_len ? range_digest(f, &d) :
+		      pxfer_digest_file(f->fd, f->size, 0, &d);
 		if (ret && ret != -ENODATA) {
 			f->err = -ret;
 			return;

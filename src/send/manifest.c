@@ -278,6 +278,33 @@ static int sum_start(struct send_session *s, struct sentry *e)
 	return 0;
 }
 
+/*
+ * A source's range of regular file @se (FILE @fm): announced as a range
+ * of the job, resumed (and skipped when the file there is the same by
+ * size and time), never compared by content. -ESTALE when the range is
+ * not inside the file.
+ */
+static int range_flags(struct send_session *s, struct sentry *se,
+		       const struct pxfer_walk_entry *e, struct pxfer_file *fm)
+{
+	_Static_assert(PXFER_JOB_ID_LEN == PXFER_JOB_LEN, "job id lengths differ");
+
+	if (!s->source || e->range_off > se->f.size ||
+	    e->range_len > se->f.size - e->range_off)
+		return -ESTALE;
+	fm->flags = PXFER_FILE_RESUME | PXFER_FILE_RANGE;
+	if (!s->o->overwrite)
+		fm->flags |= PXFER_FILE_SKIP;
+	if (s->o->resume_trust)
+		fm->flags |= PXFER_FILE_TRUST;
+	fm->range_off = e->range_off;
+	fm->range_len = e->range_len;
+	memcpy(fm->job, s->source->job, PXFER_JOB_LEN);
+	se->f.range_off = e->range_off;
+	se->f.range_len = e->range_len;
+	return 0;
+}
+
 static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 {
 	struct manifest *man = &s->man;
@@ -326,8 +353,24 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	se->f.fd = fd;
 	se->f.size = m->u.file.size;
 	se->f.st = st;
-	if (type == PXFER_FT_REG)
+	if (type == PXFER_FT_REG && e->range_len)
+		ret = range_flags(s, se, e, &m->u.file);
+	else if (type == PXFER_FT_REG)
 		file_flags(s, se, &m->u.file);
+	if (ret) {
+		/* the source's range is not of the file there now */
+		pxfer_error("cannot send bytes %llu to %llu of %s: it has %llu",
+			    (unsigned long long)e->range_off,
+			    (unsigned long long)(e->range_off + e->range_len),
+			    pxfer_quote_str(q, sizeof(q), e->src),
+			    (unsigned long long)se->f.size);
+		s->st->files_failed++;
+		s->source->ops->ended(s->source, e->tag, PXFER_CODE_CHANGED, 1, 0);
+		close(fd);
+		free(se->f.src);
+		free(se);
+		return 0;
+	}
 	if (type == PXFER_FT_REG && !(se->rel = strdup(e->rel))) {
 		close(fd);
 		free(se->f.src);

@@ -32,6 +32,9 @@ struct pxfer_sfile {
 	/* what the receiver holds already (a partial): not planned */
 	const struct pxfer_held_run *held;
 	unsigned int nheld, held_i;
+	/* a range (range_len not 0): only these bytes are sent, the rest
+	 * is in held; FILE_END's digest is the range's */
+	uint64_t range_off, range_len;
 	uint64_t sent;		/* bytes of segments sent */
 	unsigned int inflight;	/* segments planned, not yet done */
 	int all_planned;
