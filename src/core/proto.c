@@ -37,9 +37,6 @@
 #define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
 #define FILE_MAX		(8 + 1 + 1 + 4 + 8 + 8 + 4 + PXFER_DIGEST_LEN + \
 				 2 * STR(PXFER_PATH_MAX))
-/* a range (a regular file: no target) is shorter than the largest link */
-#define FILE_RANGE_MAX		(8 + 1 + 1 + 4 + 8 + 8 + 4 + PXFER_DIGEST_LEN + \
-				 STR(PXFER_PATH_MAX) + STR(0) + 8 + 8 + PXFER_JOB_LEN)
 #define FILE_OK_MAX		(8 + 1 + 8 + PXFER_DIGEST_LEN + 2 + \
 				 PXFER_RUNS_MAX * RUN_LEN)
 #define RUN_LEN			(8 + 8 + 4)
@@ -53,7 +50,6 @@
 /* Readers size control buffers by PXFER_MSG_MAX: every body must fit. */
 _Static_assert(HELLO_MAX <= PXFER_MSG_MAX, "HELLO exceeds PXFER_MSG_MAX");
 _Static_assert(FILE_MAX <= PXFER_MSG_MAX, "FILE exceeds PXFER_MSG_MAX");
-_Static_assert(FILE_RANGE_MAX <= FILE_MAX, "a range FILE exceeds FILE_MAX");
 _Static_assert(FILE_OK_MAX <= PXFER_MSG_MAX, "FILE_OK exceeds PXFER_MSG_MAX");
 _Static_assert(CREDIT_LEN_MAX <= PXFER_MSG_MAX, "CREDIT exceeds PXFER_MSG_MAX");
 _Static_assert(CHUNK_FRAME_MAX <= UINT32_MAX, "CHUNK frame exceeds u32");
@@ -186,10 +182,9 @@ static bool welcome_ok(const struct pxfer_welcome *w)
 static bool range_ok(const struct pxfer_file *f)
 {
 	if (!(f->flags & PXFER_FILE_RANGE))
-		return !f->range_off && !f->range_len &&
-		       zero(f->job, PXFER_JOB_LEN);
-	if (!(f->flags & PXFER_FILE_RESUME) ||
-	    (f->flags & (PXFER_FILE_CHECKSUM | PXFER_FILE_SUM_FOLLOWS)))
+		return !f->range_off && !f->range_len && zero(f->job, PXFER_JOB_LEN);
+	if ((f->flags & (PXFER_FILE_RESUME | PXFER_FILE_CHECKSUM |
+			 PXFER_FILE_SUM_FOLLOWS)) != PXFER_FILE_RESUME)
 		return false;
 	return f->range_len >= 1 && f->range_off <= f->size &&
 	       f->range_len <= f->size - f->range_off &&
@@ -221,9 +216,7 @@ static bool file_ok(const struct pxfer_file *f)
 	/* trust is a way of resuming */
 	if ((f->flags & PXFER_FILE_TRUST) && !(f->flags & PXFER_FILE_RESUME))
 		return false;
-	if (!range_ok(f))
-		return false;
-	return f->mode <= MODE_MAX &&
+	return range_ok(f) && f->mode <= MODE_MAX &&
 	       f->mtime_nsec < NSEC_PER_SEC &&
 	       f->path_len >= 1 &&
 	       str_ok(f->path, f->path_len, PXFER_PATH_MAX) &&
@@ -577,14 +570,11 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		get_bytes(r, f->digest, PXFER_DIGEST_LEN);
 		get_str(r, f->path, &f->path_len, PXFER_PATH_MAX);
 		get_str(r, f->target, &f->target_len, PXFER_PATH_MAX);
-		f->range_off = 0;
-		f->range_len = 0;
 		memset(f->job, 0, PXFER_JOB_LEN);
-		if (f->flags & PXFER_FILE_RANGE) {
-			f->range_off = get_u64(r);
-			f->range_len = get_u64(r);
+		f->range_off = f->flags & PXFER_FILE_RANGE ? get_u64(r) : 0;
+		f->range_len = f->flags & PXFER_FILE_RANGE ? get_u64(r) : 0;
+		if (f->flags & PXFER_FILE_RANGE)
 			get_bytes(r, f->job, PXFER_JOB_LEN);
-		}
 		break;
 	case PXFER_MSG_FILE_OK:
 		k->id = get_u64(r);

@@ -606,9 +606,12 @@ static int rfile_create(struct pxfer_rfiles *r, const struct pxfer_file *m,
 			return 0;
 		}
 	}
-	if (m->flags & PXFER_FILE_RANGE)
-		ret = pxfer_rrange_open(r, m, dfd, rf, ok, what);
-	else
+	if (m->flags & PXFER_FILE_RANGE) {
+		char *top = pxfer_rfile_top_path(r, m->path);
+
+		ret = pxfer_rrange_open(r, m, dfd, top, rf, ok, what);
+		free(top);
+	} else
 		ret = open_partial(r, m, dfd, rf, ok);
 	if (ret < 0) {
 		if (ret == -EBUSY && !(m->flags & PXFER_FILE_RANGE))

@@ -261,11 +261,12 @@ void pxfer_rfile_unhold(struct pxfer_rfiles *r, uint64_t id,
  * partial of one's own (a joiner's: nothing, not to be checked again), or
  * -errno with what failed in *@what (-EBUSY: another job's, an
  * overlapping range, the partial being checked: the sender tries again
- * later). Coordinator.
+ * later). @top: its path from the top (pxfer_rfile_top_path), or NULL
+ * when out of memory. Coordinator.
  */
 int pxfer_rrange_open(struct pxfer_rfiles *r, const struct pxfer_file *m,
-		      int dfd, struct pxfer_rfile *rf, struct pxfer_file_ok *ok,
-		      const char **what);
+		      int dfd, const char *top, struct pxfer_rfile *rf,
+		      struct pxfer_file_ok *ok, const char **what);
 
 /*
  * pxfer_rrange_ok - range file @id's FILE_OK: *@ok (what its partial

@@ -62,8 +62,8 @@ static int make_partial(struct pxfer_rfiles *r, struct pxfer_partials *ps,
 }
 
 int pxfer_rrange_open(struct pxfer_rfiles *r, const struct pxfer_file *m,
-		      int dfd, struct pxfer_rfile *rf, struct pxfer_file_ok *ok,
-		      const char **what)
+		      int dfd, const char *top, struct pxfer_rfile *rf,
+		      struct pxfer_file_ok *ok, const char **what)
 {
 	struct pxfer_partial_id id = {
 		.size = m->size, .mtime_sec = m->mtime_sec,
@@ -73,7 +73,6 @@ int pxfer_rrange_open(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	struct recv_shared_ent *e;
 	struct pxfer_partial *p;
 	char q[PXFER_QUOTE_MAX];
-	char *top;
 	int ret = 0;
 
 	*what = "a range needs the receiver's partial files, which it cannot use here";
@@ -90,7 +89,6 @@ int pxfer_rrange_open(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	if (pxfer_partial_same_fs(ps, dfd) != 1)
 		return -EXDEV;
 	*what = "cannot take up its partial file";
-	top = pxfer_rfile_top_path(r, m->path);
 	if (!top)
 		return -ENOMEM;
 	id.path = top;
@@ -100,7 +98,7 @@ int pxfer_rrange_open(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	if (ret == -EBUSY)
 		*what = "another job, or another session of this job, is writing this range of the file; try again later";
 	if (ret < 0)
-		goto out;
+		return ret;
 	rf->range_off = m->range_off;
 	rf->range_len = m->range_len;
 	if (ret == RECV_SHARED_JOINED) {
@@ -113,8 +111,7 @@ int pxfer_rrange_open(struct pxfer_rfiles *r, const struct pxfer_file *m,
 			      (unsigned long long)m->range_off,
 			      (unsigned long long)(m->range_off + m->range_len),
 			      peer(r));
-		ret = 0;
-		goto out;
+		return 0;
 	}
 	ret = make_partial(r, ps, e, &id, &p);
 	if (ret) {
@@ -123,7 +120,7 @@ int pxfer_rrange_open(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		/* never ready: closed at once */
 		recv_shared_put(r->shared, e, m->range_off, m->range_len, 0);
 		recv_shared_free(e);
-		goto out;
+		return ret;
 	}
 	rf->part = p;
 	rf->shared = e;
@@ -152,9 +149,7 @@ int pxfer_rrange_open(struct pxfer_rfiles *r, const struct pxfer_file *m,
 		      (unsigned long long)m->range_off,
 		      (unsigned long long)(m->range_off + m->range_len), peer(r),
 		      (unsigned long long)(ok->state == PXFER_HAVE_PART ? ok->held : 0));
-out:
-	free(top);
-	return ret;
+	return 0;
 }
 
 int pxfer_rrange_ok(struct pxfer_rfiles *r, uint64_t id,
