@@ -365,7 +365,8 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 			    pxfer_quote_str(q, sizeof(q), e->src),
 			    (unsigned long long)se->f.size);
 		s->st->files_failed++;
-		s->source->ops->ended(s->source, e->tag, PXFER_CODE_CHANGED, 1, 0);
+		s->source->ops->ended(s->source, e->tag, &(struct send_ended){
+			.code = PXFER_CODE_CHANGED });
 		close(fd);
 		free(se->f.src);
 		free(se);

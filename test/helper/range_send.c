@@ -44,15 +44,15 @@ static int next(struct send_source *src, struct pxfer_walk_entry *e)
 	return 1;
 }
 
-static void ended(struct send_source *src, uint64_t tag, int code, int again,
-		  uint64_t bytes)
+static void ended(struct send_source *src, uint64_t tag,
+		  const struct send_ended *how)
 {
 	struct one_range *r = (struct one_range *)src;
 
 	r->ended++;
-	r->code = code;
-	r->again = again;
-	r->bytes = bytes;
+	r->code = how->code;
+	r->again = how->again;
+	r->bytes = how->bytes;
 }
 
 static const struct send_source_ops ops = { .next = next, .ended = ended };
