@@ -1224,6 +1224,7 @@ static void make_work(void)
 
 		for (int i = 0; i < 3; i++) {
 			rk[i].units = ranks[i][0];
+			rk[i].ranges = ranks[i][0] / 2;
 			rk[i].files = ranks[i][1];
 			rk[i].bytes_sent = ranks[i][2];
 		}
