@@ -13,6 +13,7 @@
 #include <netdb.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "engine/fail.h"
+#include "engine/progress.h"
 #include "send/sender.h"
 
 #define WORK_KEY "pxfer.work"
@@ -59,6 +61,7 @@ struct jsend {
 	struct jrecv *r;
 	unsigned int nr;
 	uint64_t range_bytes;
+	atomic_uint running;		/* receivers' threads not yet done */
 };
 
 /* wait @secs unless stopped: 0, or -1 when stopped */
@@ -149,6 +152,7 @@ static void *recv_thread(void *arg)
 		}
 		unreached = 0;
 	}
+	atomic_fetch_sub(&jr->job->running, 1);
 	pxfer_log_attach(NULL);
 	return NULL;
 }
@@ -273,6 +277,31 @@ static int wire_up(struct jsend *js, struct pxfer_job *j,
 	return 0;
 }
 
+/*
+ * Rank 0, while its threads send: the job's progress line (on a
+ * terminal, as pxfer send draws one), from what the work service knows.
+ */
+static void job_progress(struct jsend *js, struct pxfer_work_server *srv)
+{
+	struct pxfer_progress prog;
+	struct pxfer_work_progress p;
+
+	pxfer_progress_init(&prog, js->o->progress);
+	if (!prog.enabled)
+		return;
+	while (atomic_load(&js->running) && !pxfer_stop_raised(js->o->stop)) {
+		pxfer_work_server_progress(srv, &p);
+		pxfer_progress_draw(&prog, p.bytes_done - p.bytes_there,
+				    p.bytes_total, p.bytes_there, p.files_done,
+				    p.files_total, p.walking, 0);
+		nap(js->o->stop, 0.2);
+	}
+	pxfer_work_server_progress(srv, &p);
+	pxfer_progress_draw(&prog, p.bytes_done - p.bytes_there, p.bytes_total,
+			    p.bytes_there, p.files_done, p.files_total, 0, 1);
+	pxfer_progress_end(&prog);
+}
+
 static int job_run(struct jsend *js, struct pxfer_job *j,
 		   const struct pxfer_target *to, unsigned int nto,
 		   struct pxfer_job_report *rep)
@@ -302,14 +331,18 @@ static int job_run(struct jsend *js, struct pxfer_job *j,
 		jr->o.dest = to[i].dest;
 		jr->o.progress = 0;	/* rank 0 speaks for the job */
 		pxfer_jsrc_init(&jr->src, js->c, i, js->id);
+		atomic_fetch_add(&js->running, 1);
 		ret = pthread_create(&jr->tid, NULL, recv_thread, jr);
 		if (ret) {
+			atomic_fetch_sub(&js->running, 1);
 			pxfer_error("cannot start a thread: %s", strerror(ret));
 			code = PXFER_EXIT_LOCAL;
 			break;
 		}
 		jr->started = 1;
 	}
+	if (srv)
+		job_progress(js, srv);
 	for (unsigned int i = 0; i < nto; i++) {
 		struct jrecv *jr = &js->r[i];
 

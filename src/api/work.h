@@ -126,6 +126,23 @@ int pxfer_work_serve(struct pxfer_work_server **sp,
 		     const struct pxfer_work_conf *c);
 /* pxfer_work_server_port - the port it listens on */
 int pxfer_work_server_port(const struct pxfer_work_server *s);
+
+/* how far the job got, for rank 0's progress line */
+struct pxfer_work_progress {
+	uint64_t bytes_done;	/* of the units done: sent, or found there */
+	uint64_t bytes_there;	/* ... of them found there (not sent) */
+	uint64_t bytes_total;	/* of every unit cut so far */
+	uint64_t files_done, files_total;
+	int walking;		/* the walk goes on: the totals grow */
+};
+
+/*
+ * pxfer_work_server_progress - a snapshot of @s's progress, from any
+ * thread while the service runs (each figure is read on its own: they
+ * may be a unit apart)
+ */
+void pxfer_work_server_progress(const struct pxfer_work_server *s,
+				struct pxfer_work_progress *p);
 /*
  * pxfer_work_server_wait - block until the job is over (every unit done,
  * directories last) and every rank that connected was told (or left);

@@ -136,6 +136,13 @@ static int emit(void *arg, struct pxfer_unit *u, uint64_t nrange)
 	n->u = *u;
 	q_push(s, u->recv, n, 0);
 	s->outstanding++;
+	atomic_fetch_add(&s->p_total, u->bytes);
+	if (u->kind == PXFER_UNIT_FILES) {
+		for (unsigned int i = 0; i < u->n; i++)
+			if (u->e[i].kind == PXFER_WALK_FILE)
+				atomic_fetch_add(&s->p_files_total, 1);
+	} else if (u->kind == PXFER_UNIT_RANGE && u->e[0].off == 0)
+		atomic_fetch_add(&s->p_files_total, 1);
 	return 0;
 
 out_nomem:
@@ -185,6 +192,7 @@ static void finish(struct pxfer_work_server *s)
 /* the job moves on: directories once all else is done, then the end */
 static void check_phase(struct pxfer_work_server *s)
 {
+	atomic_store(&s->p_walking, !s->cut.walked);
 	if (s->over)
 		return;
 	if (fewest(s) < 0) {
@@ -290,6 +298,11 @@ static void apply(struct pxfer_work_server *s, uint32_t rank,
 	o->units++;
 	o->rank[rank].units++;
 	o->rank[rank].ranges += n->u.kind == PXFER_UNIT_RANGE;
+	atomic_fetch_add(&s->p_done, r->bytes + r->bytes_same);
+	atomic_fetch_add(&s->p_there, r->bytes_same);
+	if (n->u.kind == PXFER_UNIT_FILES)
+		atomic_fetch_add(&s->p_files_done, r->files + r->files_same +
+				 r->files_failed);
 	o->bytes += r->bytes;
 	o->bytes_same += r->bytes_same;
 	o->recv[t].bytes += r->bytes;
@@ -314,6 +327,7 @@ static void apply(struct pxfer_work_server *s, uint32_t rank,
 	if (g->ndone < g->nrange)
 		return;
 	g->counted = 1;
+	atomic_fetch_add(&s->p_files_done, 1);
 	if (g->failed) {
 		o->files_failed++;
 		return;
@@ -338,6 +352,10 @@ static void unapply(struct pxfer_work_server *s, struct work_node *n)
 	uint32_t t = n->u.recv;
 
 	o->units--;
+	atomic_fetch_sub(&s->p_done, n->applied.bytes + n->applied.bytes_same);
+	atomic_fetch_sub(&s->p_there, n->applied.bytes_same);
+	if (g->counted)
+		atomic_fetch_sub(&s->p_files_done, 1);
 	o->bytes -= n->applied.bytes;
 	o->bytes_same -= n->applied.bytes_same;
 	o->recv[t].bytes -= n->applied.bytes;
@@ -461,6 +479,17 @@ void pxfer_work_jobs_report(struct pxfer_work_server *s, uint32_t rank,
 		apply(s, rank, n, r);
 	}
 	check_phase(s);
+}
+
+void pxfer_work_server_progress(const struct pxfer_work_server *s,
+				struct pxfer_work_progress *p)
+{
+	p->bytes_done = atomic_load(&s->p_done);
+	p->bytes_there = atomic_load(&s->p_there);
+	p->bytes_total = atomic_load(&s->p_total);
+	p->files_done = atomic_load(&s->p_files_done);
+	p->files_total = atomic_load(&s->p_files_total);
+	p->walking = atomic_load(&s->p_walking);
 }
 
 void pxfer_work_jobs_leases_back(struct pxfer_work_server *s,

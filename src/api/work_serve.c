@@ -510,6 +510,7 @@ int pxfer_work_serve(struct pxfer_work_server **sp,
 	s->lfd = -1;
 	s->wake = -1;
 	pthread_mutex_init(&s->lock, NULL);
+	atomic_store(&s->p_walking, 1);
 	pthread_cond_init(&s->cond, NULL);
 	ret = serve_alloc(s, c);
 	if (ret)

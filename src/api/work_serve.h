@@ -11,6 +11,7 @@
 
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "api/work.h"
@@ -71,6 +72,11 @@ struct pxfer_work_server {
 	uint8_t job[16];
 	uint32_t nranks, nrecv;
 	uint32_t handshake_ms, end_grace_ms;
+
+	/* what pxfer_work_server_progress reads, from another thread */
+	atomic_uint_fast64_t p_done, p_there, p_total, p_files_done,
+			     p_files_total;
+	atomic_int p_walking;
 
 	/* the units */
 	char **roots;			/* a copy of the conf's */
