@@ -330,7 +330,8 @@ static int job_run(struct jsend *js, struct pxfer_job *j,
 			jr->o.port = to[i].port;
 		jr->o.dest = to[i].dest;
 		jr->o.progress = 0;	/* rank 0 speaks for the job */
-		pxfer_jsrc_init(&jr->src, js->c, i, js->id);
+		pxfer_jsrc_init(&jr->src, js->c, i, js->id, js->o->paths,
+				js->o->npaths);
 		atomic_fetch_add(&js->running, 1);
 		ret = pthread_create(&jr->tid, NULL, recv_thread, jr);
 		if (ret) {

@@ -80,11 +80,37 @@ int pxfer_jsrc_add(struct jsrc *js, struct pxfer_unit *pu)
 	return 0;
 }
 
+int pxfer_jsrc_allowed(char *const *roots, int nroots, const char *src)
+{
+	for (int i = 0; i < nroots; i++) {
+		const char *root = roots[i], *rest;
+		size_t n = strlen(root);
+
+		if (strncmp(src, root, n))
+			continue;
+		rest = src + n;
+		if (*rest && *rest != '/' && (!n || root[n - 1] != '/'))
+			continue;
+		/* no ".." component below the PATH */
+		for (const char *p = rest; *p; ) {
+			size_t k;
+
+			p += strspn(p, "/");
+			k = strcspn(p, "/");
+			if (k == 2 && p[0] == '.' && p[1] == '.')
+				return 0;
+			p += k;
+		}
+		return 1;
+	}
+	return 0;
+}
+
 /*
  * Entry @ue of a unit as a walk entry @e: looked at again here (the
  * source is shared; rank 0 saw it a moment ago), as the walk would see
- * it. 0, or a positive errno: it cannot be sent (a range whose file is
- * no longer the one cut).
+ * it. 0, or a positive errno: it cannot be sent (EPERM: it is not below
+ * the rank's PATHs; ESTALE: a range whose file is no longer the one cut).
  */
 static int entry_fill(struct jsrc *js, const struct pxfer_unit_entry *ue,
 		      struct pxfer_walk_entry *e)
@@ -96,6 +122,8 @@ static int entry_fill(struct jsrc *js, const struct pxfer_unit_entry *ue,
 	e->rel = ue->rel;
 	e->fd = -1;
 	e->kind = ue->kind;
+	if (!pxfer_jsrc_allowed(js->roots, js->nroots, ue->src))
+		return EPERM;
 	if (lstat(ue->src, &e->st) ||
 	    /* a PATH given as a link is followed, like the walk's roots */
 	    (S_ISLNK(e->st.st_mode) && ue->kind != PXFER_WALK_SYMLINK &&
@@ -160,8 +188,12 @@ static int jsrc_next(struct send_source *src, struct pxfer_walk_entry *e)
 				e->tag = tag;
 				return 1;
 			}
-			pxfer_error("cannot send %s: it changed since the job cut it into ranges; run the same command again",
-				    pxfer_quote_str(q, sizeof(q), ue->src));
+			if (bad == EPERM)
+				pxfer_error("rank 0 handed out %s, which is not below this rank's PATHs; not sent (was every rank given the same command?)",
+					    pxfer_quote_str(q, sizeof(q), ue->src));
+			else
+				pxfer_error("cannot send %s: it changed since the job cut it into ranges; run the same command again",
+					    pxfer_quote_str(q, sizeof(q), ue->src));
 			count_end(u, ue, &(struct send_ended){ .code = bad });
 			if (u->ended == u->u.n)
 				unit_report(js, u);
@@ -264,9 +296,12 @@ static const struct send_source_ops jsrc_ops = {
 };
 
 void pxfer_jsrc_init(struct jsrc *js, struct pxfer_work_client *c,
-		     uint32_t recv, const uint8_t job[PXFER_JOB_ID_LEN])
+		     uint32_t recv, const uint8_t job[PXFER_JOB_ID_LEN],
+		     char *const *roots, int nroots)
 {
 	memset(js, 0, sizeof(*js));
+	js->roots = roots;
+	js->nroots = nroots;
 	js->b.ops = &jsrc_ops;
 	memcpy(js->b.job, job, PXFER_JOB_ID_LEN);
 	js->c = c;

@@ -43,13 +43,24 @@ struct jsrc {
 	int nomore;			/* rank 0 has nothing more for it */
 	int err;			/* the service failed: -errno */
 	uint64_t bytes_sent;		/* by its sessions */
+	char *const *roots;		/* the rank's PATHs */
+	int nroots;
 	char target[PXFER_PATH_MAX + 1];
 };
 
 /* pxfer_jsrc_init - the source of receiver @recv's sessions, pulling
- * through @c for job @job */
+ * through @c for job @job; it reads only below @roots, the rank's PATHs */
 void pxfer_jsrc_init(struct jsrc *js, struct pxfer_work_client *c,
-		     uint32_t recv, const uint8_t job[PXFER_JOB_ID_LEN]);
+		     uint32_t recv, const uint8_t job[PXFER_JOB_ID_LEN],
+		     char *const *roots, int nroots);
+
+/*
+ * pxfer_jsrc_allowed - is @src below one of @roots, the rank's own PATHs
+ * (as the walk on rank 0 makes it: the PATH as given, then names)? Rank 0
+ * proved the secret, but a rank reads only what its own command line
+ * names: never a path that leaves its PATHs ("..", another prefix). 1 or 0
+ */
+int pxfer_jsrc_allowed(char *const *roots, int nroots, const char *src);
 
 /* pxfer_jsrc_add - unit @pu (pulled) is to be handed out: the source owns
  * it from now on. 0 or -ENOMEM (then it is still the caller's) */

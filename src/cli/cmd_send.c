@@ -442,6 +442,13 @@ int cmd_send(int argc, char **argv)
 		code = PXFER_EXIT_USAGE;
 		goto out;
 	}
+	if (j.size > 1 && o->bind) {
+		pxfer_error("--bind names one address of one host, and the %u ranks of this job may run on several; leave it out (each rank uses the address that routes to each receiver), or pick interfaces with --rails or --device",
+			    j.size);
+		pxfer_job_finalize(&j);
+		code = PXFER_EXIT_USAGE;
+		goto out;
+	}
 	o->progress = !a.quiet && !a.json && isatty(STDERR_FILENO);
 	o->stop = cli_stop_on_signals();
 	if (!o->stop) {
