@@ -1405,10 +1405,22 @@ static enum outcome sc_slot_reuse(struct hs *h)
 
 static enum outcome sc_bad_checksum(struct hs *h)
 {
+	int ret;
+
 	if (open_victim(h, 100))
 		return O_FAILED;
-	return after_violation(h, send_piece(h, 0, 0, 100, FLAW_CHECKSUM) ?:
-			       send_end(h, 0, 100));
+	ret = send_piece(h, 0, 0, 100, FLAW_CHECKSUM) ?: send_end(h, 0, 100);
+	if (ret)
+		return after_violation(h, ret);
+	/* no FIN before the receiver says what it made of the file: a FIN
+	 * while it is in flight would be a violation of its own, and the
+	 * receiver could end the session for that one first */
+	ret = wait_for(h, PXFER_MSG_FILE, 0);
+	if (ret == GONE) {
+		session_close(h);
+		return O_ABORTED;
+	}
+	return after_violation(h, ret < 0 ? ret : 0);
 }
 
 static enum outcome sc_bad_seq(struct hs *h)

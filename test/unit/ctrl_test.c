@@ -141,7 +141,8 @@ static void make_msg(unsigned int th, unsigned int seq, struct pxfer_msg *m)
 		m->type = PXFER_MSG_FILE;
 		f->id = (uint64_t)th << 32 | seq;
 		f->type = PXFER_FT_REG;
-		f->flags = seq % (PXFER_FILE_FLAGS + 1);
+		/* a range has fields of its own (proto_test's) */
+		f->flags = seq % (PXFER_FILE_FLAGS + 1) & ~PXFER_FILE_RANGE;
 		if (f->flags & PXFER_FILE_TRUST)	/* only with RESUME */
 			f->flags |= PXFER_FILE_RESUME;
 		/* a digest that follows goes with CHECKSUM, in FILE_SUM */
