@@ -655,3 +655,26 @@ int pxfer_partials_scan(struct pxfer_partials *ps, uint64_t *count,
 	closedir(d);
 	return 0;
 }
+
+void pxfer_partial_ok(const struct pxfer_partial *p, struct pxfer_file_ok *ok)
+{
+	switch (p->state) {
+	case PXFER_PARTIAL_HELD:
+		if (!p->nruns)
+			break;
+		ok->state = PXFER_HAVE_PART;
+		ok->held = p->held;
+		pxfer_digest_wire(ok->digest, &p->digest);
+		ok->nrun = p->nruns;
+		memcpy(ok->run, p->runs, p->nruns * sizeof(*ok->run));
+		break;
+	case PXFER_PARTIAL_STALE:
+		ok->state = PXFER_HAVE_STALE;
+		break;
+	case PXFER_PARTIAL_CORRUPT:
+		ok->state = PXFER_HAVE_BAD;
+		break;
+	default:
+		break;
+	}
+}

@@ -272,6 +272,11 @@ int pxfer_partial_open(struct pxfer_partials *ps,
 		       const struct pxfer_partial_id *id, int flags,
 		       struct pxfer_partial *p);
 
+/* pxfer_partial_ok - what partial @p (just opened) holds, as FILE_OK
+ * says it: PART with its runs, STALE, BAD, or nothing (@ok as it was) */
+struct pxfer_file_ok;
+void pxfer_partial_ok(const struct pxfer_partial *p, struct pxfer_file_ok *ok);
+
 /*
  * pxfer_partial_add - @len bytes at @off were written to p->fd (the write
  * completed) and hash to @h (pxfer_digest_range of those bytes at @off).

@@ -520,25 +520,7 @@ static int open_partial(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	}
 	free(top);
 	rf->part = p;
-	switch (p->state) {
-	case PXFER_PARTIAL_HELD:
-		if (!p->nruns)
-			break;
-		ok->state = PXFER_HAVE_PART;
-		ok->held = p->held;
-		pxfer_digest_wire(ok->digest, &p->digest);
-		ok->nrun = p->nruns;
-		memcpy(ok->run, p->runs, p->nruns * sizeof(*ok->run));
-		break;
-	case PXFER_PARTIAL_STALE:
-		ok->state = PXFER_HAVE_STALE;
-		break;
-	case PXFER_PARTIAL_CORRUPT:
-		ok->state = PXFER_HAVE_BAD;
-		break;
-	default:
-		break;
-	}
+	pxfer_partial_ok(p, ok);
 	return 0;
 }
 

@@ -125,25 +125,7 @@ int pxfer_rrange_open(struct pxfer_rfiles *r, const struct pxfer_file *m,
 	rf->part = p;
 	rf->shared = e;
 	rf->range_maker = 1;
-	switch (p->state) {
-	case PXFER_PARTIAL_HELD:
-		if (!p->nruns)
-			break;
-		ok->state = PXFER_HAVE_PART;
-		ok->held = p->held;
-		pxfer_digest_wire(ok->digest, &p->digest);
-		ok->nrun = p->nruns;
-		memcpy(ok->run, p->runs, p->nruns * sizeof(*ok->run));
-		break;
-	case PXFER_PARTIAL_STALE:
-		ok->state = PXFER_HAVE_STALE;
-		break;
-	case PXFER_PARTIAL_CORRUPT:
-		ok->state = PXFER_HAVE_BAD;
-		break;
-	default:
-		break;
-	}
+	pxfer_partial_ok(p, ok);
 	pxfer_verbose("%s: range [%llu, %llu) taken by %s; its partial file opened, holding %llu bytes",
 		      pxfer_quote(q, sizeof(q), m->path, m->path_len),
 		      (unsigned long long)m->range_off,
