@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "api/work_wire.h"
+#include "core/sys.h"
 #include "core/bytes.h"
 #include "pxfer/pxfer.h"
 #include "send/walk.h"
@@ -607,13 +608,5 @@ void pxfer_work_frame_mac(const uint8_t *key, char dir, uint64_t seq,
 
 void pxfer_work_keepalive(int fd)
 {
-	int one = 1, idle = 10, intvl = 5, cnt = 4;
-	unsigned int user_ms = 30000;
-
-	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	pxfer_sock_keepalive(fd, 10, 5, 4, 30000);
 }

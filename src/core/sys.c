@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sched.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -230,4 +233,17 @@ int pxfer_sysfs_numa(const char *path)
 		node = -1;
 	fclose(f);
 	return node;
+}
+
+void pxfer_sock_keepalive(int fd, int idle, int intvl, int cnt,
+			  unsigned int user_ms)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
 }

@@ -89,4 +89,13 @@ int pxfer_numa_cpus(int node, cpu_set_t *set);
  */
 int pxfer_sysfs_numa(const char *path);
 
+/*
+ * pxfer_sock_keepalive - TCP socket @fd finds a vanished peer: keepalive
+ * probes after @idle s, every @intvl s, @cnt of them, and data
+ * unacknowledged for @user_ms ms fails it (TCP_USER_TIMEOUT); and
+ * TCP_NODELAY, for small messages that wait for their answer
+ */
+void pxfer_sock_keepalive(int fd, int idle, int intvl, int cnt,
+			  unsigned int user_ms);
+
 #endif

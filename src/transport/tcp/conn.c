@@ -17,24 +17,17 @@
 
 #include "core/netaddr.h"
 #include "transport/diag.h"
+#include "core/sys.h"
 #include "transport/tcp/priv.h"
 #include "transport/tcp/tcp.h"
 
 static void tune_socket(int fd)
 {
-	int one = 1, idle = 10, intvl = 5, cnt = 3;
-	unsigned int user_ms = 10000;
-
-	/* control messages are small and latency bound */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	/* find a vanished peer in about 25 s even when we only wait */
-	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-	/* data unacknowledged for this long fails the connection: a rail
-	 * whose address went away stalls, it does not close */
-	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
+	/* control messages are small and latency bound; a vanished peer is
+	 * found in about 25 s even when we only wait; data unacknowledged
+	 * for 10 s fails the connection: a rail whose address went away
+	 * stalls, it does not close */
+	pxfer_sock_keepalive(fd, 10, 5, 3, 10000);
 }
 
 static int conn_new(int fd, struct pxfer_conn **out)
