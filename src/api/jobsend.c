@@ -138,7 +138,14 @@ static void *recv_thread(void *arg)
 			break;
 		if (pxfer_stop_raised(stop))
 			break;
-		if (!p.welcomed && code != PXFER_EXIT_OK) {
+		/* a full receiver (its --max-sessions) is not a lost one */
+		if (!p.welcomed && code == PXFER_EXIT_BUSY) {
+			if (nap(stop, PULL_WAIT_CAP))
+				break;
+			continue;
+		}
+		if (!p.welcomed &&
+		    (code == PXFER_EXIT_NET || code == PXFER_EXIT_AUTH)) {
 			if (++unreached >= UNREACHED_MAX ||
 			    code == PXFER_EXIT_AUTH) {
 				pxfer_error("receiver %s is lost to the job (%d session(s) could not start); its files go to the others",

@@ -75,6 +75,10 @@ int pxfer_jsrc_add(struct jsrc *js, struct pxfer_unit *pu)
 	while (*pp)
 		pp = &(*pp)->next;
 	*pp = u;
+	if (!u->u.n) {	/* nothing in it: over already */
+		unit_report(js, u);
+		return 0;
+	}
 	if (!js->cur)
 		js->cur = u;
 	return 0;
@@ -315,9 +319,12 @@ int pxfer_jsrc_session_end(struct jsrc *js, int code)
 	while (js->units) {
 		struct jsrc_unit *u = js->units;
 
-		/* what the session did not hand out or finish goes again;
-		 * unless it failed for good (integrity, authentication) */
-		if (code == PXFER_EXIT_INTEGRITY || code == PXFER_EXIT_AUTH) {
+		/* what the session did not hand out or finish goes again
+		 * when the network or a busy receiver ended it; otherwise it
+		 * failed with it (integrity, authentication, a resource of
+		 * this rank's), and the job says so rather than waiting */
+		if (code != PXFER_EXIT_OK && code != PXFER_EXIT_NET &&
+		    code != PXFER_EXIT_BUSY && code != PXFER_EXIT_INTR) {
 			u->r.status = code;
 			u->r.files_failed += u->u.n - u->ended;
 		} else {

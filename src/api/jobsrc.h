@@ -68,9 +68,10 @@ int pxfer_jsrc_add(struct jsrc *js, struct pxfer_unit *pu);
 
 /*
  * pxfer_jsrc_session_end - a session ended with status @code: the units
- * it did not finish are reported, to go again (or, after an integrity or
- * authentication failure, as failed with @code). 0, or -1 when rank 0
- * could not be told (js->err).
+ * it did not finish are reported, to go again after the network or a
+ * busy receiver ended it (or it was stopped), else as failed with @code
+ * (integrity, authentication, a resource of this rank's). 0, or -1 when
+ * rank 0 could not be told (js->err).
  */
 int pxfer_jsrc_session_end(struct jsrc *js, int code);
 
