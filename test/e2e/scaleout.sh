@@ -183,6 +183,19 @@ if command -v mpirun >/dev/null; then
 	grep -q '^pxfer: sent 0 files' "$T/mpirun2.err" ||
 		{ cat "$T/mpirun2.err" >&2; fail "mpirun, again: files were sent again"; }
 	stop_pair
+	# what a job refuses: --bind (one host's address), and ranks given
+	# other PATHs than rank 0's
+	timeout -k 5 $limit mpirun --oversubscribe -np 2 "$PXFER" send --bind 127.0.0.1 \
+		"$T/one" --to "127.0.0.1:$P1" >"$T/bind.out" 2>"$T/bind.err" &&
+		fail "mpirun, --bind: the job ran"
+	check_grep "--bind names one address of one host" "$T/bind.err" "mpirun, --bind"
+	# (rank 1 is given one PATH more, named "1")
+	# shellcheck disable=SC2016
+	timeout -k 5 $limit mpirun --oversubscribe -np 2 bash -c \
+		'exec "$0" send ${OMPI_COMM_WORLD_RANK/#0/} "$@"' "$PXFER" "$T/one" \
+		--to "127.0.0.1:$P1" >"$T/other.out" 2>"$T/other.err" &&
+		fail "mpirun, ranks given other paths: the job ran"
+	check_grep "other paths or receivers than rank 0" "$T/other.err" "mpirun, other paths"
 	python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$T/mpirun.json" ||
 		fail "mpirun: not one JSON object on stdout"
 	# the summary is rank 0's: run once more for it, on the tree there
