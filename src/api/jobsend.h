@@ -19,7 +19,7 @@
 #define PXFER_TARGETS_MAX 256
 /* the ranges a large file is cut into, by default, and their bounds:
  * whole chunks of the largest size */
-#define PXFER_RANGE_DEFAULT	(256ull << 20)
+#define PXFER_RANGE_DEFAULT	(64ull << 20)
 #define PXFER_RANGE_MIN		(64u << 20)
 #define PXFER_RANGE_MAX		(64ull << 30)
 

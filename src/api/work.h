@@ -87,7 +87,8 @@ struct pxfer_work_conf {
 	uint32_t unit_files;	/* ... or entries (1024, at most
 				 * PXFER_WORK_UNIT_FILES_MAX) */
 	uint64_t range_bytes;	/* files over 2 * range_bytes are cut into
-				 * ranges of range_bytes (256 MiB) */
+				 * ranges of range_bytes (64 MiB; larger for
+				 * a file of more than PXFER_WORK_RANGES_MAX) */
 	uint32_t end_grace_ms;	/* once the job is over, how long wait still
 				 * waits for ranks that never connected (5000) */
 	uint32_t handshake_ms;	/* a connection not authenticated by then is
@@ -97,6 +98,10 @@ struct pxfer_work_conf {
 #define PXFER_WORK_RANKS_MAX		16384
 #define PXFER_WORK_RECV_MAX		1024
 #define PXFER_WORK_UNIT_FILES_MAX	65536
+/* the ranges a file is cut into, at most: a larger file gets ranges
+ * larger than range_bytes, whole multiples of PXFER_WORK_RANGE_ALIGN */
+#define PXFER_WORK_RANGES_MAX		1024
+#define PXFER_WORK_RANGE_ALIGN		(64ull << 20)
 
 struct pxfer_job_outcome {	/* the job's result, the same on every rank */
 	int status;		/* PXFER_EXIT_* of the job: 0 when every unit

@@ -29,7 +29,7 @@ int pxfer_work_cut_init(struct pxfer_work_cut *c, char *const *roots,
 	c->unit_files = unit_files ? unit_files : 1024;
 	if (c->unit_files > PXFER_WORK_UNIT_FILES_MAX)
 		c->unit_files = PXFER_WORK_UNIT_FILES_MAX;
-	c->range_bytes = range_bytes ? range_bytes : 256 * MiB;
+	c->range_bytes = range_bytes ? range_bytes : 64 * MiB;
 	c->next_id = 1;
 	ret = pxfer_walk_init(&c->walk, roots, nroots, &bad);
 	if (ret == -EINVAL && bad)
@@ -143,9 +143,20 @@ static int cut_ranges(struct pxfer_work_cut *c, uint32_t recv,
 		      const struct pxfer_walk_entry *e,
 		      pxfer_work_emit_fn *emit, void *arg)
 {
-	uint64_t size = (uint64_t)e->st.st_size, nrange = size / c->range_bytes;
+	uint64_t size = (uint64_t)e->st.st_size, len = c->range_bytes;
+	uint64_t nrange;
 	int ret;
 
+	/* a file so large it would be cut into more than
+	 * PXFER_WORK_RANGES_MAX ranges gets larger ones (whole multiples of
+	 * PXFER_WORK_RANGE_ALIGN), which the receiver's records of it and
+	 * the service's memory stay bounded by */
+	if (size / len > PXFER_WORK_RANGES_MAX) {
+		len = (size + PXFER_WORK_RANGES_MAX - 1) / PXFER_WORK_RANGES_MAX;
+		len = (len + PXFER_WORK_RANGE_ALIGN - 1) / PXFER_WORK_RANGE_ALIGN *
+		      PXFER_WORK_RANGE_ALIGN;
+	}
+	nrange = size / len;
 	for (uint64_t i = 0; i < nrange; i++) {
 		struct pxfer_unit u = {
 			.id = c->next_id++, .recv = recv,
@@ -160,8 +171,8 @@ static int cut_ranges(struct pxfer_work_cut *c, uint32_t recv,
 			free(u.e);
 			return ret;
 		}
-		u.e->off = i * c->range_bytes;
-		u.e->len = i + 1 < nrange ? c->range_bytes : size - u.e->off;
+		u.e->off = i * len;
+		u.e->len = i + 1 < nrange ? len : size - u.e->off;
 		u.bytes = u.e->len;
 		ret = emit(arg, &u, nrange);
 		if (ret)

@@ -225,7 +225,8 @@ static struct cli_opt send_opts[] = {
 	{ "range-size", 0, "SIZE", set_range_size,
 	  "with --to or a launcher: a file over twice SIZE is\n"
 	  "cut into ranges of SIZE, which ranks send at once\n"
-	  "(64M-64G, a multiple of 64M; default 256M)", NULL },
+	  "(64M-64G, a multiple of 64M; default 64M, larger\n"
+	  "for a file of more than 1024 of them)", NULL },
 	{ "json", 0, NULL, set_json, "print a JSON summary on stdout", NULL },
 	{ "encrypt", 0, NULL, set_encrypt,
 	  "encrypt file data too (file names and the other\n"

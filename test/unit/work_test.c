@@ -32,6 +32,8 @@
 #define RANGE_BYTES	(1024 * 1024)
 #define BIG1		(10 * RANGE_BYTES + 12345)
 #define BIG2		(7 * RANGE_BYTES)
+/* more than PXFER_WORK_RANGES_MAX ranges of RANGE_BYTES: larger ones */
+#define BIG3		(1025 * PXFER_WORK_RANGE_ALIGN + 5)
 #define NRANKS		4	/* 3 that work, 1 that leaves */
 
 static const uint8_t secret[] = "a secret of the work test, long enough";
@@ -212,6 +214,8 @@ static void make_tree(void)
 	write_file(p, 0, BIG1);
 	snprintf(p, sizeof(p), "%s/src/d3/sub/big2", tmp);
 	write_file(p, 0, BIG2);
+	snprintf(p, sizeof(p), "%s/src/d1/big3", tmp);
+	write_file(p, 0, BIG3);
 	snprintf(p, sizeof(p), "%s/src/link", tmp);
 	if (symlink("d0/f000", p) < 0) {
 		perror(p);
@@ -294,8 +298,18 @@ static void check_ledger(struct ledger *L, const int *live, int nrecv,
 			T_EXPECT(n == 1, "'%s' handed out %zu times", e.rel, n);
 			continue;
 		}
-		/* ranges: on one receiver, covering the file once */
-		uint64_t at = 0;
+		/* ranges: on one receiver, covering the file once, of
+		 * RANGE_BYTES (the last up to twice that), or larger ones
+		 * for a file of more than PXFER_WORK_RANGES_MAX */
+		uint64_t at = 0, want = RANGE_BYTES;
+
+		if ((uint64_t)e.st.st_size / want > PXFER_WORK_RANGES_MAX) {
+			want = ((uint64_t)e.st.st_size + PXFER_WORK_RANGES_MAX - 1) /
+			       PXFER_WORK_RANGES_MAX;
+			want = (want + PXFER_WORK_RANGE_ALIGN - 1) /
+			       PXFER_WORK_RANGE_ALIGN * PXFER_WORK_RANGE_ALIGN;
+		}
+		T_EXPECT(n <= PXFER_WORK_RANGES_MAX, "'%s': %zu ranges", e.rel, n);
 
 		if (only >= 0) {	/* those sent to @only (sorted by recv) */
 			while (n && (int)r->recv < only) {
@@ -309,7 +323,8 @@ static void check_ledger(struct ledger *L, const int *live, int nrecv,
 		for (i = 0; i < n; i++) {
 			T_EXPECT(r[i].ukind == PXFER_UNIT_RANGE &&
 				 r[i].recv == r[0].recv && r[i].off == at &&
-				 r[i].len <= 2 * RANGE_BYTES,
+				 r[i].len <= 2 * want &&
+				 (i + 1 == n || r[i].len == want),
 				 "'%s': range %zu at %llu+%llu on %u", e.rel, i,
 				 (unsigned long long)r[i].off,
 				 (unsigned long long)r[i].len, r[i].recv);
