@@ -8,7 +8,8 @@ build_pkgs=(build-essential pkg-config liburing-dev libibverbs-dev librdmacm-dev
 	    libxxhash-dev libsodium-dev libssl-dev)
 # prometheus: promtool, for test/e2e/metrics.sh
 test_pkgs=(iproute2 procps psmisc libseccomp-dev python3 bash-completion zsh prometheus)
-bench_pkgs=(iperf3 rsync netcat-openbsd time openssh-client openssh-server gnuplot-nox)
+# fpart: fpsync, a peer of bench/scaleout.sh
+bench_pkgs=(iperf3 rsync netcat-openbsd time openssh-client openssh-server gnuplot-nox fpart)
 # CI's checks: the clang build and make lint
 check_pkgs=(clang shellcheck graphviz)
 rdma_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)

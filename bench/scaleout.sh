@@ -1,0 +1,632 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Scale-out benchmark: one pxfer job of 1, 2 and 4 sender nodes to 1, 2
+# and 4 receivers, each node a network namespace on a bridge with a link
+# of its own shaped by tc, against the same tree split by hand into
+# independent sends and against fpsync (docs/benchmarks.md, "Scale-out").
+#
+#   bench/scaleout.sh [--quick] [--out FILE] [--reps N] [--rate MBIT]
+#                     [--only LIST] [--keep]
+#
+#   --quick      a 512 MiB tree (and a 384 MiB file in the skewed one, cut
+#                with --range-size 64M), 1 repetition
+#   --out FILE   also write the results as Markdown to FILE
+#   --reps N     repetitions of every run (default 3; 1 with --quick);
+#                medians shown, with the lowest and highest wall time
+#   --rate MBIT  each node's link, in Mbit/s each way (default 400)
+#   --only LIST  run only the runs whose id matches one of the
+#                comma-separated shell patterns (ids: lone, m1x1 ... m4x4,
+#                split, fpsync, skew4x4, skew4x1, nocut4x4, nocut4x1,
+#                fat4x1, fatnocut4x1)
+#   --keep       keep the work directory (data and logs)
+##
+# Skips (exit 0, with a note) when not root, or when ip, tc, mpirun or
+# python3 is missing, or no bridge can be made; fpsync's run is skipped
+# when fpsync or rsync is missing (Debian packages fpart, rsync).
+#
+# The nodes: a bridge, and per node a namespace with a veth (mtu 9000) on
+# it; each veth is shaped (tc tbf) on both ends, so that a node sends and
+# receives at the link rate at most, as a node's NIC does. Senders are
+# ${prefix}s0-3, receivers ${prefix}r0-3; ranks are started by
+# `mpirun --oversubscribe -np N` through test/lib/in_netns.sh, one rank a
+# sender namespace; each receiver is a `pxfer recv` in its namespace, all
+# writing into one destination directory on tmpfs (as DTNs on a parallel
+# file system), cleared after every run.
+#
+# Runs (ids), each measured from the start of the launcher (or of the
+# sends) until every sender has exited:
+#   lone         one `pxfer send` (no launcher) s0 -> r0, both links
+#                unshaped: the CPU's ceiling (headroom = its rate / the
+#                link rate) and the memory a lone send takes
+#   mSxR         the tree, S ranks to R receivers (--to lists them)
+#   split        the tree split by hand: 4 `pxfer send`s at once, sender
+#                i sending the i-th top-level directory to receiver i
+#   fpsync       fpsync -n 4 (4 rsync workers) from s0 to an rsync daemon
+#                in r0 (fpsync spans several sender nodes only with ssh
+#                workers: one sender node here)
+#   skew4xR      one large file and the small files, 4 ranks to R
+#                receivers, the large file cut into ranges
+#   nocut4xR     the same with --range-size 64G (the file is not cut)
+#   fat4x1, fatnocut4x1  skew4x1 and nocut4x1 with the receiver's link at
+#                4 times the rate (a DTN with a faster NIC than the nodes)
+#
+# CPU: user + system time of every pxfer process of the run (GNU time
+# around each rank, each receiver, each send), per GiB; "other" is the
+# machine's busy time (/proc/stat) beyond it, in CPUs (the launcher, the
+# PMIx forwarders, the kernel's softirq work outside pxfer's time, other
+# users of the machine). Peak RSS: GNU time's %M of each rank and each
+# receiver, the largest shown.
+#
+# Every copy is checked: the count and the bytes of the files after every
+# run, and `diff -r` in the first repetition. Exit status: 0 when every run
+# worked and every copy was right, targets met or not; 1 when a run failed
+# or a copy was wrong; 2 on a bad command line or a missing binary.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
+PXFER=$PXFER_BUILD/pxfer
+WARM=$PXFER_BUILD/bench/warm_mem
+WRAP=$top/test/lib/in_netns.sh
+TIME=/usr/bin/time
+TFMT='%e %U %S %M'
+RUN_TIMEOUT=900
+
+quick=0 out='' reps='' rate=400 only='' keep=0
+usage() { sed -n '/^#   bench\/scaleout.sh \[/,/^##$/{/^##$/d;s/^# \{0,1\}//;p;}' "$0"; }
+note() { echo "scaleout: $*"; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1;;
+	--out) [ $# -ge 2 ] || { usage >&2; exit 2; }; out=$2; shift;;
+	--out=*) out=${1#--out=};;
+	--reps) [ $# -ge 2 ] || { usage >&2; exit 2; }; reps=$2; shift;;
+	--reps=*) reps=${1#--reps=};;
+	--rate) [ $# -ge 2 ] || { usage >&2; exit 2; }; rate=$2; shift;;
+	--rate=*) rate=${1#--rate=};;
+	--only) [ $# -ge 2 ] || { usage >&2; exit 2; }; only=$2; shift;;
+	--only=*) only=${1#--only=};;
+	--keep) keep=1;;
+	-h|--help) usage; exit 0;;
+	*) echo "scaleout: unknown argument '$1'" >&2; usage >&2; exit 2;;
+	esac
+	shift
+done
+if [ $quick -eq 1 ]; then
+	BIG_N=3 BIG_MIB=96 MID_N=10 SMALL_N=2000 HUGE_MIB=384 SKEW_RANGE=64M
+	reps=${reps:-1}
+else
+	BIG_N=6 BIG_MIB=256 MID_N=20 SMALL_N=10000 HUGE_MIB=1536 SKEW_RANGE=''
+	reps=${reps:-3}
+fi
+MID_MIB=20
+case $reps in ''|*[!0-9]*|0) echo "scaleout: --reps takes a positive number" >&2; exit 2;; esac
+case $rate in ''|*[!0-9]*|0) echo "scaleout: --rate takes Mbit/s" >&2; exit 2;; esac
+if [ -n "$out" ]; then
+	case $out in /*) ;; *) out=$PWD/$out;; esac
+	: >"$out" 2>/dev/null || { echo "scaleout: cannot write '$out'" >&2; exit 2; }
+fi
+[ -x "$PXFER" ] || { echo "scaleout: no pxfer binary at $PXFER (run 'make' first)" >&2; exit 2; }
+[ -x "$TIME" ] || { echo "scaleout: no $TIME (Debian package: time)" >&2; exit 2; }
+
+# --- skip where it cannot run ---
+[ "$(id -u)" -eq 0 ] || { note "skipped: needs root for network namespaces"; exit 0; }
+for t in ip tc mpirun python3 ss; do
+	command -v $t >/dev/null || { note "skipped: $t is missing"; exit 0; }
+done
+ip netns list >/dev/null 2>&1 || { note "skipped: no network namespaces here"; exit 0; }
+have_fpsync=1
+for t in fpsync rsync; do
+	command -v $t >/dev/null || { have_fpsync=0; note "$t is missing: fpsync's run is skipped"; }
+done
+
+while IFS= read -r v; do
+	case $v in SLURM_*|PMIX_*|OMPI_*) unset "$v";; esac
+done < <(compgen -e)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+PXFER_SECRET=scaleout-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+export PXFER_SECRET
+
+calc() { awk "BEGIN { printf \"%${2:-.3f}\", ($1) }"; }
+LINK_MIBS=$(calc "$rate * 1000000 / 8 / 1048576" .2f)   # payload MiB/s a link carries at most
+
+# --- the work directory, on tmpfs ---
+tree_mib=$((BIG_N * BIG_MIB + MID_N * MID_MIB + SMALL_N * 4 / 1024))
+need=$((2 * tree_mib + HUGE_MIB + 1024))
+free=$(df -Pm /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
+[ "${free:-0}" -gt "$need" ] ||
+	{ echo "scaleout: /dev/shm has ${free:-0} MiB free, $need needed" >&2; exit 2; }
+WORK=$(mktemp -d /dev/shm/pxfer-scaleout.XXXXXX) || exit 2
+SRC=$WORK/data/tree SKEW=$WORK/data/skew DST=$WORK/dst LOGS=$WORK/logs
+RESULTS=$WORK/results.tsv
+mkdir -p "$SRC" "$SKEW" "$DST" "$LOGS"
+: >"$RESULTS"
+
+# --- the nodes; everything made is undone on every exit ---
+pfx=pb$(($$ % 100000))
+net=10.$(($$ % 20 + 230)).$(($$ / 20 % 250))
+GW=$net.1
+NETS=() PIDS=()
+# shellcheck disable=SC2317  # run by the trap
+cleanup() {
+	local rc=$? p n
+
+	for p in "${PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	for n in "${NETS[@]}"; do
+		ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+		ip netns del "$n" 2>/dev/null
+	done
+	ip link del "${pfx}b" 2>/dev/null
+	if [ "$keep" -eq 1 ]; then
+		note "work directory kept: $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+if ! ip link add "${pfx}b" type bridge 2>/dev/null; then
+	note "skipped: cannot make a bridge here (no CAP_NET_ADMIN, or no bridge module)"
+	exit 0
+fi
+ip addr add "$GW/24" dev "${pfx}b"
+ip link set "${pfx}b" mtu 9000 up
+# shape NODE MBIT - the node's link at MBIT each way (0: unshaped)
+shape() {
+	local n=$1
+
+	if [ "$2" -eq 0 ]; then
+		ip netns exec "$n" tc qdisc del dev "${n}n" root 2>/dev/null
+		tc qdisc del dev "${n}h" root 2>/dev/null
+		return 0
+	fi
+	ip netns exec "$n" tc qdisc replace dev "${n}n" root tbf rate "${2}mbit" \
+		burst 1mb latency 50ms &&
+		tc qdisc replace dev "${n}h" root tbf rate "${2}mbit" burst 1mb latency 50ms
+}
+node() {
+	local n=$1
+
+	ip netns add "$n" || return 1
+	NETS+=("$n")
+	ip link add "${n}h" mtu 9000 type veth peer name "${n}n" mtu 9000 &&
+		ip link set "${n}n" netns "$n" &&
+		ip link set "${n}h" master "${pfx}b" up &&
+		ip -n "$n" addr add "$2/24" dev "${n}n" &&
+		ip -n "$n" link set "${n}n" up &&
+		ip -n "$n" link set lo up &&
+		shape "$n" "$rate"
+}
+for i in 0 1 2 3; do
+	node "${pfx}s$i" "$net.$((11 + i))" || { echo "scaleout: cannot make node s$i" >&2; exit 2; }
+	node "${pfx}r$i" "$net.$((21 + i))" || { echo "scaleout: cannot make node r$i" >&2; exit 2; }
+done
+note "bridge $GW/24: senders at $net.11-14, receivers at $net.21-24, each link $rate Mbit/s each way ($LINK_MIBS MiB/s)"
+
+# --- the trees ---
+# tree: as a data set is laid out, top-level directories of uneven sizes
+# (the hand split sends one each): raw/ two thirds of the large files,
+# processed/ the other large files and half the 20 MiB ones, analysis/
+# the other 20 MiB ones, logs/ the small files (0-8 KiB) in 100 directories
+note "writing the trees in $WORK/data"
+mkdir -p "$SRC/raw" "$SRC/processed" "$SRC/analysis" "$SRC/logs"
+for ((i = 0; i < BIG_N; i++)); do
+	d=raw
+	[ $i -lt $((BIG_N * 2 / 3)) ] || d=processed
+	head -c $((BIG_MIB << 20)) /dev/urandom >"$SRC/$d/big$i.dat" || exit 2
+done
+for ((i = 0; i < MID_N; i++)); do
+	d=processed
+	[ $i -lt $((MID_N / 2)) ] || d=analysis
+	head -c $((MID_MIB << 20)) /dev/urandom >"$SRC/$d/mid$i.dat" || exit 2
+done
+python3 - "$SRC/logs" "$SMALL_N" <<'PY' || exit 2
+import os, random, sys
+root, n = sys.argv[1], int(sys.argv[2])
+rnd = random.Random(27)
+for i in range(n):
+    d = os.path.join(root, "d%02d" % (i % 100))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "f%05d.log" % i), "wb") as f:
+        f.write(os.urandom(rnd.randrange(0, 8193)))
+PY
+# skew: one large file and the same small files (hard links)
+head -c $((HUGE_MIB << 20)) /dev/urandom >"$SKEW/huge.dat" || exit 2
+cp -al "$SRC/logs" "$SKEW/logs" || exit 2
+tree_sum() { find "$1" -type f -printf '%s\n' | awk '{ n++; b += $1 } END { printf "%d %d\n", n, b }'; }
+read -r TREE_FILES TREE_BYTES < <(tree_sum "$SRC")
+read -r SKEW_FILES SKEW_BYTES < <(tree_sum "$SKEW")
+HUGE_BYTES=$((HUGE_MIB << 20))
+note "tree: $TREE_FILES files, $((TREE_BYTES >> 20)) MiB; skewed tree: $SKEW_FILES files, $((SKEW_BYTES >> 20)) MiB"
+for d in raw processed analysis logs; do
+	note "  tree/$d: $(du -sm --apparent-size "$SRC/$d" | cut -f1) MiB"
+done
+
+# free page reporting (bench/bench.sh): fault memory in before each run
+WARM_MIB=0
+for f in /sys/bus/virtio/drivers/virtio_balloon/*/features; do
+	[ -r "$f" ] && [ "$(cut -c 6 "$f")" = 1 ] && [ -x "$WARM" ] &&
+		WARM_MIB=$(((TREE_BYTES >> 20) + 512))
+done
+
+# --- helpers ---
+HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpu_busy() {
+	local _c u n s _i _w q sq st
+	read -r _c u n s _i _w q sq st _ </proc/stat
+	echo $((u + n + s + q + sq + st))
+}
+# listening NS PORT - whether something listens on PORT in namespace NS
+listening() {
+	[ -n "$(ip netns exec "$1" ss -Hltn "sport = :$2" 2>/dev/null)" ]
+}
+wait_listen() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		listening "$1" "$2" && return 0
+		kill -0 "$3" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+# stop_timed PID - end the command GNU time (PID) runs, and wait for both
+stop_timed() {
+	local c
+	c=$(pgrep -P "$1" | head -n 1)
+	[ -n "$c" ] && kill -TERM "$c" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+RPIDS=()
+# start_recvs N - a pxfer recv in each of the first N receiver namespaces
+start_recvs() {
+	local i
+	RPIDS=()
+	for ((i = 0; i < $1; i++)); do
+		ip netns exec "${pfx}r$i" "$TIME" -f "$TFMT" -o "$RUN.recv$i.time" \
+			"$PXFER" recv --port 7471 --dir "$DST" >"$RUN.recv$i.log" 2>&1 &
+		RPIDS+=($!)
+		PIDS+=($!)
+		wait_listen "${pfx}r$i" 7471 "$!" ||
+			{ echo "receiver $i did not listen" >>"$RUN.err"; return 1; }
+	done
+}
+stop_recvs() {
+	local p
+	for p in "${RPIDS[@]}"; do
+		stop_timed "$p"
+	done
+	RPIDS=()
+}
+# to_list N - the first N receivers, for --to
+to_list() {
+	local i l=''
+	for ((i = 0; i < $1; i++)); do
+		l=$l${l:+,}$net.$((21 + i))
+	done
+	echo "$l"
+}
+
+# run_job S R TREE [ARGS...] - the tree through S ranks to R receivers
+run_job() {
+	local s=$1 r=$2 tree=$3
+
+	shift 3
+	RC=1 T0=$EPOCHREALTIME T1=$EPOCHREALTIME
+	start_recvs "$r" || return 1
+	T0=$EPOCHREALTIME
+	# shellcheck disable=SC2016  # expanded by the rank's shell
+	timeout -k 5 $RUN_TIMEOUT mpirun --oversubscribe -np "$s" "$WRAP" "${pfx}s" "$GW" \
+		bash -c 'exec "$0" -f "$1" -o "$2.$OMPI_COMM_WORLD_RANK" "${@:3}"' \
+		"$TIME" "$TFMT" "$RUN.rank" \
+		"$PXFER" send --json "$@" "$tree" --to "$(to_list "$r")" \
+		</dev/null >"$RUN.out" 2>"$RUN.err"
+	RC=$?
+	T1=$EPOCHREALTIME
+	stop_recvs
+}
+# run_lone - one pxfer send, no launcher, s0 -> r0 unshaped
+run_lone() {
+	shape "${pfx}s0" 0
+	shape "${pfx}r0" 0
+	if start_recvs 1; then
+		T0=$EPOCHREALTIME
+		timeout -k 5 $RUN_TIMEOUT ip netns exec "${pfx}s0" \
+			"$TIME" -f "$TFMT" -o "$RUN.rank.0" \
+			"$PXFER" send --json "$SRC" "$net.21" </dev/null >"$RUN.out" 2>"$RUN.err"
+		RC=$?
+		T1=$EPOCHREALTIME
+	else
+		RC=1
+	fi
+	stop_recvs
+	shape "${pfx}s0" "$rate"
+	shape "${pfx}r0" "$rate"
+}
+# run_split - the tree's top-level directories, one `pxfer send` each, at once
+run_split() {
+	local i d p=() rc
+	RC=1 T0=$EPOCHREALTIME T1=$EPOCHREALTIME
+	start_recvs 4 || return 1
+	T0=$EPOCHREALTIME
+	i=0
+	for d in raw processed analysis logs; do
+		timeout -k 5 $RUN_TIMEOUT ip netns exec "${pfx}s$i" \
+			"$TIME" -f "$TFMT" -o "$RUN.rank.$i" \
+			"$PXFER" send --json "$SRC/$d" "$net.$((21 + i))/tree" \
+			</dev/null >"$RUN.out$i" 2>"$RUN.err$i" &
+		p+=($!)
+		PIDS+=($!)
+		i=$((i + 1))
+	done
+	RC=0
+	for i in "${p[@]}"; do
+		wait "$i"
+		rc=$?
+		[ $rc -eq 0 ] || RC=$rc
+	done
+	T1=$EPOCHREALTIME
+	cat "$RUN".err? >"$RUN.err" 2>/dev/null
+	stop_recvs
+}
+# run_fpsync - fpsync, 4 rsync workers in s0, to an rsync daemon in r0
+run_fpsync() {
+	local dpid conf=$WORK/rsyncd.conf i
+
+	cat >"$conf" <<EOF
+pid file = $WORK/rsyncd.pid
+use chroot = false
+[dst]
+	path = $DST
+	read only = false
+	uid = root
+	gid = root
+EOF
+	rm -f "$WORK/rsyncd.pid"
+	RC=1 T0=$EPOCHREALTIME T1=$EPOCHREALTIME
+	ip netns exec "${pfx}r0" "$TIME" -f "$TFMT" -o "$RUN.recv0.time" \
+		rsync --daemon --no-detach --port 8873 --config="$conf" \
+		--log-file="$RUN.recv0.log" &
+	dpid=$!
+	PIDS+=("$dpid")
+	wait_listen "${pfx}r0" 8873 $dpid || { echo "rsync daemon did not listen" >"$RUN.err"; return 1; }
+	rm -rf "$WORK/fpsync"
+	mkdir -p "$WORK/fpsync"
+	T0=$EPOCHREALTIME
+	timeout -k 5 $RUN_TIMEOUT ip netns exec "${pfx}s0" \
+		"$TIME" -f "$TFMT" -o "$RUN.rank.0" \
+		fpsync -n 4 -f 2000 -s $((TREE_BYTES / 16)) -t "$WORK/fpsync" \
+		"$SRC/" "rsync://$net.21:8873/dst/tree/" </dev/null >"$RUN.out" 2>"$RUN.err"
+	RC=$?
+	T1=$EPOCHREALTIME
+	# the daemon's connection processes end once their client has
+	for ((i = 0; i < 500; i++)); do
+		[ -s "$WORK/rsyncd.pid" ] && [ -z "$(pgrep -P "$(cat "$WORK/rsyncd.pid")")" ] && break
+		sleep 0.01
+	done
+	stop_timed $dpid
+}
+
+# cpu_of PATTERN... - user+sys seconds in the GNU time files; MAXRSS too
+cpu_of() {
+	cat "$@" 2>/dev/null | awk '/^[0-9.]+ [0-9.]+ [0-9.]+ [0-9]+$/ { c += $2 + $3; if ($4 > m) m = $4; n++ }
+		END { printf "%.2f %.1f %d\n", c, m / 1024, n }'
+}
+
+# job_shares JSON - the largest share of the bytes one rank sent, and one
+# receiver took, from rank 0's --json summary
+job_shares() {
+	python3 - "$1" <<'PY' 2>/dev/null || echo '- -'
+import json, sys
+j = json.load(open(sys.argv[1]))
+b = j["bytes"] or 1
+print("%.2f %.2f" % (max(r["bytes_sent"] for r in j["per_rank"]) / b,
+                     max(r["bytes"] for r in j["per_receiver"]) / b))
+PY
+}
+
+# verify ROOT_SRC COPY FILES BYTES - count and bytes; diff -r in repetition 1
+verify() {
+	local n b
+	[ -d "$2" ] || { echo "no copy at $2" >>"$RUN.err"; return 1; }
+	read -r n b < <(tree_sum "$2")
+	if [ "$n" -ne "$3" ] || [ "$b" -ne "$4" ]; then
+		echo "copy has $n files of $b bytes, not $3 of $4" >>"$RUN.err"
+		return 1
+	fi
+	if [ "$REP" -eq 1 ]; then
+		diff -r -q "$1" "$2" >>"$RUN.err" 2>&1 || { echo "copy differs" >>"$RUN.err"; return 1; }
+	fi
+}
+
+# one ID - run ID once; a line in RESULTS:
+# id rep ok wall bytes links snd_cpu rcv_cpu snd_rss rcv_rss other_cpu
+FAILED=0
+one() {
+	local id=$1 s=0 r=0 links=0 tree=$SRC bytes=$TREE_BYTES files=$TREE_FILES copy
+	local b0 b1 wall snd rcv srss rrss other ok=1 k p pats shares
+
+	if [ -n "$only" ]; then
+		k=0
+		IFS=, read -ra pats <<<"$only"
+		for p in "${pats[@]}"; do
+			# shellcheck disable=SC2254
+			case $id in $p) k=1;; esac
+		done
+		[ $k -eq 1 ] || return 0
+	fi
+	RUN=$LOGS/$id.$REP
+	rm -rf "${DST:?}"/* "$DST"/.pxfer
+	sync
+	[ "$WARM_MIB" -gt 0 ] && "$WARM" "$WARM_MIB" >/dev/null
+	b0=$(cpu_busy)
+	case $id in
+	lone) run_lone;;
+	m[124]x[124])
+		s=${id:1:1} r=${id:3:1}
+		run_job "$s" "$r" "$SRC";;
+	split) s=4 r=4; run_split;;
+	fpsync) s=1 r=1; run_fpsync;;
+	skew4x[14]|nocut4x[14]|fat4x1|fatnocut4x1)
+		s=4 r=${id: -1} tree=$SKEW bytes=$SKEW_BYTES files=$SKEW_FILES
+		case $id in fat*) shape "${pfx}r0" $((4 * rate));; esac
+		case $id in
+		*nocut*) run_job "$s" "$r" "$SKEW" --range-size 64G;;
+		*) run_job "$s" "$r" "$SKEW" ${SKEW_RANGE:+--range-size "$SKEW_RANGE"};;
+		esac
+		case $id in fat*) shape "${pfx}r0" "$rate";; esac;;
+	*) echo "scaleout: no run '$id'" >&2; exit 2;;
+	esac
+	b1=$(cpu_busy)
+	links=$((s < r ? s : r))
+	case $id in fat*) links=4;; esac
+	copy=$DST/$(basename "$tree")
+	if [ "$RC" -ne 0 ]; then
+		ok=0
+		echo "    $id: exit status $RC" >&2
+		tail -n 5 "$RUN.err" | sed 's/^/      /' >&2
+	elif ! verify "$tree" "$copy" "$files" "$bytes"; then
+		ok=0
+		echo "    $id: the copy is wrong" >&2
+		tail -n 5 "$RUN.err" | sed 's/^/      /' >&2
+	fi
+	[ $ok -eq 1 ] || FAILED=1
+	wall=$(calc "$T1 - $T0" .3f)
+	read -r snd srss _ < <(cpu_of "$RUN".rank.*)
+	read -r rcv rrss _ < <(cpu_of "$RUN".recv*.time)
+	other=$(calc "(($b1 - $b0) / $HZ - $snd - $rcv) / $wall" .2f)
+	# a job's busiest rank and receiver: the share of the bytes each moved
+	shares='- -'
+	case $id in m*|skew*|nocut*|fat*) shares=$(job_shares "$RUN.out");; esac
+	printf '%s\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$REP" $ok "$wall" \
+		"$bytes" $links "$snd" "$rcv" "$srss" "$rrss" "$other" "${shares// /$'\t'}" >>"$RESULTS"
+	printf '    %-12s %7.2f s %8.1f MiB/s  CPU %s + %s s  RSS %s / %s MiB  other %s CPUs%s\n' \
+		"$id" "$wall" "$(calc "$bytes / 1048576 / $wall" .1f)" "$snd" "$rcv" \
+		"$srss" "$rrss" "$other" "$([ $ok -eq 1 ] || echo '  FAILED')"
+	rm -rf "${DST:?}"/* "$DST"/.pxfer
+}
+
+IDS=(lone m1x1 m1x2 m1x4 m2x1 m2x2 m2x4 m4x1 m4x2 m4x4 split)
+[ $have_fpsync -eq 1 ] && IDS+=(fpsync)
+IDS+=(skew4x4 skew4x1 nocut4x4 nocut4x1 fat4x1 fatnocut4x1)
+START=$(date -u '+%Y-%m-%d %H:%M UTC')
+for ((REP = 1; REP <= reps; REP++)); do
+	note "repetition $REP of $reps"
+	for id in "${IDS[@]}"; do
+		one "$id"
+	done
+done
+
+# --- the report ---
+# stats ID COL - median, min and max of column COL (1-based) over the good runs
+stats() {
+	awk -F'\t' -v id="$1" -v col="$2" '$1 == id && $3 == 1 { print $col }' "$RESULTS" |
+		sort -g | awk '{ v[++n] = $1 }
+		END {
+			if (!n) { print "- - - 0"; exit }
+			m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+			print m, v[1], v[n], n
+		}'
+}
+label() {
+	case $1 in
+	lone) echo "lone pxfer send, links unshaped";;
+	m*) echo "pxfer job, ${1:1:1} ranks -> ${1:3:1} receivers";;
+	split) echo "4 pxfer sends, split by hand by directory";;
+	fpsync) echo "fpsync -n 4 (rsync) -> rsync daemon";;
+	skew4x*) echo "skewed tree, 4 ranks -> ${1: -1} receivers";;
+	nocut4x*) echo "skewed, --range-size 64G, 4 -> ${1: -1}";;
+	fat4x1) echo "skewed, 4 -> 1 receiver of 4x the rate";;
+	fatnocut4x1) echo "skewed, --range-size 64G, 4 -> 1 of 4x";;
+	esac
+}
+declare -A RATE_OF WALL_OF RSS_OF
+report() {
+	local id wall lo hi n bytes links snd rcv srss rrss other mibs bound frac gib sr sv
+	echo "Run of $START, commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo '?'),"
+	echo "each link $rate Mbit/s each way ($LINK_MIBS MiB/s of payload at most),"
+	echo "tree $TREE_FILES files, $(calc "$TREE_BYTES / 1048576" .0f) MiB; skewed tree $SKEW_FILES files,"
+	echo "$(calc "$SKEW_BYTES / 1048576" .0f) MiB; median of $reps ($(nproc) CPUs, $(uname -r))."
+	echo
+	echo "| run | links | wall s (min-max) | MiB/s | of the links | CPU s ranks / recv | CPU s/GiB | peak RSS rank / recv MiB | other CPUs | busiest rank / recv | runs |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	for id in "${IDS[@]}"; do
+		read -r wall lo hi n < <(stats "$id" 4)
+		[ "$n" -gt 0 ] || continue
+		bytes=$(stats "$id" 5 | cut -d' ' -f1)
+		links=$(stats "$id" 6 | cut -d' ' -f1)
+		snd=$(stats "$id" 7 | cut -d' ' -f1)
+		rcv=$(stats "$id" 8 | cut -d' ' -f1)
+		srss=$(stats "$id" 9 | cut -d' ' -f3)
+		rrss=$(stats "$id" 10 | cut -d' ' -f3)
+		other=$(stats "$id" 11 | cut -d' ' -f1)
+		sr=$(stats "$id" 12 | cut -d' ' -f1)
+		sv=$(stats "$id" 13 | cut -d' ' -f1)
+		mibs=$(calc "$bytes / 1048576 / $wall" .1f)
+		gib=$(calc "($snd + $rcv) / ($bytes / 1073741824)" .2f)
+		if [ "$links" -gt 0 ]; then
+			bound=$(calc "$links * $LINK_MIBS" .1f)
+			frac=$(calc "$mibs / $bound" .2f)x
+		else
+			frac='-'
+			links='(none)'
+		fi
+		RATE_OF[$id]=$mibs WALL_OF[$id]=$wall RSS_OF[$id]=$srss
+		printf '| %s | %s | %.2f (%.2f-%.2f) | %s | %s | %.2f / %.2f | %s | %.1f / %.1f | %.2f | %s / %s | %d/%d |\n' \
+			"$(label "$id")" "$links" "$wall" "$lo" "$hi" "$mibs" "$frac" "$snd" "$rcv" \
+			"$gib" "$srss" "$rrss" "$other" "$sr" "$sv" "$n" "$reps"
+	done
+	echo
+	echo '```'
+	judge
+	echo '```'
+}
+# verdict OK TEXT
+verdict() {
+	if [ "$1" = 1 ]; then printf 'MET     %s\n' "$2"; else printf 'MISSED  %s\n' "$2"; fi
+}
+judge() {
+	local x ideal big links
+	if [ -n "${RATE_OF[lone]:-}" ]; then
+		echo "headroom: a lone send with its links unshaped moves ${RATE_OF[lone]} MiB/s, $(calc "${RATE_OF[lone]} / $LINK_MIBS" .1f)x the link rate"
+	fi
+	if [ -n "${RATE_OF[m4x4]:-}" ]; then
+		x=$(calc "${RATE_OF[m4x4]} / (4 * $LINK_MIBS)" .2f)
+		verdict "$(calc "$x >= 0.9" d)" "4 ranks -> 4 receivers >= 0.9x 4 links (${RATE_OF[m4x4]} MiB/s, ${x}x)"
+	fi
+	if [ -n "${RATE_OF[split]:-}" ] && [ -n "${RATE_OF[m4x4]:-}" ]; then
+		echo "4x4 job / hand split: $(calc "${RATE_OF[m4x4]} / ${RATE_OF[split]}" .2f)x (${RATE_OF[m4x4]} / ${RATE_OF[split]} MiB/s)"
+	fi
+	if [ -n "${RATE_OF[fpsync]:-}" ] && [ -n "${RATE_OF[m1x1]:-}" ]; then
+		echo "1x1 job / fpsync: $(calc "${RATE_OF[m1x1]} / ${RATE_OF[fpsync]}" .2f)x (${RATE_OF[m1x1]} / ${RATE_OF[fpsync]} MiB/s)"
+	fi
+	for x in skew4x4 skew4x1 nocut4x4 nocut4x1 fat4x1 fatnocut4x1; do
+		[ -n "${WALL_OF[$x]:-}" ] || continue
+		# the links the job has, and the one link the large file goes
+		# through: its receiver's (each file goes whole to one), or with
+		# the file not cut, the one rank's that sends it
+		case $x in *4x4|fat*) links=4;; *) links=1;; esac
+		case $x in fat4x1) big=4;; *) big=1;; esac
+		ideal=$(calc "$SKEW_BYTES / 1048576 / ($links * $LINK_MIBS)" .2f)
+		big=$(calc "$HUGE_BYTES / 1048576 / ($big * $LINK_MIBS)" .2f)
+		verdict "$(calc "${WALL_OF[$x]} <= 1.2 * $ideal" d)" \
+			"$(label $x): wall <= 1.2x its bytes over the links (${WALL_OF[$x]} s, ideal $ideal s: $(calc "${WALL_OF[$x]} / $ideal" .2f)x; the large file over one link alone: $big s)"
+	done
+	if [ -n "${RSS_OF[lone]:-}" ]; then
+		for x in m4x4 skew4x4; do
+			[ -n "${RSS_OF[$x]:-}" ] || continue
+			verdict "$(calc "${RSS_OF[$x]} <= 2 * ${RSS_OF[lone]}" d)" \
+				"peak RSS of a rank ($(label $x)) <= 2x a lone send's (${RSS_OF[$x]} vs ${RSS_OF[lone]} MiB)"
+		done
+	fi
+}
+
+note "results"
+report | tee "${out:-/dev/null}"
+[ -z "$out" ] || note "written to $out"
+exit $FAILED
