@@ -224,8 +224,11 @@ static int jsrc_next(struct send_source *src, struct pxfer_walk_entry *e)
 				js->nomore = 1;
 				return 0;
 			}
+			/* none now: the session waits while it sends what it
+			 * has (more may come once one of them is done), and
+			 * ends when it has nothing */
 			if (ret == 0)
-				return 0;	/* none now: the session ends */
+				return js->units ? -EAGAIN : 0;
 			if (ret < 0) {
 				js->err = ret;
 				return ret;

@@ -241,6 +241,7 @@ static void lease(struct pxfer_work_server *s, struct work_node *n,
 {
 	q_unlink(s, n);
 	n->u.recv = r;
+	s->q[r].leased++;
 	lease_push(leases, n);
 	a->type = PXFER_WORK_UNIT;
 	a->u.unit = n->u;	/* the node's: the answer does not own it */
@@ -268,6 +269,8 @@ int pxfer_work_jobs_pull(struct pxfer_work_server *s, uint32_t rank,
 		check_phase(s);
 	if (s->over || s->q[recv].lost)
 		a->type = PXFER_WORK_NODATA;
+	else if (s->q[recv].leased >= s->recv_ahead)
+		a->type = PXFER_WORK_WAIT;
 	else if ((n = ready(s, recv)))
 		lease(s, n, recv, leases, a);
 	else
@@ -451,6 +454,7 @@ void pxfer_work_jobs_report(struct pxfer_work_server *s, uint32_t rank,
 		return;
 	}
 	list_unlink(leases, NULL, n);
+	s->q[n->u.recv].leased--;
 	if (s->over) {
 		drop(s, n);
 		return;
@@ -499,6 +503,7 @@ void pxfer_work_jobs_leases_back(struct pxfer_work_server *s,
 
 	while ((n = *leases)) {
 		list_unlink(leases, NULL, n);
+		s->q[n->u.recv].leased--;
 		if (s->over) {
 			drop(s, n);
 			continue;
@@ -524,6 +529,9 @@ int pxfer_work_jobs_init(struct pxfer_work_server *s,
 		return -ENOMEM;
 	o->nranks = c->nranks;
 	o->nrecv = c->nrecv;
+	s->recv_ahead = (2 * c->nranks + c->nrecv - 1) / c->nrecv;
+	if (s->recv_ahead < 2)
+		s->recv_ahead = 2;
 	for (s->nroots = 0; s->nroots < c->nroots; s->nroots++) {
 		s->roots[s->nroots] = strdup(c->roots[s->nroots]);
 		if (!s->roots[s->nroots])

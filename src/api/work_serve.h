@@ -52,6 +52,7 @@ struct work_group {
 struct work_queue {
 	struct work_node *head, *tail;
 	uint64_t bytes;			/* the bytes of what it holds */
+	uint32_t leased;		/* its units out with the ranks */
 	int lost;
 };
 
@@ -72,6 +73,10 @@ struct pxfer_work_server {
 	uint8_t job[16];
 	uint32_t nranks, nrecv;
 	uint32_t handshake_ms, end_grace_ms;
+	/* units a receiver has out with the ranks at once, at most: about
+	 * two a rank, so that what is left waits in the queue for the link
+	 * that frees first rather than being placed blind at the start */
+	uint32_t recv_ahead;
 
 	/* what pxfer_work_server_progress reads, from another thread */
 	atomic_uint_fast64_t p_done, p_there, p_total, p_files_done,
