@@ -146,21 +146,19 @@ dst_over()
 	[ "$(du -sm "$dst" 2>/dev/null | cut -f1)" -gt "$1" ]
 }
 to="$net.21,$net.22"
-# rank_pid VAR N - the pid of the job's rank N (VAR: SLURM_PROCID or
-# OMPI_COMM_WORLD_RANK), or nothing
+# rank_pid N - the pid of the job's rank N, the pxfer in its namespace
+# (never another job's: only this test's namespaces are looked in)
 # shellcheck disable=SC2317  # run by wait_for
 rank_pid()
 {
-	local d
+	local p
 
-	for d in /proc/[0-9]*; do
-		[ "$(cat "$d/comm" 2>/dev/null)" = pxfer ] || continue
-		tr '\0' '\n' <"$d/environ" 2>/dev/null | grep -qx "$1=$2" &&
-			{ echo "${d#/proc/}"; return 0; }
+	for p in $(ip netns pids "${pfx}s$1" 2>/dev/null); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = pxfer ] &&
+			{ echo "$p"; return 0; }
 	done
 	return 1
 }
-
 
 # rank_sending N - whether rank N's link carries data now (more than
 # 1 MiB in 0.3 s): it holds units
@@ -226,9 +224,9 @@ timeout -k 5 $limit mpirun --oversubscribe --enable-recovery -np $RANKS \
 	>"$T/recover.json" 2>"$T/recover.err" &
 job=$!
 track $job
-wait_for 60 rank_pid OMPI_COMM_WORLD_RANK 2 >/dev/null ||
+wait_for 60 rank_pid 2 >/dev/null ||
 	{ cat "$T/recover.err" >&2; fail "rank 2 did not start"; }
-victim=$(rank_pid OMPI_COMM_WORLD_RANK 2)
+victim=$(rank_pid 2)
 wait_for 120 dst_over $((BIG_MIB * 3 / 8)) || { cat "$T/recover.err" >&2; fail "the job did not get going"; }
 wait_for 30 rank_sending 2 || { cat "$T/recover.err" >&2; fail "rank 2 never sent"; }
 kill -KILL "$victim" || fail "rank 2 ended before it could be killed"
@@ -274,8 +272,8 @@ srun_job()
 srun_job >"$T/srun.json" 2>"$T/srun.err" &
 job=$!
 track $job
-wait_for 60 rank_pid SLURM_PROCID 2 >/dev/null || { cat "$T/srun.err" >&2; fail "rank 2 did not start"; }
-victim=$(rank_pid SLURM_PROCID 2)
+wait_for 60 rank_pid 2 >/dev/null || { cat "$T/srun.err" >&2; fail "rank 2 did not start"; }
+victim=$(rank_pid 2)
 wait_for 120 dst_over $((BIG_MIB * 3 / 8)) || { cat "$T/srun.err" >&2; fail "the job did not get going"; }
 kill -KILL "$victim" || fail "rank 2 ended before it could be killed"
 wait_pid $job $limit
