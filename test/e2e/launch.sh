@@ -26,15 +26,7 @@ for tool in mpirun srun; do
 done
 
 # the probe's environment is the launcher's alone
-while IFS= read -r v; do
-	case $v in SLURM_*|PMIX_*|OMPI_*) unset "$v";; esac
-done < <(compgen -e)
-if [ "$(id -u)" -eq 0 ]; then
-	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-# the strings libpmix keeps past PMIx_Finalize are suppressed by the
-# frames of PMIx_Init (test/lib/lsan.supp): libpmix has no frame pointers
-export ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0
+launcher_env
 # a loaded machine: every launch is bounded, generously
 limit=120
 

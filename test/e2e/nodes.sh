@@ -25,11 +25,7 @@
 for tool in ip tc python3 mpirun; do
 	command -v $tool >/dev/null || skip "$tool is missing"
 done
-while IFS= read -r v; do
-	case $v in SLURM_*|PMIX_*|OMPI_*) unset "$v";; esac
-done < <(compgen -e)
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0
+launcher_env
 WRAP=$(cd "$(dirname "$0")/../lib" && pwd)/in_netns.sh
 limit=300
 RANKS=4

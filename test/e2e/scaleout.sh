@@ -20,14 +20,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 
 # the processes' environment is the launcher's alone
-while IFS= read -r v; do
-	case $v in SLURM_*|PMIX_*|OMPI_*) unset "$v";; esac
-done < <(compgen -e)
-if [ "$(id -u)" -eq 0 ]; then
-	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
-# libpmix keeps strings past PMIx_Finalize (test/lib/lsan.supp)
-export ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0
+launcher_env
 limit=300
 
 scratch 6144

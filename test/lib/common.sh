@@ -116,6 +116,24 @@ _cleanup()
 	exit "$rc"
 }
 
+# launcher_env - the environment of a test that starts launchers (srun,
+# mpirun) itself: none of an outer launcher's variables, root allowed to
+# run mpirun, and the ASan unwinding that suppresses the strings libpmix
+# keeps past PMIx_Finalize (test/lib/lsan.supp: libpmix has no frame
+# pointers)
+launcher_env()
+{
+	local v
+
+	while IFS= read -r v; do
+		case $v in SLURM_*|PMIX_*|OMPI_*) unset "$v";; esac
+	done < <(compgen -e)
+	if [ "$(id -u)" -eq 0 ]; then
+		export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	fi
+	export ASAN_OPTIONS=$ASAN_OPTIONS:fast_unwind_on_malloc=0
+}
+
 # scratch MIB - SCRATCH: a directory for MIB MiB of bulk data, in memory
 # (/dev/shm) when it has the room, so that disk speed does not time the
 # test, else below $T; removed when the test ends. Not in a subshell.
