@@ -235,6 +235,16 @@ static struct work_node *ready(struct pxfer_work_server *s, uint32_t r)
 	return NULL;
 }
 
+/* the units one connection holds (a few: rank_ahead at most) */
+static uint32_t leases_count(const struct work_node *n)
+{
+	uint32_t k = 0;
+
+	for (; n; n = n->next)
+		k++;
+	return k;
+}
+
 static void lease(struct pxfer_work_server *s, struct work_node *n,
 		  uint32_t r, struct work_node **leases,
 		  struct pxfer_work_msg *a)
@@ -269,7 +279,8 @@ int pxfer_work_jobs_pull(struct pxfer_work_server *s, uint32_t rank,
 		check_phase(s);
 	if (s->over || s->q[recv].lost)
 		a->type = PXFER_WORK_NODATA;
-	else if (s->q[recv].leased >= s->recv_ahead)
+	else if (s->q[recv].leased >= s->recv_ahead ||
+		 leases_count(*leases) >= s->rank_ahead)
 		a->type = PXFER_WORK_WAIT;
 	else if ((n = ready(s, recv)))
 		lease(s, n, recv, leases, a);
@@ -532,6 +543,12 @@ int pxfer_work_jobs_init(struct pxfer_work_server *s,
 	s->recv_ahead = (2 * c->nranks + c->nrecv - 1) / c->nrecv;
 	if (s->recv_ahead < 2)
 		s->recv_ahead = 2;
+	/* and a rank, at most its share of all the receivers' (about two
+	 * units): a rank that asks quickest, for each of its receivers,
+	 * does not take what ranks whose links are free would send */
+	s->rank_ahead = (s->recv_ahead * c->nrecv + c->nranks - 1) / c->nranks;
+	if (s->rank_ahead < 2)
+		s->rank_ahead = 2;
 	for (s->nroots = 0; s->nroots < c->nroots; s->nroots++) {
 		s->roots[s->nroots] = strdup(c->roots[s->nroots]);
 		if (!s->roots[s->nroots])

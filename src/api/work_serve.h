@@ -77,6 +77,9 @@ struct pxfer_work_server {
 	 * two a rank, so that what is left waits in the queue for the link
 	 * that frees first rather than being placed blind at the start */
 	uint32_t recv_ahead;
+	/* units a rank (its connection) has out at once, at most: its
+	 * share of what all receivers may have out */
+	uint32_t rank_ahead;
 
 	/* what pxfer_work_server_progress reads, from another thread */
 	atomic_uint_fast64_t p_done, p_there, p_total, p_files_done,
