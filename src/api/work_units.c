@@ -56,6 +56,11 @@ void pxfer_work_cut_release(struct pxfer_work_cut *c)
 {
 	pxfer_walk_release(&c->walk);
 	pxfer_unit_release(&c->open);
+	while (c->nheld) {
+		pxfer_unit_release(&c->held[c->held_first]);
+		c->held_first = (c->held_first + 1) % PXFER_WORK_HELD_MAX;
+		c->nheld--;
+	}
 	for (size_t i = 0; i < c->ndirs; i++)
 		entry_free(&c->dirs[i]);
 	free(c->dirs);
@@ -82,18 +87,31 @@ static int entry_fill(struct pxfer_unit_entry *x,
 	return -ENOMEM;
 }
 
-/* close the open unit and hand it over, for @recv */
-static int open_emit(struct pxfer_work_cut *c, uint32_t recv,
-		     pxfer_work_emit_fn *emit, void *arg)
+/* close the open unit: it waits among the held ones */
+static void open_close(struct pxfer_work_cut *c)
 {
-	struct pxfer_unit u = c->open;
+	struct pxfer_unit *u = &c->held[(c->held_first + c->nheld) %
+					PXFER_WORK_HELD_MAX];
 
-	u.id = c->next_id++;
-	u.recv = recv;
-	u.kind = PXFER_UNIT_FILES;
+	*u = c->open;
+	u->kind = PXFER_UNIT_FILES;
+	c->nheld++;
 	memset(&c->open, 0, sizeof(c->open));
 	c->open_cap = 0;
 	c->open_size = 0;
+}
+
+/* the oldest held unit, handed over for @recv */
+static int held_emit(struct pxfer_work_cut *c, uint32_t recv,
+		     pxfer_work_emit_fn *emit, void *arg)
+{
+	struct pxfer_unit u = c->held[c->held_first];
+
+	memset(&c->held[c->held_first], 0, sizeof(u));
+	c->held_first = (c->held_first + 1) % PXFER_WORK_HELD_MAX;
+	c->nheld--;
+	u.id = c->next_id++;
+	u.recv = recv;
 	return emit(arg, &u, 0);
 }
 
@@ -198,7 +216,8 @@ static int dir_add(struct pxfer_work_cut *c, const struct pxfer_walk_entry *e)
 	return 0;
 }
 
-/* one entry of the walk: 1 when a unit was emitted, 0 or -errno */
+/* one entry of the walk: 1 when a large file's ranges were emitted, 0
+ * or -errno (a FILES unit it closes is held) */
 static int take(struct pxfer_work_cut *c, uint32_t recv,
 		const struct pxfer_walk_entry *e, pxfer_work_emit_fn *emit,
 		void *arg)
@@ -229,32 +248,32 @@ static int take(struct pxfer_work_cut *c, uint32_t recv,
 	default:
 		break;
 	}
-	if (open_full_with(c, e)) {
-		ret = open_emit(c, recv, emit, arg);
-		if (ret)
-			return ret;
-		ret = open_add(c, e);
-		return ret ? ret : 1;
-	}
+	if (open_full_with(c, e))
+		open_close(c);
 	ret = open_add(c, e);
 	if (ret)
 		return ret;
-	if (!open_full(c))
-		return 0;
-	ret = open_emit(c, recv, emit, arg);
-	return ret ? ret : 1;
+	if (open_full(c))
+		open_close(c);
+	return 0;
 }
 
+/*
+ * The units of small files are held (PXFER_WORK_HELD_MAX of them at
+ * most) while the walk looks on for large files, which are handed out
+ * first: the files that take longest start early, and the small ones
+ * fill the end, where they even out what each receiver has left.
+ */
 int pxfer_work_cut_more(struct pxfer_work_cut *c, uint32_t recv,
 			pxfer_work_emit_fn *emit, void *arg)
 {
 	struct pxfer_walk_entry e;
 	int ret;
 
-	while (!c->walked) {
+	while (!c->walk_over && c->nheld < PXFER_WORK_HELD_MAX) {
 		ret = pxfer_walk_next(&c->walk, &e);
 		if (ret == 0) {
-			c->walked = 1;
+			c->walk_over = 1;
 			break;
 		}
 		if (ret > 0)
@@ -264,15 +283,20 @@ int pxfer_work_cut_more(struct pxfer_work_cut *c, uint32_t recv,
 		if (ret < 0) {
 			pxfer_error("cannot walk the sources: %s; the job stops cutting work",
 				    strerror(-ret));
-			c->walked = 1;
+			c->walk_over = c->walked = 1;
 			c->failed = 1;
 			return ret;
 		}
 	}
-	if (c->open.n) {
-		ret = open_emit(c, recv, emit, arg);
+	if (c->walk_over && c->open.n)
+		open_close(c);
+	if (c->nheld) {
+		ret = held_emit(c, recv, emit, arg);
+		if (!ret && c->walk_over && !c->nheld)
+			c->walked = 1;
 		return ret ? ret : 1;
 	}
+	c->walked = 1;
 	return 0;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Cutting the walk into units (docs/scaleout.md, "Work units"): the walk
- * goes on only as far as the next unit needs. Regular files and links go
+ * goes on only as far as the next unit needs, or the next large file
+ * while PXFER_WORK_HELD_MAX units of small ones wait. Regular files and links go
  * into FILES units, closed at unit_bytes, unit_files or what one message
  * holds; a file over 2 * range_bytes becomes RANGE units of range_bytes
  * (the last takes the rest); directories are kept, in walk order, for the
@@ -23,9 +24,13 @@
 typedef int pxfer_work_emit_fn(void *arg, struct pxfer_unit *u,
 			       uint64_t nrange);
 
+/* FILES units held back while the walk looks for large files */
+#define PXFER_WORK_HELD_MAX	32
+
 struct pxfer_work_cut {
 	struct pxfer_walk walk;
-	int walked;		/* the walk is over (or failed) */
+	int walk_over;		/* the walk has no more entries */
+	int walked;		/* and every unit is out (or the walk failed) */
 	int failed;		/* it failed: the walk stopped */
 	uint64_t unit_bytes, range_bytes;
 	uint32_t unit_files;
@@ -33,6 +38,8 @@ struct pxfer_work_cut {
 	struct pxfer_unit open;		/* the FILES unit being filled */
 	unsigned int open_cap;
 	size_t open_size;		/* its bytes on the wire */
+	struct pxfer_unit held[PXFER_WORK_HELD_MAX];	/* a ring */
+	unsigned int held_first, nheld;
 	struct pxfer_unit_entry *dirs;	/* every directory, in walk order */
 	size_t ndirs, dirs_cap;
 	uint64_t files_failed, files_skipped;
