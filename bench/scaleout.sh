@@ -420,14 +420,15 @@ cpu_of() {
 }
 
 # job_shares JSON - the largest share of the bytes one rank sent, and one
-# receiver took, from rank 0's --json summary
+# receiver took, and the job's own seconds (rank 0's, from its start to
+# its summary), from rank 0's --json summary
 job_shares() {
-	python3 - "$1" <<'PY' 2>/dev/null || echo '- -'
+	python3 - "$1" <<'PY' 2>/dev/null || echo '- - -'
 import json, sys
 j = json.load(open(sys.argv[1]))
 b = j["bytes"] or 1
-print("%.2f %.2f" % (max(r["bytes_sent"] for r in j["per_rank"]) / b,
-                     max(r["bytes"] for r in j["per_receiver"]) / b))
+print("%.2f %.2f %.3f" % (max(r["bytes_sent"] for r in j["per_rank"]) / b,
+                          max(r["bytes"] for r in j["per_receiver"]) / b, j["seconds"]))
 PY
 }
 
@@ -503,7 +504,7 @@ one() {
 	read -r rcv rrss _ < <(cpu_of "$RUN".recv*.time)
 	other=$(calc "(($b1 - $b0) / $HZ - $snd - $rcv) / $wall" .2f)
 	# a job's busiest rank and receiver: the share of the bytes each moved
-	shares='- -'
+	shares='- - -'
 	case $id in m*|skew*|nocut*|fat*) shares=$(job_shares "$RUN.out");; esac
 	printf '%s\t%d\t%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n' "$id" "$REP" $ok "$wall" \
 		"$bytes" $links "$snd" "$rcv" "$srss" "$rrss" "$other" "${shares// /$'\t'}" >>"$RESULTS"
@@ -548,7 +549,7 @@ label() {
 	fatnocut4x1) echo "skewed, --range-size 64G, 4 -> 1 of 4x";;
 	esac
 }
-declare -A RATE_OF WALL_OF RSS_OF
+declare -A RATE_OF WALL_OF RSS_OF SHARE_OF JOB_OF
 report() {
 	local id wall lo hi n bytes links snd rcv srss rrss other mibs bound frac gib sr sv
 	echo "Run of $START, commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo '?'),"
@@ -580,6 +581,7 @@ report() {
 			links='(none)'
 		fi
 		RATE_OF[$id]=$mibs WALL_OF[$id]=$wall RSS_OF[$id]=$srss
+		SHARE_OF[$id]=$sv JOB_OF[$id]=$(stats "$id" 14 | cut -d' ' -f1)
 		printf '| %s | %s | %.2f (%.2f-%.2f) | %s | %s | %.2f / %.2f | %s | %.1f / %.1f | %.2f | %s / %s | %d/%d |\n' \
 			"$(label "$id")" "$links" "$wall" "$lo" "$hi" "$mibs" "$frac" "$snd" "$rcv" \
 			"$gib" "$srss" "$rrss" "$other" "$sr" "$sv" "$n" "$reps"
@@ -593,6 +595,24 @@ report() {
 verdict() {
 	if [ "$1" = 1 ]; then printf 'MET     %s\n' "$2"; else printf 'MISSED  %s\n' "$2"; fi
 }
+# what bounds the 4x4 job: every file goes whole to one receiver, so the
+# receiver with the most bytes sets the end; the launcher's start is the
+# wall time outside the job's own (rank 0's) time
+floor4x4() {
+	local tree_mib best got launch ideal
+	[ -n "${SHARE_OF[m4x4]:-}" ] && [ "${SHARE_OF[m4x4]}" != - ] || return 0
+	[ -n "${JOB_OF[m4x4]:-}" ] && [ "${JOB_OF[m4x4]}" != - ] || return 0
+	tree_mib=$(calc "$TREE_BYTES / 1048576" .1f)
+	ideal=$(calc "$tree_mib / (4 * $LINK_MIBS)" .2f)
+	# the best placement: the large files dealt evenly (2, 2, 1, 1 of six)
+	# or the tree's quarter, whichever is more
+	best=$(calc "int(($BIG_N + 3) / 4) * $BIG_MIB" .1f)
+	best=$(calc "$best > $tree_mib / 4 ? $best : $tree_mib / 4" .1f)
+	got=$(calc "${SHARE_OF[m4x4]} * $tree_mib" .1f)
+	launch=$(calc "${WALL_OF[m4x4]} - ${JOB_OF[m4x4]}" .2f)
+	echo "4x4: 4 links would take $ideal s; the busiest receiver took $got MiB ($(calc "$got / $LINK_MIBS" .2f) s of its link; the best placement of whole files gives $best MiB, $(calc "$best / $LINK_MIBS" .2f) s); the launcher's start took $launch s of the ${WALL_OF[m4x4]} s, the job's own time ${JOB_OF[m4x4]} s"
+	echo "4x4 floor: best placement + launcher = $(calc "$best / $LINK_MIBS + $launch" .2f) s, at most $(calc "$ideal / ($best / $LINK_MIBS + $launch)" .2f)x; the job's own time against 4 links: $(calc "$ideal / ${JOB_OF[m4x4]}" .2f)x"
+}
 judge() {
 	local x ideal big links
 	if [ -n "${RATE_OF[lone]:-}" ]; then
@@ -601,6 +621,7 @@ judge() {
 	if [ -n "${RATE_OF[m4x4]:-}" ]; then
 		x=$(calc "${RATE_OF[m4x4]} / (4 * $LINK_MIBS)" .2f)
 		verdict "$(calc "$x >= 0.9" d)" "4 ranks -> 4 receivers >= 0.9x 4 links (${RATE_OF[m4x4]} MiB/s, ${x}x)"
+		floor4x4
 	fi
 	if [ -n "${RATE_OF[m4x4r64]:-}" ]; then
 		x=$(calc "${RATE_OF[m4x4r64]} / (4 * $LINK_MIBS)" .2f)
