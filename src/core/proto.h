@@ -78,7 +78,11 @@ enum pxfer_msg_type {
 					 * on a data connection so far */
 	PXFER_MSG_FILE_SUM,		/* s -> r, control: a FILE's digest,
 					 * once hashed */
-	PXFER_MSG_TYPE_MAX = PXFER_MSG_FILE_SUM,
+	PXFER_MSG_CHAIN,		/* s -> r, control: a hop the receiver
+					 * forwards to (docs/broadcast.md) */
+	PXFER_MSG_CHAIN_REPORT,		/* r -> s, control: how a hop after
+					 * it ended, before the ACK */
+	PXFER_MSG_TYPE_MAX = PXFER_MSG_CHAIN_REPORT,
 };
 
 enum pxfer_file_type {
@@ -233,6 +237,62 @@ struct pxfer_file_sum {
 	uint64_t id;
 	uint32_t code;
 	uint8_t digest[PXFER_DIGEST_LEN];
+};
+
+/* hops after the source in one broadcast chain, at most */
+#define PXFER_CHAIN_MAX		64
+/* bytes of a hop's host name or address */
+#define PXFER_HOST_MAX		255
+
+/*
+ * CHAIN body: chain[16], u16 pos, u16 index, u16 count, u16 port,
+ * string host, string dest. One of @count messages (index 0..count-1,
+ * in order), sent by the sender right after the WELCOME, before any
+ * FILE: the hops the receiver is to forward the session's files to, in
+ * the order it is to try them (the first that works; the others are
+ * passed on to it). chain is the broadcast's identity (not all zero, the
+ * same in every message of the session; the ranges of its files carry
+ * it as their job); pos is the hop's place in the whole chain (the
+ * source is 0: 2..PXFER_CHAIN_MAX, one more than the last's); count is
+ * 1..PXFER_CHAIN_MAX - 1 and index < count; port is not 0; host is
+ * 1..PXFER_HOST_MAX bytes of letters, digits and ".-_:[]%"; dest is a
+ * destination as in a HELLO (0..PXFER_PATH_MAX bytes).
+ */
+struct pxfer_chain_hop {
+	uint8_t chain[PXFER_JOB_LEN];
+	uint16_t pos;
+	uint16_t index;
+	uint16_t count;
+	uint16_t port;
+	uint16_t host_len;
+	char host[PXFER_HOST_MAX + 1];
+	uint16_t dest_len;
+	char dest[PXFER_PATH_MAX + 1];
+};
+
+/* CHAIN_REPORT states */
+enum pxfer_hop_state {
+	PXFER_HOP_OK = 0,	/* it has the whole tree */
+	PXFER_HOP_FAILED = 1,	/* its session ended with code (some files) */
+	PXFER_HOP_LOST = 2,	/* it died or stalled, and was cut out */
+	PXFER_HOP_UNREACHED = 3,	/* nothing could be sent to it */
+	PXFER_HOP_STATE_MAX = PXFER_HOP_UNREACHED,
+};
+
+/*
+ * CHAIN_REPORT body: u16 pos, u8 state, u8 code, u64 files, u64 bytes.
+ * How the hop at @pos (2..PXFER_CHAIN_MAX, one of those the receiver was
+ * given) ended: state (enum pxfer_hop_state), code (the exit status of
+ * its session: 0 for PXFER_HOP_OK, not 0 otherwise), the files and bytes
+ * it took. A receiver given CHAIN sends one for each of its hops, once
+ * its forwarding is over, before its ACK.
+ */
+struct pxfer_chain_report {
+	uint16_t pos;
+	uint8_t state;
+	uint8_t code;
+	uint64_t files;
+	uint64_t bytes;
 };
 
 /* seconds a data connection sends nothing before DATA_SENT says so */
@@ -431,6 +491,8 @@ struct pxfer_msg {
 		struct pxfer_data_sent sent;
 		struct pxfer_ping ping;
 		struct pxfer_file_sum sum;
+		struct pxfer_chain_hop hop;		/* CHAIN */
+		struct pxfer_chain_report report;	/* CHAIN_REPORT */
 	} u;
 };
 
