@@ -19,6 +19,7 @@
 #define PXFER_PROTO_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -547,6 +548,16 @@ ssize_t pxfer_chunk_encode(void *buf, size_t cap, const struct pxfer_chunk *c);
  * len out of range.
  */
 ssize_t pxfer_chunk_decode(const void *buf, size_t len, struct pxfer_chunk *c);
+
+/*
+ * pxfer_msg_ok - whether every field of control message @m is within the
+ * limits above (false for an unknown type, and for CHUNK): what
+ * pxfer_msg_encode and pxfer_msg_decode check (core/proto_check.c).
+ */
+bool pxfer_msg_ok(const struct pxfer_msg *m);
+
+/* pxfer_chunk_ok - the same for chunk descriptor @c, as its codec checks */
+bool pxfer_chunk_ok(const struct pxfer_chunk *c);
 
 /* pxfer_chunk_desc_len - encoded size of a descriptor with @nseg segments */
 static inline size_t pxfer_chunk_desc_len(unsigned int nseg)
