@@ -27,6 +27,9 @@
 #define DATA_LOST_LEN		(2 + 2 + 4 + 8)
 #define DATA_SENT_LEN		(2 + 2 + 8)
 #define FILE_SUM_LEN		(8 + 4 + PXFER_DIGEST_LEN)
+#define CHAIN_MAX		(PXFER_JOB_LEN + 2 + 2 + 2 + 2 + \
+				 STR(PXFER_HOST_MAX) + STR(PXFER_PATH_MAX))
+#define CHAIN_REPORT_LEN	(2 + 1 + 1 + 8 + 8)
 #define DATA_HELLO_LEN		(8 + 2 + 2 + PXFER_MAC_LEN)
 #define DATA_WELCOME_MAX	(2 + PXFER_MAC_LEN + 2 + PXFER_BLOB_MAX)
 #define ERROR_MAX		(4 + STR(PXFER_TEXT_MAX))
@@ -46,6 +49,7 @@
 _Static_assert(HELLO_MAX <= PXFER_MSG_MAX, "HELLO exceeds PXFER_MSG_MAX");
 _Static_assert(FILE_MAX <= PXFER_MSG_MAX, "FILE exceeds PXFER_MSG_MAX");
 _Static_assert(FILE_OK_MAX <= PXFER_MSG_MAX, "FILE_OK exceeds PXFER_MSG_MAX");
+_Static_assert(CHAIN_MAX <= PXFER_MSG_MAX, "CHAIN exceeds PXFER_MSG_MAX");
 _Static_assert(CREDIT_LEN_MAX <= PXFER_MSG_MAX, "CREDIT exceeds PXFER_MSG_MAX");
 _Static_assert(CHUNK_FRAME_MAX <= UINT32_MAX, "CHUNK frame exceeds u32");
 _Static_assert(PXFER_CHUNK_DESC_FIXED == 2 + 2 + 4 + 8 + PXFER_TAG_LEN,
@@ -76,6 +80,8 @@ static const uint32_t body_max[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_DATA_LOST]		= DATA_LOST_LEN,
 	[PXFER_MSG_DATA_SENT]		= DATA_SENT_LEN,
 	[PXFER_MSG_FILE_SUM]		= FILE_SUM_LEN,
+	[PXFER_MSG_CHAIN]		= CHAIN_MAX,
+	[PXFER_MSG_CHAIN_REPORT]	= CHAIN_REPORT_LEN,
 	[PXFER_MSG_ABORT]		= ERROR_MAX,
 	[PXFER_MSG_CHUNK]		= CHUNK_FRAME_MAX,
 };
@@ -99,6 +105,8 @@ static const char *const msg_names[PXFER_MSG_TYPE_MAX + 1] = {
 	[PXFER_MSG_DATA_LOST]		= "DATA_LOST",
 	[PXFER_MSG_DATA_SENT]		= "DATA_SENT",
 	[PXFER_MSG_FILE_SUM]		= "FILE_SUM",
+	[PXFER_MSG_CHAIN]		= "CHAIN",
+	[PXFER_MSG_CHAIN_REPORT]	= "CHAIN_REPORT",
 	[PXFER_MSG_ABORT]		= "ABORT",
 	[PXFER_MSG_CHUNK]		= "CHUNK",
 };
@@ -120,6 +128,7 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 	const struct pxfer_file_end *fe = &m->u.end;
 	const struct pxfer_credit *cr = &m->u.credit;
 	const struct pxfer_fin *fin = &m->u.fin;
+	const struct pxfer_chain_hop *hop = &m->u.hop;
 	unsigned int i;
 
 	switch (m->type) {
@@ -243,6 +252,22 @@ static void put_body(struct wcur *w, const struct pxfer_msg *m)
 		put_u32(w, m->u.sum.code);
 		put_bytes(w, m->u.sum.digest, PXFER_DIGEST_LEN);
 		break;
+	case PXFER_MSG_CHAIN:
+		put_bytes(w, hop->chain, PXFER_JOB_LEN);
+		put_u16(w, hop->pos);
+		put_u16(w, hop->index);
+		put_u16(w, hop->count);
+		put_u16(w, hop->port);
+		put_str(w, hop->host, hop->host_len);
+		put_str(w, hop->dest, hop->dest_len);
+		break;
+	case PXFER_MSG_CHAIN_REPORT:
+		put_u16(w, m->u.report.pos);
+		put_u8(w, m->u.report.state);
+		put_u8(w, m->u.report.code);
+		put_u64(w, m->u.report.files);
+		put_u64(w, m->u.report.bytes);
+		break;
 	default:
 		break;
 	}
@@ -266,6 +291,7 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 	struct pxfer_file_end *fe = &m->u.end;
 	struct pxfer_credit *cr = &m->u.credit;
 	struct pxfer_fin *fin = &m->u.fin;
+	struct pxfer_chain_hop *hop = &m->u.hop;
 	unsigned int i;
 
 	switch (m->type) {
@@ -407,6 +433,22 @@ static void get_body(struct rcur *r, struct pxfer_msg *m)
 		m->u.sum.id = get_u64(r);
 		m->u.sum.code = get_u32(r);
 		get_bytes(r, m->u.sum.digest, PXFER_DIGEST_LEN);
+		break;
+	case PXFER_MSG_CHAIN:
+		get_bytes(r, hop->chain, PXFER_JOB_LEN);
+		hop->pos = get_u16(r);
+		hop->index = get_u16(r);
+		hop->count = get_u16(r);
+		hop->port = get_u16(r);
+		get_str(r, hop->host, &hop->host_len, PXFER_HOST_MAX);
+		get_str(r, hop->dest, &hop->dest_len, PXFER_PATH_MAX);
+		break;
+	case PXFER_MSG_CHAIN_REPORT:
+		m->u.report.pos = get_u16(r);
+		m->u.report.state = get_u8(r);
+		m->u.report.code = get_u8(r);
+		m->u.report.files = get_u64(r);
+		m->u.report.bytes = get_u64(r);
 		break;
 	default:
 		r->err = 1;

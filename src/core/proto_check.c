@@ -48,6 +48,13 @@ static bool challenge_ok(const struct pxfer_challenge *c)
 	       c->transport <= TRANSPORT_MAX;
 }
 
+/* a destination below the receiver's top directory, as a HELLO has it and
+ * a CHAIN passes on to a hop's HELLO: the receiver checks it as a path */
+static bool dest_ok(const char *dest, uint16_t len)
+{
+	return str_ok(dest, len, PXFER_PATH_MAX);
+}
+
 static bool hello_ok(const struct pxfer_hello *h)
 {
 	return h->magic == PXFER_MAGIC &&
@@ -57,7 +64,7 @@ static bool hello_ok(const struct pxfer_hello *h)
 	       !(h->flags & ~PXFER_HELLO_FLAGS) &&
 	       (h->flags & (PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT)) !=
 	       (PXFER_HELLO_CHECKSUM | PXFER_HELLO_ENCRYPT) &&
-	       str_ok(h->dest, h->dest_len, PXFER_PATH_MAX);
+	       dest_ok(h->dest, h->dest_len);
 }
 
 static bool rail_ok(const struct pxfer_wire_rail *r)
@@ -171,6 +178,47 @@ static bool credit_ok(const struct pxfer_credit *c)
 	return true;
 }
 
+/*
+ * A hop's host name or address (IPv6 in brackets, with a zone): letters,
+ * digits and ".-_:[]%" only, nothing that a log line, a shell or the
+ * resolver would read as something else.
+ */
+static bool host_ok(const char *host, uint16_t len)
+{
+	if (len < 1 || len > PXFER_HOST_MAX)
+		return false;
+	for (uint16_t i = 0; i < len; i++) {
+		char c = host[i];
+
+		if (!(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') &&
+		    !(c >= '0' && c <= '9') && !(c && strchr(".-_:[]%", c)))
+			return false;
+	}
+	return true;
+}
+
+/* the source is at 0 and the receiver given the hops at 1 at least */
+static bool hop_pos_ok(uint16_t pos)
+{
+	return pos >= 2 && pos <= PXFER_CHAIN_MAX;
+}
+
+static bool chain_hop_ok(const struct pxfer_chain_hop *h)
+{
+	return !zero(h->chain, PXFER_JOB_LEN) && hop_pos_ok(h->pos) &&
+	       h->count >= 1 && h->count <= PXFER_CHAIN_MAX - 1 &&
+	       h->index < h->count && h->port &&
+	       host_ok(h->host, h->host_len) &&
+	       dest_ok(h->dest, h->dest_len);
+}
+
+/* a code exactly when the hop did not end well */
+static bool chain_report_ok(const struct pxfer_chain_report *r)
+{
+	return hop_pos_ok(r->pos) && r->state <= PXFER_HOP_STATE_MAX &&
+	       (r->code == 0) == (r->state == PXFER_HOP_OK);
+}
+
 bool pxfer_msg_ok(const struct pxfer_msg *m)
 {
 	switch (m->type) {
@@ -213,6 +261,10 @@ bool pxfer_msg_ok(const struct pxfer_msg *m)
 		return m->u.sent.worker < PXFER_WORKERS_MAX;
 	case PXFER_MSG_FILE_SUM:
 		return !m->u.sum.code || zero(m->u.sum.digest, PXFER_DIGEST_LEN);
+	case PXFER_MSG_CHAIN:
+		return chain_hop_ok(&m->u.hop);
+	case PXFER_MSG_CHAIN_REPORT:
+		return chain_report_ok(&m->u.report);
 	default:
 		/* unknown, or CHUNK, which has its own codec */
 		return false;

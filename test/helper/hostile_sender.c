@@ -156,6 +156,19 @@ static void show(const char *dir, const struct pxfer_msg *m)
 		       (unsigned long long)m->u.fin.files,
 		       (unsigned long long)m->u.fin.bytes, m->u.fin.code);
 		break;
+	case PXFER_MSG_CHAIN:
+		pxfer_quote(q, sizeof(q), m->u.hop.host, m->u.hop.host_len);
+		pxfer_quote(t, sizeof(t), m->u.hop.dest, m->u.hop.dest_len);
+		printf("%s %s pos=%u hop=%u/%u host=%s port=%u dest=%s\n", dir,
+		       name, m->u.hop.pos, m->u.hop.index, m->u.hop.count, q,
+		       m->u.hop.port, t);
+		break;
+	case PXFER_MSG_CHAIN_REPORT:
+		printf("%s %s pos=%u state=%u code=%u files=%llu bytes=%llu\n",
+		       dir, name, m->u.report.pos, m->u.report.state,
+		       m->u.report.code, (unsigned long long)m->u.report.files,
+		       (unsigned long long)m->u.report.bytes);
+		break;
 	case PXFER_MSG_WELCOME:
 		printf("%s %s chunk=%u workers=%u slots=%u max_files=%u\n", dir,
 		       name, m->u.welcome.chunk_size, m->u.welcome.workers,

@@ -74,6 +74,8 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 	const struct pxfer_file_end *fe = &m->u.end;
 	const struct pxfer_credit *cr = &m->u.credit;
 	const struct pxfer_fin *fin = &m->u.fin;
+	const struct pxfer_chain_hop *hop = &m->u.hop;
+	const struct pxfer_chain_report *rep = &m->u.report;
 	unsigned int i;
 
 	r->n = 0;
@@ -203,6 +205,22 @@ static void raw_body(struct raw *r, const struct pxfer_msg *m)
 		raw_be(r, m->u.sum.id, 8);
 		raw_be(r, m->u.sum.code, 4);
 		raw_bytes(r, m->u.sum.digest, PXFER_DIGEST_LEN, PXFER_DIGEST_LEN);
+		break;
+	case PXFER_MSG_CHAIN:
+		raw_bytes(r, hop->chain, PXFER_JOB_LEN, PXFER_JOB_LEN);
+		raw_be(r, hop->pos, 2);
+		raw_be(r, hop->index, 2);
+		raw_be(r, hop->count, 2);
+		raw_be(r, hop->port, 2);
+		raw_str(r, hop->host, hop->host_len, sizeof(hop->host));
+		raw_str(r, hop->dest, hop->dest_len, sizeof(hop->dest));
+		break;
+	case PXFER_MSG_CHAIN_REPORT:
+		raw_be(r, rep->pos, 2);
+		raw_be(r, rep->state, 1);
+		raw_be(r, rep->code, 1);
+		raw_be(r, rep->files, 8);
+		raw_be(r, rep->bytes, 8);
 		break;
 	default:
 		abort();
@@ -685,6 +703,74 @@ static void add_transfer_samples(void)
 	m->u.ping.checked = UINT64_MAX;
 }
 
+/* every character a host may have, @len bytes of them */
+static void fill_host(char *dst, uint16_t *lenp, size_t len)
+{
+	static const char ok[] = "abcdefghijklmnopqrstuvwxyz"
+				 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:[]%";
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		dst[i] = ok[i % (sizeof(ok) - 1)];
+	dst[len] = '\0';
+	*lenp = (uint16_t)len;
+}
+
+static void add_chain_samples(void)
+{
+	static const uint8_t codes[] = { 0, 1, 255, 3 };
+	struct pxfer_msg *m;
+	unsigned int s;
+
+	/* the first hop of one: the base of the malformed cases */
+	m = new_sample(PXFER_MSG_CHAIN);
+	fill_bytes(m->u.hop.chain, PXFER_JOB_LEN, 31);
+	m->u.hop.pos = 2;
+	m->u.hop.count = 1;
+	m->u.hop.port = 7000;
+	set_str(m->u.hop.host, &m->u.hop.host_len, "node2");
+	set_str(m->u.hop.dest, &m->u.hop.dest_len, "backup/today");
+
+	/* every field at its largest */
+	m = new_sample(PXFER_MSG_CHAIN);
+	memset(m->u.hop.chain, 0xff, PXFER_JOB_LEN);
+	m->u.hop.pos = PXFER_CHAIN_MAX;
+	m->u.hop.index = PXFER_CHAIN_MAX - 2;
+	m->u.hop.count = PXFER_CHAIN_MAX - 1;
+	m->u.hop.port = UINT16_MAX;
+	fill_host(m->u.hop.host, &m->u.hop.host_len, PXFER_HOST_MAX);
+	fill_str(m->u.hop.dest, &m->u.hop.dest_len, PXFER_PATH_MAX, 9);
+
+	/* an IPv6 address with its zone, to the top directory; a 1-byte host */
+	m = new_sample(PXFER_MSG_CHAIN);
+	m->u.hop.chain[PXFER_JOB_LEN - 1] = 1;
+	m->u.hop.pos = 7;
+	m->u.hop.index = 5;
+	m->u.hop.count = 6;
+	m->u.hop.port = 1;
+	set_str(m->u.hop.host, &m->u.hop.host_len, "[fe80::1%eth0]");
+	m = new_sample(PXFER_MSG_CHAIN);
+	m->u.hop.chain[0] = 1;
+	m->u.hop.pos = 3;
+	m->u.hop.count = 2;
+	m->u.hop.index = 1;
+	m->u.hop.port = 22;
+	set_str(m->u.hop.host, &m->u.hop.host_len, "h");
+
+	/* each state, with a code exactly when it did not end well */
+	for (s = 0; s <= PXFER_HOP_STATE_MAX; s++) {
+		m = new_sample(PXFER_MSG_CHAIN_REPORT);
+		m->u.report.pos = (uint16_t)(2 + s * 20);
+		m->u.report.state = (uint8_t)s;
+		m->u.report.code = codes[s];
+		m->u.report.files = s ? s * 1000 : UINT64_MAX;
+		m->u.report.bytes = s ? (uint64_t)s << 40 : UINT64_MAX;
+	}
+	m = new_sample(PXFER_MSG_CHAIN_REPORT);
+	m->u.report = (struct pxfer_chain_report){
+		.pos = PXFER_CHAIN_MAX, .state = PXFER_HOP_UNREACHED, .code = 1 };
+}
+
 static void add_chunk_samples(void)
 {
 	struct pxfer_chunk *c;
@@ -760,6 +846,9 @@ static int strings_terminated(const struct pxfer_msg *d)
 	case PXFER_MSG_FILE_ERR:
 	case PXFER_MSG_FILE_DONE:
 		return str_terminated(d->u.status.text, d->u.status.text_len);
+	case PXFER_MSG_CHAIN:
+		return str_terminated(d->u.hop.host, d->u.hop.host_len) &&
+		       str_terminated(d->u.hop.dest, d->u.hop.dest_len);
 	default:
 		return 1;
 	}
@@ -1156,6 +1245,125 @@ static void test_bad_handshake(void)
 		     PXFER_TEXT_MAX + 1, 3));
 	BAD("ABORT text with NUL", PXFER_MSG_ABORT,
 	    m.u.error.text[m.u.error.text_len - 1] = 0);
+}
+
+static void test_bad_chain(void)
+{
+	static struct pxfer_msg m;
+	static struct raw r;
+	static struct pxfer_msg d;
+	int rc;
+
+	BAD("CHAIN all-zero chain", PXFER_MSG_CHAIN,
+	    memset(m.u.hop.chain, 0, PXFER_JOB_LEN));
+	BAD("CHAIN pos 0", PXFER_MSG_CHAIN, m.u.hop.pos = 0);
+	BAD("CHAIN pos 1", PXFER_MSG_CHAIN, m.u.hop.pos = 1);
+	BAD("CHAIN pos 65", PXFER_MSG_CHAIN, m.u.hop.pos = PXFER_CHAIN_MAX + 1);
+	BAD("CHAIN pos 0xffff", PXFER_MSG_CHAIN, m.u.hop.pos = 0xffff);
+	BAD("CHAIN count 0", PXFER_MSG_CHAIN,
+	    (m.u.hop.count = 0, m.u.hop.index = 0));
+	BAD("CHAIN count 64", PXFER_MSG_CHAIN,
+	    (m.u.hop.count = PXFER_CHAIN_MAX, m.u.hop.index = 0));
+	BAD("CHAIN index == count", PXFER_MSG_CHAIN,
+	    (m.u.hop.count = 3, m.u.hop.index = 3));
+	BAD("CHAIN index past count", PXFER_MSG_CHAIN,
+	    (m.u.hop.count = 3, m.u.hop.index = 0xffff));
+	BAD("CHAIN port 0", PXFER_MSG_CHAIN, m.u.hop.port = 0);
+	BAD("CHAIN empty host", PXFER_MSG_CHAIN,
+	    set_str(m.u.hop.host, &m.u.hop.host_len, ""));
+	BAD("CHAIN host with a space", PXFER_MSG_CHAIN,
+	    set_str(m.u.hop.host, &m.u.hop.host_len, "node 2"));
+	BAD("CHAIN host with a '/'", PXFER_MSG_CHAIN,
+	    set_str(m.u.hop.host, &m.u.hop.host_len, "node/2"));
+	BAD("CHAIN host with a newline", PXFER_MSG_CHAIN,
+	    set_str(m.u.hop.host, &m.u.hop.host_len, "node2\n"));
+	BAD("CHAIN host with a byte over 0x7f", PXFER_MSG_CHAIN,
+	    set_str(m.u.hop.host, &m.u.hop.host_len, "n\xc3\xa9ud"));
+	BAD("CHAIN host with NUL", PXFER_MSG_CHAIN, m.u.hop.host[2] = '\0');
+	BAD("CHAIN host of 256 bytes", PXFER_MSG_CHAIN,
+	    (memset(m.u.hop.host, 'a', sizeof(m.u.hop.host)),
+	     m.u.hop.host_len = PXFER_HOST_MAX + 1));
+	BAD("CHAIN dest over PXFER_PATH_MAX", PXFER_MSG_CHAIN,
+	    fill_str(m.u.hop.dest, &m.u.hop.dest_len, PXFER_PATH_MAX + 1, 4));
+	BAD("CHAIN dest with NUL", PXFER_MSG_CHAIN, m.u.hop.dest[3] = '\0');
+
+	BAD("CHAIN_REPORT pos 0", PXFER_MSG_CHAIN_REPORT, m.u.report.pos = 0);
+	BAD("CHAIN_REPORT pos 1", PXFER_MSG_CHAIN_REPORT, m.u.report.pos = 1);
+	BAD("CHAIN_REPORT pos 65", PXFER_MSG_CHAIN_REPORT,
+	    m.u.report.pos = PXFER_CHAIN_MAX + 1);
+	BAD("CHAIN_REPORT code 0, state FAILED", PXFER_MSG_CHAIN_REPORT,
+	    (m.u.report.state = PXFER_HOP_FAILED, m.u.report.code = 0));
+	BAD("CHAIN_REPORT code 0, state LOST", PXFER_MSG_CHAIN_REPORT,
+	    (m.u.report.state = PXFER_HOP_LOST, m.u.report.code = 0));
+	BAD("CHAIN_REPORT code 3, state OK", PXFER_MSG_CHAIN_REPORT,
+	    (m.u.report.state = PXFER_HOP_OK, m.u.report.code = 3));
+	BAD("CHAIN_REPORT state 4", PXFER_MSG_CHAIN_REPORT,
+	    (m.u.report.state = PXFER_HOP_STATE_MAX + 1, m.u.report.code = 1));
+	BAD("CHAIN_REPORT state 0xff", PXFER_MSG_CHAIN_REPORT,
+	    (m.u.report.state = 0xff, m.u.report.code = 1));
+
+	/* exact lengths: a byte more or less is refused */
+	base(&m, PXFER_MSG_CHAIN);
+	raw_body(&r, &m);
+	r.b[r.n] = 0;
+	rc = decode_exact(m.type, r.b, r.n + 1, &d);
+	T_EXPECT(rc == -EPROTO, "CHAIN with a trailing byte: %d", rc);
+	rc = decode_exact(m.type, r.b, r.n - 1, &d);
+	T_EXPECT(rc == -EPROTO, "CHAIN a byte short: %d", rc);
+	/* a host announced longer than the body holds */
+	rc = decode_exact(m.type, r.b, PXFER_JOB_LEN + 8 + 2 + 3, &d);
+	T_EXPECT(rc == -EPROTO, "CHAIN cut in its host: %d", rc);
+	base(&m, PXFER_MSG_CHAIN_REPORT);
+	raw_body(&r, &m);
+	T_EXPECT(r.n == 20, "CHAIN_REPORT body of %zu bytes, not 20", r.n);
+	r.b[r.n] = 0;
+	rc = decode_exact(m.type, r.b, 21, &d);
+	T_EXPECT(rc == -EPROTO, "CHAIN_REPORT with a trailing byte: %d", rc);
+	rc = decode_exact(m.type, r.b, 19, &d);
+	T_EXPECT(rc == -EPROTO, "CHAIN_REPORT a byte short: %d", rc);
+	rc = decode_exact(m.type, r.b, 0, &d);
+	T_EXPECT(rc == -EPROTO, "CHAIN_REPORT without a body: %d", rc);
+}
+
+/*
+ * A CHAIN's dest is judged as a HELLO's: the same verdict for each, and
+ * what the codec lets through (a "..") is the receiver's to refuse, as
+ * it refuses it in a HELLO, when it opens the destination.
+ */
+static void test_chain_dest(void)
+{
+	static const char *const dests[] = {
+		"", "a", "backup/today", "..", "a/../b", "/abs", "a//b", "./x",
+	};
+	static uint8_t buf[FRAME_MAX];
+	static struct pxfer_msg c, h, d;
+	unsigned int i;
+	ssize_t nc, nh;
+	int rc;
+
+	for (i = 0; i < sizeof(dests) / sizeof(dests[0]); i++) {
+		base(&c, PXFER_MSG_CHAIN);
+		base(&h, PXFER_MSG_HELLO);
+		set_str(c.u.hop.dest, &c.u.hop.dest_len, dests[i]);
+		set_str(h.u.hello.dest, &h.u.hello.dest_len, dests[i]);
+		nh = pxfer_msg_encode(buf, sizeof(buf), &h);
+		nc = pxfer_msg_encode(buf, sizeof(buf), &c);
+		T_EXPECT((nc > 0) == (nh > 0),
+			 "dest '%s': CHAIN encode %zd, HELLO encode %zd",
+			 dests[i], nc, nh);
+		rc = nc > 0 ? pxfer_msg_decode(c.type, buf + PXFER_HDR_LEN,
+					       nc - PXFER_HDR_LEN, &d) : -1;
+		T_EXPECT(rc == 0 && !strcmp(d.u.hop.dest, dests[i]),
+			 "dest '%s': CHAIN decode %d", dests[i], rc);
+	}
+	/* and the same limit on its length */
+	base(&c, PXFER_MSG_CHAIN);
+	base(&h, PXFER_MSG_HELLO);
+	fill_str(c.u.hop.dest, &c.u.hop.dest_len, PXFER_PATH_MAX + 1, 4);
+	fill_str(h.u.hello.dest, &h.u.hello.dest_len, PXFER_PATH_MAX + 1, 4);
+	T_EXPECT(pxfer_msg_encode(buf, sizeof(buf), &c) == -EINVAL &&
+		 pxfer_msg_encode(buf, sizeof(buf), &h) == -EINVAL,
+		 "a dest over PXFER_PATH_MAX, in a CHAIN as in a HELLO");
 }
 
 static void test_bad_file(void)
@@ -1712,11 +1920,15 @@ static void test_names(void)
 		"CHALLENGE", "HELLO", "WELCOME", "DATA_HELLO", "DATA_WELCOME",
 		"REFUSE", "FILE", "FILE_OK", "FILE_ERR", "FILE_END",
 		"FILE_DONE", "CREDIT", "FIN", "ACK", "ABORT", "CHUNK", "PING",
-		"DATA_LOST", "DATA_SENT", "FILE_SUM",
+		"DATA_LOST", "DATA_SENT", "FILE_SUM", "CHAIN", "CHAIN_REPORT",
 	};
 	int t;
 
-	for (t = PXFER_MSG_CHALLENGE; t <= PXFER_MSG_TYPE_MAX; t++) {
+	T_EXPECT(sizeof(want) / sizeof(want[0]) == PXFER_MSG_TYPE_MAX,
+		 "%d names for %d types", (int)(sizeof(want) / sizeof(want[0])),
+		 PXFER_MSG_TYPE_MAX);
+	for (t = PXFER_MSG_CHALLENGE; t <= PXFER_MSG_TYPE_MAX &&
+	     t <= (int)(sizeof(want) / sizeof(want[0])); t++) {
 		const char *name = pxfer_msg_name((uint16_t)t);
 
 		T_EXPECT(name && !strcmp(name, want[t - 1]),
@@ -1906,6 +2118,7 @@ int main(void)
 {
 	add_handshake_samples();
 	add_transfer_samples();
+	add_chain_samples();
 	add_chunk_samples();
 
 	test_header();
@@ -1916,6 +2129,8 @@ int main(void)
 	test_file_ok_max();
 	test_truncation();
 	test_bad_handshake();
+	test_bad_chain();
+	test_chain_dest();
 	test_bad_file();
 	test_bad_file_ok();
 	test_file_ok_count();
