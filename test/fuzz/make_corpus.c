@@ -606,6 +606,107 @@ static void msgs_session(struct pxfer_msg *m, struct body *body)
 	msg_bad("file_sum-code-and-digest", m, 8, EIO, 4);
 }
 
+/* CHAIN body offsets */
+#define CHAIN_POS	16
+#define CHAIN_INDEX	18
+#define CHAIN_COUNT	20
+#define CHAIN_PORT	22
+#define CHAIN_HOST	24	/* the host's length, then its bytes */
+
+static void msgs_chain(struct pxfer_msg *m, struct body *body)
+{
+	struct pxfer_chain_hop *hop = &m->u.hop;
+	size_t i;
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_CHAIN;
+	for (i = 0; i < PXFER_JOB_LEN; i++)
+		hop->chain[i] = (uint8_t)(0xc0 + i);
+	hop->pos = 3;
+	hop->index = 1;
+	hop->count = 4;
+	hop->port = 7000;
+	hop->host_len = (uint16_t)strlen("node-2.example");
+	memcpy(hop->host, "node-2.example", hop->host_len + 1);
+	hop->dest_len = (uint16_t)strlen("backup/today");
+	memcpy(hop->dest, "backup/today", hop->dest_len + 1);
+	msg_seed("chain", m, false, body);
+	msg_bad("chain-pos-1", m, CHAIN_POS, 1, 2);
+	msg_bad("chain-pos-over", m, CHAIN_POS, PXFER_CHAIN_MAX + 1, 2);
+	msg_bad("chain-index-count", m, CHAIN_INDEX, hop->count, 2);
+	msg_bad("chain-count-0", m, CHAIN_COUNT, 0, 2);
+	msg_bad("chain-count-over", m, CHAIN_COUNT, PXFER_CHAIN_MAX, 2);
+	msg_bad("chain-port-0", m, CHAIN_PORT, 0, 2);
+	msg_bad("chain-host-space", m, CHAIN_HOST + 2 + 4, ' ', 1);
+	msg_bad("chain-host-slash", m, CHAIN_HOST + 2 + 4, '/', 1);
+	msg_bad("chain-host-nul", m, CHAIN_HOST + 2 + 4, 0, 1);
+	/* the chain's identity all zero: its first half is already */
+	memset(hop->chain + 8, 0, PXFER_JOB_LEN - 8);
+	msg_bad("chain-zero", m, 0, 0, 8);
+
+	/* an IPv6 address with its zone, to the receiver's top directory */
+	memset(hop->chain, 0xff, PXFER_JOB_LEN);
+	hop->pos = 2;
+	hop->index = 0;
+	hop->count = 1;
+	hop->port = 1;
+	hop->host_len = (uint16_t)strlen("[fe80::1%eth0]");
+	memcpy(hop->host, "[fe80::1%eth0]", hop->host_len + 1);
+	hop->dest_len = 0;
+	hop->dest[0] = '\0';
+	msg_seed("chain-ipv6-top", m, false, body);
+
+	/* a host of one character, and of none */
+	hop->host_len = 1;
+	memcpy(hop->host, "h", 2);
+	msg_seed("chain-host-1", m, false, body);
+	body_shrink(body, CHAIN_HOST, 1);
+	msg_write("chain-host-empty", body);
+
+	/* every field at its largest, and each string one byte over */
+	for (i = 0; i < PXFER_JOB_LEN; i++)
+		hop->chain[i] = (uint8_t)(i + 1);
+	hop->pos = PXFER_CHAIN_MAX;
+	hop->index = PXFER_CHAIN_MAX - 2;
+	hop->count = PXFER_CHAIN_MAX - 1;
+	hop->port = UINT16_MAX;
+	for (i = 0; i < PXFER_HOST_MAX; i++)
+		hop->host[i] = "ab.-_:[]%09"[i % 11];
+	hop->host[PXFER_HOST_MAX] = '\0';
+	hop->host_len = PXFER_HOST_MAX;
+	make_path(hop->dest, PXFER_PATH_MAX, 200);
+	hop->dest_len = PXFER_PATH_MAX;
+	msg_seed("chain-max", m, true, body);
+	body_grow(body, CHAIN_HOST, 1);
+	msg_write("chain-host-over", body);
+	body_shrink(body, CHAIN_HOST, 1);
+	body_grow(body, CHAIN_HOST + 2 + PXFER_HOST_MAX, 1);
+	msg_write("chain-dest-over", body);
+
+	memset(m, 0, sizeof(*m));
+	m->type = PXFER_MSG_CHAIN_REPORT;
+	m->u.report = (struct pxfer_chain_report){
+		.pos = 5, .state = PXFER_HOP_FAILED, .code = 1,
+		.files = 1234, .bytes = 5ull << 32,
+	};
+	msg_seed("chain_report-failed", m, true, body);
+	msg_bad("chain_report-failed-code-0", m, 3, 0, 1);
+	msg_bad("chain_report-pos-1", m, 0, 1, 2);
+	msg_bad("chain_report-pos-over", m, 0, PXFER_CHAIN_MAX + 1, 2);
+	msg_bad("chain_report-state-over", m, 2, PXFER_HOP_STATE_MAX + 1, 1);
+	m->u.report = (struct pxfer_chain_report){
+		.pos = PXFER_CHAIN_MAX, .state = PXFER_HOP_OK, .code = 0,
+		.files = UINT64_MAX, .bytes = UINT64_MAX,
+	};
+	msg_seed("chain_report-ok", m, true, body);
+	msg_bad("chain_report-ok-code-3", m, 3, 3, 1);
+	m->u.report = (struct pxfer_chain_report){
+		.pos = 2, .state = PXFER_HOP_UNREACHED, .code = 255,
+		.files = 1, .bytes = 1,
+	};
+	msg_seed("chain_report-unreached", m, true, body);
+}
+
 /* Types the control decoders must refuse whatever the body. */
 static void msgs_refused(struct body *body)
 {
@@ -647,6 +748,7 @@ static void make_msg_hdr(void)
 	msg_error(m, body, PXFER_MSG_ABORT, "abort");
 	msgs_file(m, body);
 	msgs_session(m, body);
+	msgs_chain(m, body);
 	msgs_refused(body);
 	free(body);
 	free(m);

@@ -3,7 +3,8 @@
  * Fuzz target: pxfer_msg_decode for every message type (the first input
  * byte is the type, the rest is the body), and pxfer_msg_name. Oracle:
  * only the control types decode; the strings of an accepted message are
- * NUL-terminated at their length with no NUL inside; the message encodes
+ * NUL-terminated at their length with no NUL inside (a CHAIN's host of
+ * the characters a host may have); the message encodes
  * back to exactly the body decoded, behind a header that pxfer_hdr_decode
  * accepts (no valid body is over its type's limit), into a buffer of
  * exactly that size and no smaller; and that body decodes to the same
@@ -15,6 +16,9 @@
 
 #include "core/proto.h"
 #include "fuzz.h"
+
+#define HOST_CHARS	"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" \
+			"0123456789.-_:[]%"
 
 static bool str_ok(const char *s, uint16_t len, size_t max)
 {
@@ -40,6 +44,13 @@ static bool strings_ok(const struct pxfer_msg *m)
 	case PXFER_MSG_FILE_DONE:
 		return str_ok(m->u.status.text, m->u.status.text_len,
 			      PXFER_TEXT_MAX);
+	case PXFER_MSG_CHAIN:
+		/* a host of the characters proto.h allows, and some */
+		return str_ok(m->u.hop.host, m->u.hop.host_len,
+			      PXFER_HOST_MAX) && m->u.hop.host_len &&
+		       strspn(m->u.hop.host, HOST_CHARS) == m->u.hop.host_len &&
+		       str_ok(m->u.hop.dest, m->u.hop.dest_len,
+			      PXFER_PATH_MAX);
 	default:
 		return true;
 	}
@@ -69,6 +80,24 @@ static bool same_file(const struct pxfer_file *a, const struct pxfer_file *b)
 	       !memcmp(a->digest, b->digest, PXFER_DIGEST_LEN) &&
 	       same_str(a->path, a->path_len, b->path, b->path_len) &&
 	       same_str(a->target, a->target_len, b->target, b->target_len);
+}
+
+static bool same_hop(const struct pxfer_chain_hop *a,
+		     const struct pxfer_chain_hop *b)
+{
+	return !memcmp(a->chain, b->chain, PXFER_JOB_LEN) &&
+	       a->pos == b->pos && a->index == b->index &&
+	       a->count == b->count && a->port == b->port &&
+	       same_str(a->host, a->host_len, b->host, b->host_len) &&
+	       same_str(a->dest, a->dest_len, b->dest, b->dest_len);
+}
+
+static bool same_report(const struct pxfer_chain_report *a,
+			const struct pxfer_chain_report *b)
+{
+	return a->pos == b->pos && a->state == b->state &&
+	       a->code == b->code && a->files == b->files &&
+	       a->bytes == b->bytes;
 }
 
 /* The runs up to nrun count; what the struct holds past them does not. */
@@ -168,6 +197,10 @@ static bool same_msg(const struct pxfer_msg *a, const struct pxfer_msg *b)
 	case PXFER_MSG_FILE_SUM:
 		return a->u.sum.id == b->u.sum.id && a->u.sum.code == b->u.sum.code &&
 		       !memcmp(a->u.sum.digest, b->u.sum.digest, PXFER_DIGEST_LEN);
+	case PXFER_MSG_CHAIN:
+		return same_hop(&a->u.hop, &b->u.hop);
+	case PXFER_MSG_CHAIN_REPORT:
+		return same_report(&a->u.report, &b->u.report);
 	default:
 		return false;
 	}
