@@ -37,7 +37,7 @@ static const uint32_t send_accepts[PXFER_SEND_STATES] = {
 				 M(CREDIT) | M(PING) | M(DATA_LOST) | M(ABORT),
 	/* no file is in flight: slots written last, a connection lost late */
 	[PXFER_SEND_FINISHING] = M(CREDIT) | M(PING) | M(DATA_LOST) |
-				 M(ACK) | M(ABORT),
+				 M(ACK) | M(CHAIN_REPORT) | M(ABORT),
 	[PXFER_SEND_DONE] = 0,
 	[PXFER_SEND_FAILED] = 0,
 };
@@ -86,7 +86,7 @@ static const uint32_t recv_accepts[PXFER_RECV_STATES] = {
 	[PXFER_RECV_ACCEPTING_DATA] = M(DATA_HELLO),
 	[PXFER_RECV_RECEIVING] = M(FILE) | M(FILE_SUM) | M(FILE_END) |
 				 M(FIN) | M(PING) | M(DATA_LOST) |
-				 M(DATA_SENT) | M(ABORT),
+				 M(DATA_SENT) | M(CHAIN) | M(ABORT),
 	/* ACK is queued: nothing more is read */
 	[PXFER_RECV_FINISHING] = 0,
 	[PXFER_RECV_CLEANUP] = 0,

@@ -17,6 +17,7 @@
 #include "core/log.h"
 #include "core/sys.h"
 #include "send/send.h"
+#include "send/sender.h"
 
 /* the runs a FILE_OK offers must lie inside the file */
 static int runs_fit(const struct pxfer_file_ok *k, uint64_t size)
@@ -402,6 +403,53 @@ static int on_credit(struct send_session *s, const struct pxfer_credit *c)
 }
 
 /*
+ * How a hop after the receiver ended: one report for each of the hops it
+ * was given (CHAIN), once; -EPROTO for any other
+ */
+static int on_chain_report(struct send_session *s,
+			   const struct pxfer_chain_report *r)
+{
+	struct send_pass *p = s->p;
+	unsigned int i;
+
+	for (i = 0; i < p->nchain && p->chain[i].pos != r->pos; i++)
+		;
+	if (i == p->nchain || !p->reports)
+		return -EPROTO;
+	for (unsigned int k = 0; k < p->nreports; k++)
+		if (p->reports[k].pos == r->pos)
+			return -EPROTO;
+	p->reports[p->nreports++] = *r;
+	return 0;
+}
+
+/*
+ * A receiver that takes nothing (no chunk, no file done) for
+ * p->stall_secs while files are in flight is stalled: in a chain it is
+ * cut out (docs/broadcast.md). One that waits for nothing, or only for
+ * its own forwarding after the FIN, is not judged.
+ */
+static int stall_check(struct send_session *s)
+{
+	uint64_t now_seen = atomic_load(&s->bytes_sent) + s->st->files +
+			    s->st->files_failed + s->st->files_same;
+	double now = pxfer_now();
+
+	if (!s->p->stall_secs || s->b.state.now != PXFER_SEND_STREAMING ||
+	    !pxfer_fileids_in_flight(&s->man.ids) || now_seen != s->stall_seen) {
+		s->stall_seen = now_seen;
+		s->stall_since = now;
+		return 0;
+	}
+	if (now - s->stall_since < s->p->stall_secs)
+		return 0;
+	s->p->stalled = 1;
+	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
+			  "the receiver %s took nothing for %d s with files in flight: it is stalled",
+			  s->b.cconn->peer, s->p->stall_secs);
+}
+
+/*
  * The receiver's message @m, where the session is (STREAMING or
  * FINISHING): one that does not belong there fails the session
  * (engine/state.c says which do); the others are handled.
@@ -426,6 +474,8 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 	case PXFER_MSG_ACK:
 		pxfer_verbose("ACK from the receiver");
 		return pxfer_session_enter(&s->b, PXFER_SEND_DONE);
+	case PXFER_MSG_CHAIN_REPORT:
+		return on_chain_report(s, &m->u.report);
 	case PXFER_MSG_ABORT:
 		return pxfer_session_peer_abort(&s->b, &m->u.error);
 	default:
@@ -606,7 +656,15 @@ static int tell_sent(struct send_session *s)
  */
 int send_coordinate(struct send_session *s)
 {
+	int live = s->source && s->source->ops->attach;
+
+	if (live)
+		s->source->ops->attach(s->source, s->b.ctrl.wake_fd);
+	s->stall_since = pxfer_now();
 	while (!pxfer_failed(&s->b.fail) && s->b.state.now != PXFER_SEND_DONE) {
+		/* a live source may have more now, whatever ended */
+		if (live)
+			s->man.held = 0;
 		if (send_manifest_feed(s))
 			break;
 		if (s->b.state.now == PXFER_SEND_STREAMING &&
@@ -622,9 +680,11 @@ int send_coordinate(struct send_session *s)
 		/* the receiver counts a check that goes on as progress */
 		s->b.ctrl.ping_checked = pxfer_check_done(&s->check);
 		if (failover(s) || send_rejoin(s) || tell_sent(s) ||
-		    pxfer_session_keepalive(&s->b))
+		    pxfer_session_keepalive(&s->b) || stall_check(s))
 			break;
 		send_draw_progress(s, 0);
 	}
+	if (live)
+		s->source->ops->attach(s->source, -1);
 	return pxfer_failed(&s->b.fail) ? -1 : 0;
 }

@@ -62,6 +62,8 @@ static void file_check(struct pxfer_fileend *fe, struct pxfer_sfile *f,
 		else
 			f->err = ENODATA;
 	}
+	if (f->stable && f->err != ENODATA)
+		return;
 	if (f->err == ENODATA || fstat(f->fd, &st) ||
 	    st.st_size != f->st.st_size ||
 	    st.st_mtim.tv_sec != f->st.st_mtim.tv_sec ||

@@ -353,6 +353,7 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	se->f.fd = fd;
 	se->f.size = m->u.file.size;
 	se->f.st = st;
+	se->f.stable = e->stable;
 	if (type == PXFER_FT_REG && e->range_len)
 		ret = range_flags(s, se, e, &m->u.file);
 	else if (type == PXFER_FT_REG)

@@ -42,6 +42,7 @@ struct pxfer_sfile {
 	int err;		/* first error (positive errno) */
 	char *src;		/* local path, for messages */
 	struct stat st;		/* as it was when announced: changed since? */
+	int stable;		/* not checked for that (walk.h) */
 	struct pxfer_sfile *next;	/* in the queue, then the ended list */
 };
 

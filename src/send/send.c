@@ -290,6 +290,21 @@ out:
 	return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
 }
 
+/* the hops the receiver forwards to (CHAIN), before any FILE; 0 or -1 */
+static int send_chain(struct send_session *s)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_CHAIN };
+
+	for (unsigned int i = 0; i < s->p->nchain; i++) {
+		m.u.hop = s->p->chain[i];
+		if (pxfer_ctrl_queue(&s->b.ctrl, &m))
+			return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
+					  "cannot queue the chain's hop %u: out of memory",
+					  i);
+	}
+	return 0;
+}
+
 /* everything up to the transfer itself; 0, or -1 when the session failed */
 static int session_start(struct send_session *s)
 {
@@ -343,8 +358,8 @@ static int session_start(struct send_session *s)
 				  strerror(-ret));
 	s->walk.open_files = 1;
 	if (handshake(s) || pxfer_session_ctrl_start(&s->b) ||
-	    pxfer_session_seal(&s->b, 1) || session_parts(s) ||
-	    workers_start(s))
+	    pxfer_session_seal(&s->b, 1) || send_chain(s) ||
+	    session_parts(s) || workers_start(s))
 		return -1;
 	return pxfer_session_enter(&s->b, PXFER_SEND_STREAMING);
 }
@@ -370,6 +385,9 @@ int send_session_run(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 	s->pass = p->pass;
 	s->transport = p->transport;
 	s->source = p->source;
+	s->p = p;
+	p->nreports = 0;
+	p->stalled = 0;
 	pxfer_progress_init(&s->prog, o->progress);
 	if (!session_start(s))
 		send_coordinate(s);

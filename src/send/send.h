@@ -152,6 +152,9 @@ struct send_session {
 	struct pxfer_stats *st;
 	struct pxfer_progress prog;
 	struct pxfer_check check;	/* the source's runs, read back */
+	struct send_pass *p;		/* what it was asked: chain, stall */
+	uint64_t stall_seen;		/* progress the stall check saw, */
+	double stall_since;		/* ... and since when */
 };
 
 /* manifest.c */

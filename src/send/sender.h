@@ -11,6 +11,8 @@
 #include "pxfer/pxfer.h"
 
 struct send_source;
+struct pxfer_chain_hop;
+struct pxfer_chain_report;
 
 /* what a session is asked to do, and what it did besides @st */
 struct send_pass {
@@ -24,6 +26,18 @@ struct send_pass {
 	/* where the entries come from instead of a walk of o->paths
 	 * (send/source.h), or NULL */
 	struct send_source *source;
+	/* a broadcast chain (docs/broadcast.md): the hops the receiver is
+	 * to forward to, sent as CHAIN right after the WELCOME (nchain 0:
+	 * none), and what its CHAIN_REPORTs said, in reports[] (room for
+	 * PXFER_CHAIN_MAX; nreports set) */
+	const struct pxfer_chain_hop *chain;
+	unsigned int nchain;
+	struct pxfer_chain_report *reports;
+	unsigned int nreports;
+	/* seconds the receiver may take nothing while files are in flight
+	 * before the session fails as stalled (PXFER_EXIT_NET); 0: never */
+	int stall_secs;
+	int stalled;		/* it did */
 };
 
 /*

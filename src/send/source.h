@@ -45,6 +45,13 @@ struct send_source_ops {
 	/* ended - entry @tag is over in this session, as @how says */
 	void (*ended)(struct send_source *src, uint64_t tag,
 		      const struct send_ended *how);
+	/*
+	 * attach - optional: entries may come while the session waits (a
+	 * live source): the session's @wake_fd, to pxfer_wake when one
+	 * does, from any thread; -1 as the session ends, after which it is
+	 * not written to. The session asks ->next again each turn.
+	 */
+	void (*attach)(struct send_source *src, int wake_fd);
 };
 
 struct send_source {

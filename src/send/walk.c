@@ -129,18 +129,19 @@ static int check_dups(char *const *roots, int nroots, const char **bad)
 	return -EEXIST;
 }
 
-int pxfer_walk_init(struct pxfer_walk *w, char *const *roots, int nroots,
-		    const char **bad)
+static int walk_init(struct pxfer_walk *w, char *const *roots, int nroots,
+		     const char **bad, int own)
 {
 	size_t len, max = 0;
 	int i, ret;
 
 	memset(w, 0, sizeof(*w));
+	w->roots_lstat = own;
 	ret = check_dups(roots, nroots, bad);
 	if (ret)
 		return ret;
 	for (i = 0; i < nroots; i++) {
-		ret = check_root(roots[i]);
+		ret = own ? 0 : check_root(roots[i]);
 		if (ret) {
 			*bad = roots[i];
 			return ret;
@@ -158,6 +159,18 @@ int pxfer_walk_init(struct pxfer_walk *w, char *const *roots, int nroots,
 	w->roots = roots;
 	w->nroots = nroots;
 	return 0;
+}
+
+int pxfer_walk_init(struct pxfer_walk *w, char *const *roots, int nroots,
+		    const char **bad)
+{
+	return walk_init(w, roots, nroots, bad, 0);
+}
+
+int pxfer_walk_init_own(struct pxfer_walk *w, char *const *roots, int nroots,
+			const char **bad)
+{
+	return walk_init(w, roots, nroots, bad, 1);
 }
 
 static int grow(struct pxfer_walk *w)
@@ -355,10 +368,20 @@ static int next_root(struct pxfer_walk *w, struct pxfer_walk_entry *e,
 	name = root_name(root, &w->rel_len);
 	memcpy(w->rel, name, w->rel_len);
 	w->rel[w->rel_len] = '\0';
-	if (stat(w->src, &e->st) < 0)
+	if ((w->roots_lstat ? lstat(w->src, &e->st) : stat(w->src, &e->st)) < 0)
 		return emit_error(e, -errno);
 	if (S_ISREG(e->st.st_mode))
 		return emit(e, PXFER_WALK_FILE);
+	if (S_ISLNK(e->st.st_mode)) {
+		ssize_t n = readlink(w->src, e->target, sizeof(e->target));
+
+		if (n < 0)
+			return emit_error(e, -errno);
+		if ((size_t)n >= sizeof(e->target))
+			return emit_error(e, -ENAMETOOLONG);
+		e->target[n] = '\0';
+		return emit(e, PXFER_WALK_SYMLINK);
+	}
 	if (!S_ISDIR(e->st.st_mode) && w->rel_len)
 		return emit(e, PXFER_WALK_SKIP);
 	if (!S_ISDIR(e->st.st_mode))

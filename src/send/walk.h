@@ -25,6 +25,7 @@ struct pxfer_walk {
 	size_t src_len;			/* their lengths for the last entry */
 	size_t rel_len;
 	int open_files;			/* set by the caller: see fd below */
+	int roots_lstat;		/* pxfer_walk_init_own's */
 };
 
 enum pxfer_walk_kind {
@@ -52,6 +53,10 @@ struct pxfer_walk_entry {
 	uint64_t tag;		/* names the entry to the source */
 	uint64_t range_off;	/* FILE: send only these bytes of it, */
 	uint64_t range_len;	/* ... unless 0: all of it */
+	/* fd's bytes (of the range) do not change while they are sent,
+	 * though the file's size and times may (a partial being filled in
+	 * elsewhere): not checked for change at its end */
+	int stable;
 };
 
 /*
@@ -67,6 +72,14 @@ struct pxfer_walk_entry {
  */
 int pxfer_walk_init(struct pxfer_walk *w, char *const *roots, int nroots,
 		    const char **bad);
+/*
+ * pxfer_walk_init_own - the same for roots that are this host's own copy
+ * of what it received (a broadcast chain forwarding it): no root is
+ * checked or followed first; a root that is a link is sent as a link,
+ * one that is missing or of another kind is an entry of the walk.
+ */
+int pxfer_walk_init_own(struct pxfer_walk *w, char *const *roots, int nroots,
+			const char **bad);
 
 /*
  * pxfer_walk_next - produce the next entry in pre-order (a directory comes
