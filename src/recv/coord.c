@@ -730,6 +730,9 @@ static int partials_flush_old(struct recv_session *s)
 		if (s->files.shared) {
 			double due = now + recv_shared_flush_old(s->files.shared);
 
+			/* parked partials are looked at again soon */
+			if (pxfer_rrange_sweep(s->files.shared, 0) && due > now + 1.0)
+				due = now + 1.0;
 			if (due < s->partials_due)
 				s->partials_due = due;
 		}

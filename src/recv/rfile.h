@@ -290,6 +290,12 @@ void pxfer_rrange_finish(struct pxfer_rfiles *r, uint64_t id);
  * and reference given back (the last one closes the partial, kept).
  * Coordinator. */
 void pxfer_rrange_drop(struct pxfer_rfiles *r, uint64_t id);
+/*
+ * pxfer_rrange_sweep - close the partials parked in @sh (recv/shared.h)
+ * longer than RECV_SHARED_PARK_SECS (@all: every one), kept for a later
+ * session; how many are still parked. Any thread.
+ */
+unsigned int pxfer_rrange_sweep(struct recv_shared *sh, int all);
 
 /* ---- shared by rfile.c, rcheck.c, rjob.c and rdir.c ---- */
 

@@ -167,6 +167,23 @@ static void close_shared(struct pxfer_rfiles *r, struct recv_shared_ent *e,
 	recv_shared_free(e);
 }
 
+unsigned int pxfer_rrange_sweep(struct recv_shared *sh, int all)
+{
+	struct recv_shared_ent *e, *next;
+	unsigned int left;
+
+	/* kept for a later session, as any partial left */
+	for (e = recv_shared_unpark(sh, all, &left); e; e = next) {
+		next = e->next;
+		pthread_mutex_lock(&e->lock);
+		pxfer_partial_close(e->part, 1);
+		pthread_mutex_unlock(&e->lock);
+		free(e->part);
+		recv_shared_free(e);
+	}
+	return left;
+}
+
 /*
  * The last reference, every byte on disk: the file finished as any other
  * (size from its store, fsync, mode, times) and given its name, by the

@@ -415,7 +415,7 @@ static int serve(struct recv_server *srv)
 	struct recv_pendings *pend = srv->pend;
 	struct pollfd p[2 + RECV_PENDING_MAX + 2];
 	struct pxfer_msg *m = malloc(sizeof(*m));
-	int code = PXFER_EXIT_OK, stopped = 0;
+	int code = PXFER_EXIT_OK, stopped = 0, parked = 0;
 
 	if (!m)
 		return PXFER_EXIT_LOCAL;
@@ -443,6 +443,8 @@ static int serve(struct recv_server *srv)
 		/* the sweep is due at start, then every so often */
 		if (srv->sweep_next < next)
 			next = srv->sweep_next;
+		if (parked && now + 1.0 < next)
+			next = now + 1.0;
 		p[n].fd = srv->draining ? -1 : pxfer_stop_fd(srv->o->stop);
 		p[n++].events = POLLIN;
 		p[n].fd = srv->ended_fd;
@@ -463,6 +465,9 @@ static int serve(struct recv_server *srv)
 		}
 		recv_session_reap(srv, &code);
 		sweep(srv, now);
+		/* a parked partial waits for more of its job's ranges, for
+		 * a while */
+		parked = pxfer_rrange_sweep(&srv->shared, 0) > 0;
 		if (srv->draining && !srv->nsess) {
 			code = PXFER_EXIT_INTR;
 			break;
@@ -542,6 +547,7 @@ out:
 	close(srv->rootfd);
 out_srv:
 	/* every session has ended: no entry is left */
+	pxfer_rrange_sweep(&srv->shared, 1);
 	recv_shared_release(&srv->shared);
 	if (srv->ended_fd >= 0)
 		close(srv->ended_fd);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/digest.h"
+#include "core/sys.h"
 #include "recv/shared.h"
 
 int recv_shared_init(struct recv_shared *sh)
@@ -192,6 +193,10 @@ int recv_shared_take(struct recv_shared *sh, const char *key,
 		ret = -ENOMEM;
 		goto out;
 	}
+	if (e->parked) {
+		e->parked = 0;
+		sh->nparked--;
+	}
 	e->refs++;
 	*out = e;
 	ret = RECV_SHARED_JOINED;
@@ -231,11 +236,45 @@ int recv_shared_put(struct recv_shared *sh, struct recv_shared_ent *e,
 		on_disk(e, off, len);
 	unclaim(e, off, len);
 	if (!--e->refs) {
-		unlink_ent(sh, e);
-		ret = e->ready && whole(e) ? RECV_SHARED_NAME : RECV_SHARED_CLOSE;
+		/* parked if a range could join it, and the last one came
+		 * whole (one cut short is read back when opened again) */
+		if (durable && e->ready && !whole(e) && e->part &&
+		    e->ndisk < RECV_SHARED_RUNS_MAX &&
+		    sh->nparked < RECV_SHARED_PARKED_MAX) {
+			e->parked = 1;
+			e->parked_at = pxfer_now();
+			sh->nparked++;
+		} else {
+			unlink_ent(sh, e);
+			ret = e->ready && whole(e) ? RECV_SHARED_NAME
+						   : RECV_SHARED_CLOSE;
+		}
 	}
 	pthread_mutex_unlock(&sh->lock);
 	return ret;
+}
+
+struct recv_shared_ent *recv_shared_unpark(struct recv_shared *sh, int all,
+					   unsigned int *left)
+{
+	struct recv_shared_ent *gone = NULL, **pp, *e;
+	double now = pxfer_now();
+
+	pthread_mutex_lock(&sh->lock);
+	for (pp = &sh->head; (e = *pp);) {
+		if (!e->parked || (!all && now - e->parked_at < RECV_SHARED_PARK_SECS)) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		sh->n--;
+		sh->nparked--;
+		e->next = gone;
+		gone = e;
+	}
+	*left = sh->nparked;
+	pthread_mutex_unlock(&sh->lock);
+	return gone;
 }
 
 uint64_t recv_shared_covered(struct recv_shared *sh, struct recv_shared_ent *e)

@@ -35,6 +35,14 @@
 
 /* runs of bytes on disk an entry keeps; a claim is refused beyond */
 #define RECV_SHARED_RUNS_MAX	4096u
+/*
+ * A partial whose last reference went before every byte came stays open,
+ * parked, for the next range of its job (a chain's hop sends them one
+ * after another, as each arrives at it): it is not opened and read back
+ * again for each. At most this many, for at most this long.
+ */
+#define RECV_SHARED_PARKED_MAX	16u
+#define RECV_SHARED_PARK_SECS	5.0
 
 struct recv_shared_span {
 	uint64_t off, len;
@@ -55,6 +63,8 @@ struct recv_shared_ent {
 	struct recv_shared_span *disk;	/* on disk: sorted, merged */
 	unsigned int ndisk, disk_cap;
 	pthread_mutex_t lock;		/* the partial's one-thread calls */
+	int parked;			/* no reference: open for the next */
+	double parked_at;
 	struct recv_shared_ent *next;
 };
 
@@ -62,6 +72,7 @@ struct recv_shared {
 	pthread_mutex_t lock;		/* the list, and what entries hold */
 	struct recv_shared_ent *head;
 	unsigned int n;
+	unsigned int nparked;
 	/* the store the shared partials are opened in, on first use */
 	struct pxfer_partials store;
 	atomic_int store_open;		/* 1 once open */
@@ -114,10 +125,20 @@ int recv_shared_ready(struct recv_shared *sh, struct recv_shared_ent *e,
  * is off the registry (a FILE for the same file opens the partial anew,
  * and finds it busy while it is still open), and the caller closes its
  * partial (CLOSE) or names the file, every byte being on disk (NAME),
- * then frees it with recv_shared_free.
+ * then frees it with recv_shared_free. A ready entry that is not whole
+ * is parked instead (HELD), while there is room: the registry closes it
+ * when no session took it up within RECV_SHARED_PARK_SECS.
  */
 int recv_shared_put(struct recv_shared *sh, struct recv_shared_ent *e,
 		    uint64_t off, uint64_t len, int durable);
+/*
+ * recv_shared_unpark - the parked entries older than
+ * RECV_SHARED_PARK_SECS (@all: every one), off the registry, as a list
+ * (by next) for the caller to close (recv/rrange.c); *@left: how many
+ * are still parked
+ */
+struct recv_shared_ent *recv_shared_unpark(struct recv_shared *sh, int all,
+					   unsigned int *left);
 
 /* recv_shared_free - an entry recv_shared_put took off, after its partial */
 void recv_shared_free(struct recv_shared_ent *e);

@@ -108,6 +108,29 @@ static void test_drop_keeps(void)
 		 RECV_SHARED_CLOSE, "last reference, half on disk: close, kept");
 	T_EXPECT(recv_shared_count(&sh) == 0, "off the registry");
 	recv_shared_free(e2);
+	/* one whose last range came whole is parked, open, for the job's
+	 * next range */
+	T_EXPECT(take(&sh, job_a, 0, SIZE / 2, &e1) == RECV_SHARED_MADE, "made");
+	T_EXPECT(!recv_shared_ready(&sh, e1, &fake, NULL, 0), "ready, empty");
+	T_EXPECT(recv_shared_put(&sh, e1, 0, SIZE / 2, 1) == RECV_SHARED_HELD,
+		 "last reference, half on disk: parked");
+	T_EXPECT(recv_shared_count(&sh) == 1, "still on the registry");
+	T_EXPECT(take(&sh, job_b, SIZE / 2, SIZE / 2, &x) == -EBUSY,
+		 "another job's range: busy while it is parked");
+	ret = take(&sh, job_a, SIZE / 2, SIZE / 4, &x);
+	T_EXPECT(ret == RECV_SHARED_JOINED, "the job's next range joins it: %d", ret);
+	T_EXPECT(recv_shared_put(&sh, x, SIZE / 2, SIZE / 4, 1) ==
+		 RECV_SHARED_HELD, "parked again");
+	{
+		unsigned int left = 9;
+		struct recv_shared_ent *g = recv_shared_unpark(&sh, 0, &left);
+
+		T_EXPECT(!g && left == 1, "not swept before its time");
+		g = recv_shared_unpark(&sh, 1, &left);
+		T_EXPECT(g == e1 && !g->next && !left, "swept: off the registry");
+		recv_shared_free(g);
+	}
+	T_EXPECT(recv_shared_count(&sh) == 0, "off the registry");
 	/* a later session opens it again */
 	ret = take(&sh, job_b, SIZE / 2, SIZE / 2, &x);
 	T_EXPECT(ret == RECV_SHARED_MADE, "a later job opens it anew: %d", ret);
