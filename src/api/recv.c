@@ -5,6 +5,7 @@
  * receiver's server (src/recv/server.c).
  */
 #include "api/api.h"
+#include "api/chainfwd.h"
 #include "core/auth.h"
 #include "core/limits.h"
 #include "core/log.h"
@@ -13,6 +14,7 @@
 static int recv_run(const struct pxfer_recv_opts *o,
 		    struct pxfer_recv_metrics *m)
 {
+	struct recv_forward fw;
 	char why[400];
 
 	if (pxfer_recv_opts_check(o, why, sizeof(why)))
@@ -21,7 +23,8 @@ static int recv_run(const struct pxfer_recv_opts *o,
 		return pxfer_error("cannot initialise the crypto library"), PXFER_EXIT_LOCAL;
 	/* before the call's threads start (best effort: it only saves time) */
 	pxfer_fd_table_reserve(PXFER_FD_RESERVE);
-	return recv_server_run(o, m);
+	pxfer_chain_forward(&fw, o);
+	return recv_server_run(o, m, &fw);
 }
 
 /* the call's log, on this thread and on every thread it starts */

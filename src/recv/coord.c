@@ -118,6 +118,8 @@ static void finalize(struct recv_session *s, uint32_t id)
 		s->files_ok++;
 		s->bytes += total;
 		reply_status(s, PXFER_MSG_FILE_DONE, id, 0, NULL);
+		if (s->fwd)
+			recv_chain_file(s, id);
 		pxfer_rfile_drop(&s->files, id, PXFER_DROP_DONE);
 		return;
 	}
@@ -355,6 +357,12 @@ static int on_file(struct recv_session *s, const struct pxfer_file *f)
 
 	if (f->id >= s->b.wel.max_files || pxfer_filetab_in_use(&s->tab, f->id))
 		return -EPROTO;
+	/* a chain is told whole, before any file */
+	if (s->nhops < s->hops_count)
+		return -EPROTO;
+	s->any_file = 1;
+	if (s->fwd)
+		s->srv->fwd->ops->name(s->fwd, f->path);
 	rf = pxfer_rfile_get(&s->files, f->id);
 	if (rf->check || rf->wait)
 		return -EPROTO;
@@ -422,6 +430,9 @@ static int on_fin(struct recv_session *s, const struct pxfer_fin *fin)
 		return -EPROTO;
 	pxfer_rfiles_apply_dirs(&s->files);
 	atomic_store(&s->fin_seen, 1);
+	/* the ACK waits for the forwarding down the chain */
+	if (recv_chain_fin(s))
+		return 0;
 	m.u.fin.files = s->files_ok;
 	m.u.fin.bytes = s->bytes;
 	m.u.fin.code = 0;
@@ -537,6 +548,11 @@ static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 {
 	if (pxfer_session_expect(&s->b, m->type))
 		return -1;
+	/* after the FIN, while the chain forwards: the sender waits */
+	if (s->fwd_wait && m->type != PXFER_MSG_PING &&
+	    m->type != PXFER_MSG_ABORT && m->type != PXFER_MSG_DATA_LOST &&
+	    m->type != PXFER_MSG_DATA_SENT)
+		return -EPROTO;
 	if (m->type == PXFER_MSG_FILE || m->type == PXFER_MSG_FILE_END ||
 	    m->type == PXFER_MSG_FIN || m->type == PXFER_MSG_FILE_SUM)
 		recv_progress(s);
@@ -555,6 +571,8 @@ static int dispatch(struct recv_session *s, const struct pxfer_msg *m)
 		return on_data_lost(s, &m->u.lost);
 	case PXFER_MSG_DATA_SENT:
 		return on_data_sent(s, &m->u.sent);
+	case PXFER_MSG_CHAIN:
+		return recv_chain_hop(s, &m->u.hop);
 	case PXFER_MSG_ABORT:
 		return pxfer_session_peer_abort(&s->b, &m->u.error);
 	default:
@@ -644,7 +662,8 @@ static int idle_check(struct recv_session *s)
 		s->idle_since = now;
 		return 0;
 	}
-	if (!secs || s->b.state.now == PXFER_RECV_FINISHING ||
+	/* after the FIN the chain's forwarding is this side's own work */
+	if (!secs || s->b.state.now == PXFER_RECV_FINISHING || s->fwd_wait ||
 	    now - s->idle_since < secs)
 		return 0;
 	snprintf(text, sizeof(text),
@@ -766,6 +785,8 @@ int recv_coordinate(struct recv_session *s)
 		recv_rejoin(s);
 		if (check_sent(s) || pxfer_session_keepalive(&s->b) ||
 		    idle_check(s) || grant_credits(s))
+			break;
+		if (s->fwd_wait && recv_chain_wait(s) < 0)
 			break;
 	}
 	if (s->b.state.now == PXFER_RECV_FINISHING &&

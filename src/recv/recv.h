@@ -26,6 +26,7 @@
 #include "engine/worker.h"
 #include "recv/doneq.h"
 #include "recv/filetab.h"
+#include "recv/forward.h"
 #include "recv/gate.h"
 #include "recv/inbox.h"
 #include "recv/metrics.h"
@@ -45,6 +46,7 @@
  */
 struct recv_server {
 	const struct pxfer_recv_opts *o;
+	const struct recv_forward *fwd;	/* a chain's forwarding, or NULL */
 	struct pxfer_transport_choice tc;	/* bind: --bind, or what --device implies */
 	struct pxfer_listener *ls[2];	/* tcp and/or rdma */
 	unsigned int nls;
@@ -177,6 +179,20 @@ struct recv_session {
 	 * the bytes announced so, which the sender hashes (on_ping) */
 	unsigned int sums_due;
 	uint64_t sum_bytes;
+	/*
+	 * A broadcast chain (docs/broadcast.md, recv/chain.c): the hops
+	 * its CHAIN messages named, as they come (nhops of hops_count),
+	 * the forwarding once they all came, whether a FILE came first
+	 * (then CHAIN is refused), and after the FIN, the wait for the
+	 * forwarding to end (fwd_wait), whose reports go before the ACK.
+	 */
+	struct pxfer_chain_hop *hops;
+	unsigned int nhops, hops_count;
+	int any_file;
+	struct recv_fwd *fwd;
+	int fwd_wait;
+	struct pxfer_chain_report fwd_rep[PXFER_CHAIN_MAX];
+	unsigned int fwd_nrep;
 };
 
 /* session.c */
@@ -223,6 +239,25 @@ static inline void recv_progress(struct recv_session *s)
 
 /* worker.c */
 void *recv_worker_main(void *arg);
+
+/*
+ * chain.c: a session's part in a broadcast chain. recv_chain_hop takes
+ * one CHAIN message (0, or -EPROTO / -EPERM / -ENOMEM with the session
+ * failed or to fail); recv_chain_file tells the forwarding of complete
+ * file @id (a range: its partial's descriptor, dup'd as it finished);
+ * recv_chain_fin, at the FIN, starts the wait for the forwarding (1) or
+ * says there is none (0); recv_chain_wait, each turn while it waits,
+ * queues the CHAIN_REPORTs and the ACK once it is over (1), else 0, or
+ * -1 after failing the session; recv_chain_end, as the session ends,
+ * stops and frees what is left; recv_chain_log, what the session log
+ * line says of it (empty without a chain).
+ */
+int recv_chain_hop(struct recv_session *s, const struct pxfer_chain_hop *h);
+void recv_chain_file(struct recv_session *s, uint32_t id);
+int recv_chain_fin(struct recv_session *s);
+int recv_chain_wait(struct recv_session *s);
+void recv_chain_end(struct recv_session *s);
+void recv_chain_log(const struct recv_session *s, char *buf, size_t len);
 
 /*
  * door.c: the gate (gate.h) applied by the server's thread.

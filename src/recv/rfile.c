@@ -272,6 +272,8 @@ void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, enum pxfer_drop how)
 	}
 	if (rf->fd >= 0)
 		close(rf->fd);
+	if (rf->fwd_have)
+		close(rf->fwd_fd);
 	if (rf->wait != PXFER_WAIT_SUM)	/* nothing opened for it */
 		dcache_put(r, rf->dirfd);
 	free(rf->path);

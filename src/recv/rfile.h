@@ -79,6 +79,10 @@ struct pxfer_rfile {
 	uint64_t range_off, range_len;
 	int range_maker;
 	int range_named;
+	/* a range finished while its session forwards (r->forward): its
+	 * partial's descriptor, for the forwarding (recv/chain.c) */
+	int fwd_fd;
+	int fwd_have;
 };
 
 enum { PXFER_WAIT_NONE, PXFER_WAIT_SAME, PXFER_WAIT_SUM };
@@ -126,6 +130,7 @@ struct pxfer_rfiles {
 	mode_t create_bits;		/* what a mode at creation keeps (probe) */
 	struct pxfer_rdirs dirs;	/* made, to be given mode and times */
 	struct recv_shared *shared;	/* the receiver's: shared partials */
+	int forward;			/* its files go down a chain */
 	const char *peer;		/* the sender, for messages */
 };
 

@@ -11,6 +11,7 @@
  * session.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +279,12 @@ void pxfer_rrange_finish(struct pxfer_rfiles *r, uint64_t id)
 	/* durable before it is counted on disk */
 	if (!ret)
 		ret = pxfer_partial_flush(rf->part);
+	/* forwarded from this partial, which its last session may close
+	 * or name before the forwarding reads it */
+	if (!ret && r->forward && !rf->fwd_have) {
+		rf->fwd_fd = fcntl(rf->part->fd, F_DUPFD_CLOEXEC, 0);
+		rf->fwd_have = rf->fwd_fd >= 0;
+	}
 	if (ret)
 		put_shared(r, rf, 0);
 	else

@@ -494,7 +494,8 @@ static int serve(struct recv_server *srv)
 
 /* serve: the receiver of one pxfer_recv call, its options checked */
 int recv_server_run(const struct pxfer_recv_opts *o,
-		    struct pxfer_recv_metrics *m)
+		    struct pxfer_recv_metrics *m,
+		    const struct recv_forward *fwd)
 {
 	struct recv_server *srv;
 	int code;
@@ -503,6 +504,7 @@ int recv_server_run(const struct pxfer_recv_opts *o,
 	if (!srv)
 		return PXFER_EXIT_LOCAL;
 	srv->o = o;
+	srv->fwd = fwd;
 	srv->m = m ? m : &srv->own;
 	srv->rootfd = -1;
 	srv->ended_fd = -1;

@@ -309,15 +309,17 @@ static void report(struct recv_session *s, double secs)
 		.bytes_same = s->bytes_same,
 		.bytes_resumed = s->bytes_resumed,
 	};
-	char b[32], rate[32];
+	char b[32], rate[32], chain[512];
 
+	recv_chain_log(s, chain, sizeof(chain));
 	if (!o->quiet)
-		pxfer_info("pxfer: %s %llu files (%s) from %s over %s in %.1f s (%s/s): %s",
+		pxfer_info("pxfer: %s %llu files (%s) from %s over %s in %.1f s (%s/s): %s%s",
 		     failed ? "failed after" : "received",
 		     (unsigned long long)r.files, pxfer_human(b, sizeof(b), r.bytes),
 		     r.peer, r.transport, secs,
 		     pxfer_human(rate, sizeof(rate), secs > 0 ? r.bytes / secs : 0),
-		     failed ? "failed" : s->failed ? "some files failed" : "complete");
+		     failed ? "failed" : s->failed ? "some files failed" : "complete",
+		     chain);
 	if (o->on_session)
 		o->on_session(&r, o->on_session_arg);
 }
@@ -447,6 +449,7 @@ static void *session_main(void *arg)
 	run(s);
 	s->code = pxfer_failed(&s->b.fail) ? pxfer_fail_code(&s->b.fail)
 		  : s->failed ? PXFER_EXIT_FAIL : PXFER_EXIT_OK;
+	recv_chain_end(s);
 	if (pxfer_failed(&s->b.fail))
 		pxfer_session_enter(&s->b, PXFER_RECV_CLEANUP);
 	session_release(s);
@@ -461,6 +464,7 @@ static void *session_main(void *arg)
 
 static void session_free(struct recv_session *s)
 {
+	free(s->hops);
 	pxfer_inbox_release(&s->inbox);
 	pxfer_stop_release(&s->stop);
 	free(s);
