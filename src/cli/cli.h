@@ -37,6 +37,12 @@ void cli_targets_release(struct cli_targets *t);
  * PXFER_EXIT_* status */
 int cli_send_job(const struct pxfer_send_opts *o, const struct cli_targets *t,
 		 struct pxfer_job *j, uint64_t range_size, int json, int quiet);
+/* cli_send_each - --each: the PATHs broadcast to @t's receivers down a
+ * chain (@sort: in the natural order of their names), a receiver that
+ * takes nothing for @stall_secs cut out; the summary (or @json). A
+ * PXFER_EXIT_* status: 1 when some receiver did not get everything */
+int cli_send_each(const struct pxfer_send_opts *o, struct cli_targets *t,
+		  int sort, int stall_secs, int json, int quiet);
 
 /*
  * Options. A command has a table of its own options; the options the

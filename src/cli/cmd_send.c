@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -27,6 +28,9 @@ struct send_args {
 	int json;
 	const char *to;		/* --to */
 	uint64_t range_size;	/* --range-size, 0: the default */
+	const char *each;	/* --each */
+	int sort;		/* --sort */
+	int idle;		/* --idle-timeout, for --each */
 };
 
 static int set_jobs(void *ctx, const char *arg)
@@ -99,6 +103,36 @@ static int set_range_size(void *ctx, const char *arg)
 				   PXFER_CHUNK_MAX >> 20, PXFER_RANGE_MIN >> 20,
 				   (unsigned long long)(PXFER_RANGE_MAX >> 30), arg);
 	a->range_size = size;
+	return 0;
+}
+
+static int set_each(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	a->each = arg;
+	return 0;
+}
+
+static int set_sort(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+
+	(void)arg;
+	a->sort = 1;
+	return 0;
+}
+
+static int set_idle(void *ctx, const char *arg)
+{
+	struct send_args *a = ctx;
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (*arg < '0' || *arg > '9' || *end || v < 1 || v > 86400)
+		return pxfer_error("--idle-timeout takes seconds from 1 to 86400, not '%s'",
+				   arg);
+	a->idle = (int)v;
 	return 0;
 }
 
@@ -227,6 +261,18 @@ static struct cli_opt send_opts[] = {
 	  "cut into ranges of SIZE, which ranks send at once\n"
 	  "(64M-64G, a multiple of 64M; default 64M, larger\n"
 	  "for a file of more than 1024 of them)", NULL },
+	{ "each", 0, "LIST", set_each,
+	  "broadcast: every receiver of LIST (HOST[:PORT][/DEST]\n"
+	  "separated by commas, or @FILE with one a line) gets\n"
+	  "every PATH, down a chain in which each receiver\n"
+	  "passes on what it checked (docs/broadcast.md)", CLI_HOST },
+	{ "sort", 0, NULL, set_sort,
+	  "with --each: chain the receivers in the natural order\n"
+	  "of their names, not as listed", NULL },
+	{ "idle-timeout", 0, "SEC", set_idle,
+	  "with --each: a receiver that takes nothing for SEC\n"
+	  "seconds while files are in flight is cut out of the\n"
+	  "chain (default 60)", NULL },
 	{ "json", 0, NULL, set_json, "print a JSON summary on stdout", NULL },
 	{ "encrypt", 0, NULL, set_encrypt,
 	  "encrypt file data too (file names and the other\n"
@@ -272,6 +318,7 @@ static const struct cli_cmd send_cmd = {
 	.usage =
 	"usage: pxfer send [options] PATH... HOST[:PORT][/DEST]\n"
 	"       pxfer send [options] PATH... --to HOST[:PORT][/DEST],...|@FILE\n"
+	"       pxfer send [options] PATH... --each HOST[:PORT][/DEST],...|@FILE\n"
 	"\n"
 	"Send files and directories to 'pxfer recv' on HOST. Each PATH arrives\n"
 	"under its own name (\"dir\" and \"dir/\" both arrive as \"dir\"; \"dir/.\"\n"
@@ -286,6 +333,12 @@ static const struct cli_cmd send_cmd = {
 	"(on a file system every rank sees), the ranks pull the work in units\n"
 	"and send them, and rank 0 prints the job's summary; every rank exits\n"
 	"with the job's status (docs/scaleout.md).\n"
+	"\n"
+	"With --each, every receiver listed gets every PATH, as if sent to it\n"
+	"alone: the sender sends to the first, which passes each file on to\n"
+	"the next as it completes, and so on; one that dies or stalls is cut\n"
+	"out, and the exit status is 1 unless every receiver has everything\n"
+	"(docs/broadcast.md).\n"
 	"\n"
 	"The shared secret comes from $" PXFER_SECRET_ENV " (the token 'pxfer recv' prints)\n"
 	"or --secret-file.\n",
@@ -394,6 +447,16 @@ int cmd_send(int argc, char **argv)
 	first = cli_parse(&send_cmd, argc, argv, &a, &common, &code);
 	if (first < 0)
 		return code;
+	if (a.to && a.each) {
+		pxfer_error("--to spreads the files over the receivers and --each gives each receiver every file: choose one");
+		return PXFER_EXIT_USAGE;
+	}
+	if ((a.sort || a.idle) && !a.each) {
+		pxfer_error("%s goes with --each", a.sort ? "--sort" : "--idle-timeout");
+		return PXFER_EXIT_USAGE;
+	}
+	if (a.each)
+		a.to = a.each;
 	if (argc - first < (a.to ? 1 : 2)) {
 		pxfer_error(a.to ? "pxfer send needs at least one PATH"
 				 : "pxfer send needs at least one PATH and a HOST (or --to)");
@@ -443,6 +506,13 @@ int cmd_send(int argc, char **argv)
 		code = PXFER_EXIT_USAGE;
 		goto out;
 	}
+	if (j.size > 1 && a.each) {
+		pxfer_error("--each broadcasts from one sender; run it once, not from the %u ranks of a launcher",
+			    j.size);
+		pxfer_job_finalize(&j);
+		code = PXFER_EXIT_USAGE;
+		goto out;
+	}
 	if (j.size > 1 && o->bind) {
 		pxfer_error("--bind names one address of one host, and the %u ranks of this job may run on several; leave it out (each rank uses the address that routes to each receiver), or pick interfaces with --rails or --device",
 			    j.size);
@@ -454,6 +524,9 @@ int cmd_send(int argc, char **argv)
 	o->stop = cli_stop_on_signals();
 	if (!o->stop) {
 		code = PXFER_EXIT_LOCAL;
+	} else if (a.each) {
+		code = cli_send_each(o, &t, a.sort, a.idle ? a.idle : 60, a.json,
+				     a.quiet);
 	} else if (j.size > 1 || t.n > 1) {
 		code = cli_send_job(o, t.n ? &t : &(struct cli_targets){
 			.to = &(struct pxfer_target){ o->host, NULL, o->dest },
