@@ -1,0 +1,652 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Broadcast benchmark: one tree (a 1 GiB file and 1,000 files of 4 KiB)
+# from one source node to 1, 2, 4 and 8 receivers with `pxfer send
+# --each` (a pipelined chain: the source sends to the first receiver,
+# which forwards to the next, ...), against N `pxfer send`s one after
+# another, N at once, and uftp (multicast), each node a network namespace
+# on a bridge with a link of its own shaped by tc (docs/benchmarks.md,
+# "Broadcast").
+#
+#   bench/broadcast.sh [--quick] [--out FILE] [--reps N] [--rate MBIT]
+#                      [--only LIST] [--keep]
+#
+#   --quick      a 256 MiB file instead of 1 GiB, 1 repetition
+#   --out FILE   also write the results as Markdown to FILE
+#   --reps N     repetitions of every run (default 3; 1 with --quick);
+#                medians shown, with the lowest and highest wall time
+#   --rate MBIT  each node's link, in Mbit/s each way (default 400)
+#   --only LIST  run only the runs whose id matches one of the
+#                comma-separated shell patterns (ids: lone, each1, each2,
+#                each4, each8, seq1, seq2, seq4, seq8, sim2, sim4, sim8,
+#                uftp1, uftp4, uftp8)
+#   --keep       keep the work directory (data and logs)
+##
+# Skips (exit 0, with a note) when not root, or when ip, tc, ss or python3
+# is missing, or no bridge can be made. The --each runs are skipped when
+# `pxfer send --help` does not offer --each (a build before the
+# broadcast); the uftp runs when uftp or uftpd is missing (Debian package
+# uftp). Everything else runs.
+#
+# The nodes: a bridge, and per node a namespace with a veth (mtu 9000) on
+# it; each veth is shaped (tc tbf) on both ends, so that a node sends and
+# receives at the link rate at most, as a node's NIC does. The source is
+# ${prefix}s0, the receivers ${prefix}r0-7; each receiver writes into a
+# directory of its own on tmpfs, emptied after every run.
+#
+# Runs (ids), each measured from the start of the sends until every sender
+# has exited:
+#   lone     one `pxfer send` s0 -> r0, both links unshaped: the CPU's
+#            ceiling (headroom = its rate / the link rate)
+#   eachN    `pxfer send --each r0,...` to N receivers (a `pxfer recv`
+#            in each): the broadcast
+#   seq1     one `pxfer send` s0 -> r0: a plain send at the link rate
+#   seqN     N `pxfer send`s one after another, to r0, r1, ...
+#   simN     N `pxfer send`s at once from s0, one to each receiver
+#   uftpN    uftp in s0 at the link rate (-R), multicast over the bridge,
+#            to uftpd in each of N receivers
+#
+# CPU: user + system time of every process of the run (GNU time around
+# each send, receiver, uftp and uftpd); "other" is the machine's busy
+# time (/proc/stat) beyond it, in CPUs (softirq work outside the
+# processes' time, other users of the machine). Peak RSS: GNU time's %M,
+# the largest sender and the largest receiver.
+#
+# Every copy is checked: the count and the bytes of every receiver's files
+# after every run, and in the first repetition `cmp` of the large file and
+# `diff -r` of the small ones. Exit status: 0 when every run worked and
+# every copy was right, targets met or not; 1 when a run failed or a copy
+# was wrong; 2 on a bad command line or a missing binary.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
+PXFER=$PXFER_BUILD/pxfer
+WARM=$PXFER_BUILD/bench/warm_mem
+TIME=/usr/bin/time
+TFMT='%e %U %S %M'
+RUN_TIMEOUT=900
+PORT=7471
+
+quick=0 out='' reps='' rate=400 only='' keep=0
+usage() { sed -n '/^#   bench\/broadcast.sh \[/,/^##$/{/^##$/d;s/^# \{0,1\}//;p;}' "$0"; }
+note() { echo "broadcast: $*"; }
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) quick=1;;
+	--out) [ $# -ge 2 ] || { usage >&2; exit 2; }; out=$2; shift;;
+	--out=*) out=${1#--out=};;
+	--reps) [ $# -ge 2 ] || { usage >&2; exit 2; }; reps=$2; shift;;
+	--reps=*) reps=${1#--reps=};;
+	--rate) [ $# -ge 2 ] || { usage >&2; exit 2; }; rate=$2; shift;;
+	--rate=*) rate=${1#--rate=};;
+	--only) [ $# -ge 2 ] || { usage >&2; exit 2; }; only=$2; shift;;
+	--only=*) only=${1#--only=};;
+	--keep) keep=1;;
+	-h|--help) usage; exit 0;;
+	*) echo "broadcast: unknown argument '$1'" >&2; usage >&2; exit 2;;
+	esac
+	shift
+done
+if [ $quick -eq 1 ]; then
+	BIG_MIB=256
+	reps=${reps:-1}
+else
+	BIG_MIB=1024
+	reps=${reps:-3}
+fi
+SMALL_N=1000 SMALL_KIB=4
+case $reps in ''|*[!0-9]*|0) echo "broadcast: --reps takes a positive number" >&2; exit 2;; esac
+case $rate in ''|*[!0-9]*|0) echo "broadcast: --rate takes Mbit/s" >&2; exit 2;; esac
+if [ -n "$out" ]; then
+	case $out in /*) ;; *) out=$PWD/$out;; esac
+	: >"$out" 2>/dev/null || { echo "broadcast: cannot write '$out'" >&2; exit 2; }
+fi
+[ -x "$PXFER" ] || { echo "broadcast: no pxfer binary at $PXFER (run 'make' first)" >&2; exit 2; }
+[ -x "$TIME" ] || { echo "broadcast: no $TIME (Debian package: time)" >&2; exit 2; }
+
+# --- skip where it cannot run ---
+[ "$(id -u)" -eq 0 ] || { note "skipped: needs root for network namespaces"; exit 0; }
+for t in ip tc ss python3; do
+	command -v $t >/dev/null || { note "skipped: $t is missing"; exit 0; }
+done
+ip netns list >/dev/null 2>&1 || { note "skipped: no network namespaces here"; exit 0; }
+# what is skipped, and why: also in the report
+SKIPS=()
+have_each=1
+if ! "$PXFER" send --help 2>&1 | grep -q -- '--each'; then
+	have_each=0
+	SKIPS+=("each1-each8 skipped: this pxfer's 'send --help' has no --each (a build before the broadcast)")
+fi
+have_uftp=1
+for t in uftp uftpd; do
+	command -v $t >/dev/null && continue
+	have_uftp=0
+	SKIPS+=("uftp1-uftp8 skipped: $t is missing (Debian package uftp)")
+	break
+done
+for t in "${SKIPS[@]}"; do
+	note "$t"
+done
+
+IDS=(lone)
+[ $have_each -eq 1 ] && IDS+=(each1 each2 each4 each8)
+IDS+=(seq1 seq2 seq4 seq8 sim2 sim4 sim8)
+[ $have_uftp -eq 1 ] && IDS+=(uftp1 uftp4 uftp8)
+# picked ID - whether --only lets ID run
+picked() {
+	local p pats
+
+	[ -n "$only" ] || return 0
+	IFS=, read -ra pats <<<"$only"
+	for p in "${pats[@]}"; do
+		# shellcheck disable=SC2254
+		case $1 in $p) return 0;; esac
+	done
+	return 1
+}
+RUNS=()
+for id in "${IDS[@]}"; do
+	picked "$id" && RUNS+=("$id")
+done
+[ ${#RUNS[@]} -gt 0 ] || { note "no run matches --only '$only'"; exit 0; }
+# receivers: as many as the largest run takes
+NRECV=1
+for id in "${RUNS[@]}"; do
+	n=${id//[!0-9]/}
+	[ -n "$n" ] && [ "$n" -gt "$NRECV" ] && NRECV=$n
+done
+
+while IFS= read -r v; do
+	case $v in SLURM_*|PMIX_*|OMPI_*) unset "$v";; esac
+done < <(compgen -e)
+PXFER_SECRET=broadcast-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+export PXFER_SECRET
+
+calc() { awk "BEGIN { printf \"%${2:-.3f}\", ($1) }"; }
+LINK_MIBS=$(calc "$rate * 1000000 / 8 / 1048576" .2f)   # payload MiB/s a link carries at most
+
+# --- the work directory, on tmpfs ---
+tree_mib=$((BIG_MIB + SMALL_N * SMALL_KIB / 1024 + 1))
+need=$(((NRECV + 1) * tree_mib + 512))
+free=$(df -Pm /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
+[ "${free:-0}" -gt "$need" ] ||
+	{ echo "broadcast: /dev/shm has ${free:-0} MiB free, $need needed" >&2; exit 2; }
+WORK=$(mktemp -d /dev/shm/pxfer-broadcast.XXXXXX) || exit 2
+SRC=$WORK/data/tree DST=$WORK/dst LOGS=$WORK/logs
+RESULTS=$WORK/results.tsv
+mkdir -p "$SRC" "$DST" "$LOGS"
+: >"$RESULTS"
+
+# --- the nodes; everything made is undone on every exit ---
+# (the bridge has no address: nothing of this shows in the host's routes)
+pfx=pc$(($$ % 100000))
+net=10.$(($$ % 20 + 230)).$(($$ / 20 % 250))
+NETS=() PIDS=()
+# shellcheck disable=SC2317  # run by the trap
+cleanup() {
+	local rc=$? p n
+
+	for p in "${PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	for n in "${NETS[@]}"; do
+		ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+		ip netns del "$n" 2>/dev/null
+	done
+	ip link del "${pfx}b" 2>/dev/null
+	if [ "$keep" -eq 1 ]; then
+		note "work directory kept: $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+if ! ip link add "${pfx}b" type bridge 2>/dev/null; then
+	note "skipped: cannot make a bridge here (no CAP_NET_ADMIN, or no bridge module)"
+	exit 0
+fi
+ip link set "${pfx}b" mtu 9000 up
+# shape NODE MBIT - the node's link at MBIT each way (0: unshaped); tbf
+# shapes every packet, multicast too
+shape() {
+	local n=$1
+
+	if [ "$2" -eq 0 ]; then
+		ip netns exec "$n" tc qdisc del dev "${n}n" root 2>/dev/null
+		tc qdisc del dev "${n}h" root 2>/dev/null
+		return 0
+	fi
+	ip netns exec "$n" tc qdisc replace dev "${n}n" root tbf rate "${2}mbit" \
+		burst 1mb latency 50ms &&
+		tc qdisc replace dev "${n}h" root tbf rate "${2}mbit" burst 1mb latency 50ms
+}
+node() {
+	local n=$1
+
+	ip netns add "$n" || return 1
+	NETS+=("$n")
+	ip link add "${n}h" mtu 9000 type veth peer name "${n}n" mtu 9000 &&
+		ip link set "${n}n" netns "$n" &&
+		ip link set "${n}h" master "${pfx}b" up &&
+		ip -n "$n" addr add "$2/24" dev "${n}n" &&
+		ip -n "$n" link set "${n}n" up &&
+		ip -n "$n" link set lo up &&
+		shape "$n" "$rate"
+}
+node "${pfx}s0" "$net.11" || { echo "broadcast: cannot make the source node" >&2; exit 2; }
+for ((i = 0; i < NRECV; i++)); do
+	node "${pfx}r$i" "$net.$((21 + i))" || { echo "broadcast: cannot make node r$i" >&2; exit 2; }
+done
+note "bridge ${pfx}b: the source at $net.11, receivers at $net.21-$((20 + NRECV)), each link $rate Mbit/s each way ($LINK_MIBS MiB/s)"
+
+# --- the tree: one large file, and small ones in 10 directories ---
+note "writing the tree in $SRC"
+head -c $((BIG_MIB << 20)) /dev/urandom >"$SRC/big.dat" || exit 2
+python3 - "$SRC/small" "$SMALL_N" $((SMALL_KIB << 10)) <<'PY' || exit 2
+import os, sys
+root, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+for i in range(n):
+    d = os.path.join(root, "d%02d" % (i % 10))
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "f%04d.dat" % i), "wb") as f:
+        f.write(os.urandom(size))
+PY
+tree_sum() { find "$1" -type f -printf '%s\n' | awk '{ n++; b += $1 } END { printf "%d %d\n", n, b }'; }
+read -r TREE_FILES TREE_BYTES < <(tree_sum "$SRC")
+note "tree: $TREE_FILES files, $((TREE_BYTES >> 20)) MiB"
+
+# free page reporting (bench/bench.sh): fault memory in before each run
+WARM_ON=0
+for f in /sys/bus/virtio/drivers/virtio_balloon/*/features; do
+	[ -r "$f" ] && [ "$(cut -c 6 "$f")" = 1 ] && [ -x "$WARM" ] && WARM_ON=1
+done
+
+# --- helpers ---
+HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpu_busy() {
+	local _c u n s _i _w q sq st
+	read -r _c u n s _i _w q sq st _ </proc/stat
+	echo $((u + n + s + q + sq + st))
+}
+# listening NS PROTO PORT - whether something listens on PORT (t: TCP, u: UDP)
+listening() {
+	[ -n "$(ip netns exec "$1" ss -Hl"$2"n "sport = :$3" 2>/dev/null)" ]
+}
+wait_listen() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		listening "$1" "$2" "$3" && return 0
+		kill -0 "$4" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+# stop_timed PID - end the command GNU time (PID) runs, and wait for both
+stop_timed() {
+	local c
+	c=$(pgrep -P "$1" | head -n 1)
+	[ -n "$c" ] && kill -TERM "$c" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+RPIDS=()
+# start_recvs N [uftpd] - a pxfer recv (or uftpd) in each of the first N
+# receiver namespaces, receiving into DST/rI
+start_recvs() {
+	local i n p
+	RPIDS=()
+	for ((i = 0; i < $1; i++)); do
+		n=${pfx}r$i
+		mkdir -p "$DST/r$i"
+		if [ "${2:-}" = uftpd ]; then
+			# -d: in the foreground, its log on stderr; -U: the
+			# client id uftp's -H names
+			ip netns exec "$n" "$TIME" -f "$TFMT" -o "$RUN.recv$i.time" \
+				uftpd -d -x 1 -q -U "$(uftp_id "$i")" -I "${n}n" -B 8388608 \
+				-D "$DST/r$i" >"$RUN.recv$i.log" 2>&1 &
+			p=$!
+			PIDS+=("$p") RPIDS+=("$p")
+			wait_listen "$n" u 1044 "$p" ||
+				{ echo "uftpd $i did not listen" >>"$RUN.err"; return 1; }
+		else
+			ip netns exec "$n" "$TIME" -f "$TFMT" -o "$RUN.recv$i.time" \
+				"$PXFER" recv --port $PORT --dir "$DST/r$i" >"$RUN.recv$i.log" 2>&1 &
+			p=$!
+			PIDS+=("$p") RPIDS+=("$p")
+			wait_listen "$n" t $PORT "$p" ||
+				{ echo "receiver $i did not listen" >>"$RUN.err"; return 1; }
+		fi
+	done
+}
+stop_recvs() {
+	local p
+	for p in "${RPIDS[@]}"; do
+		stop_timed "$p"
+	done
+	RPIDS=()
+}
+uftp_id() { printf '0x%08x' $((0x100 + $1)); }
+# each_list N - the first N receivers, for --each
+each_list() {
+	local i l=''
+	for ((i = 0; i < $1; i++)); do
+		l=$l${l:+,}$net.$((21 + i))
+	done
+	echo "$l"
+}
+
+# send_to I [K] - one `pxfer send` of the tree from s0 to receiver I (its
+# GNU time file and logs numbered K), in the background; its pid in SPID
+send_to() {
+	local k=${2:-$1}
+	timeout -k 5 $RUN_TIMEOUT ip netns exec "${pfx}s0" \
+		"$TIME" -f "$TFMT" -o "$RUN.send.$k" \
+		"$PXFER" send --json "$SRC" "$net.$((21 + $1))" \
+		</dev/null >"$RUN.out$k" 2>"$RUN.err$k" &
+	SPID=$!
+	PIDS+=("$SPID")
+}
+# gather - the sends' stderr in RUN.err
+gather() {
+	local f
+	for f in "$RUN".err[0-9]*; do
+		[ -s "$f" ] && { echo "${f##*.}:"; cat "$f"; }
+	done >>"$RUN.err" 2>/dev/null
+}
+# run_lone - one pxfer send, s0 -> r0, unshaped
+run_lone() {
+	shape "${pfx}s0" 0
+	shape "${pfx}r0" 0
+	RC=1 T0=$EPOCHREALTIME T1=$EPOCHREALTIME
+	if start_recvs 1; then
+		T0=$EPOCHREALTIME
+		send_to 0
+		wait "$SPID"
+		RC=$?
+		T1=$EPOCHREALTIME
+		gather
+	fi
+	stop_recvs
+	shape "${pfx}s0" "$rate"
+	shape "${pfx}r0" "$rate"
+}
+# run_seq N - N pxfer sends one after another, to r0 ... rN-1
+run_seq() {
+	local i rc
+	RC=1 T0=$EPOCHREALTIME T1=$EPOCHREALTIME
+	start_recvs "$1" || { stop_recvs; return 0; }
+	T0=$EPOCHREALTIME
+	RC=0
+	for ((i = 0; i < $1; i++)); do
+		send_to "$i"
+		wait "$SPID"
+		rc=$?
+		[ $rc -eq 0 ] || RC=$rc
+	done
+	T1=$EPOCHREALTIME
+	gather
+	stop_recvs
+}
+# run_sim N - N pxfer sends at once from s0, one to each receiver
+run_sim() {
+	local i p=() rc
+	RC=1 T0=$EPOCHREALTIME T1=$EPOCHREALTIME
+	start_recvs "$1" || { stop_recvs; return 0; }
+	T0=$EPOCHREALTIME
+	for ((i = 0; i < $1; i++)); do
+		send_to "$i"
+		p+=("$SPID")
+	done
+	RC=0
+	for i in "${p[@]}"; do
+		wait "$i"
+		rc=$?
+		[ $rc -eq 0 ] || RC=$rc
+	done
+	T1=$EPOCHREALTIME
+	gather
+	stop_recvs
+}
+# run_each N - the broadcast: one pxfer send --each to N receivers
+run_each() {
+	RC=1 T0=$EPOCHREALTIME T1=$EPOCHREALTIME
+	start_recvs "$1" || { stop_recvs; return 0; }
+	T0=$EPOCHREALTIME
+	timeout -k 5 $RUN_TIMEOUT ip netns exec "${pfx}s0" \
+		"$TIME" -f "$TFMT" -o "$RUN.send.0" \
+		"$PXFER" send --json --each "$(each_list "$1")" "$SRC" \
+		</dev/null >"$RUN.out" 2>"$RUN.err"
+	RC=$?
+	T1=$EPOCHREALTIME
+	stop_recvs
+	[ $RC -eq 0 ] || return 0
+	# the summary names every receiver
+	python3 - "$RUN.out" "$1" <<'PY' >>"$RUN.err" 2>&1 || RC=1
+import json, sys
+j = json.load(open(sys.argv[1]))
+n = len(j.get("per_receiver", []))
+if n != int(sys.argv[2]):
+    sys.exit("the summary lists %d receivers, not %s" % (n, sys.argv[2]))
+PY
+}
+# run_uftp N - uftp from s0 at the link rate, multicast over the bridge
+# (its default groups, 230.4.4.1 to announce and 230.5.5.x for the data),
+# to uftpd in N receivers, the group closed to their ids (-H) so that it
+# starts once all of them have answered; blocks of 8800 bytes (the jumbo
+# frames' payload, as uftp's manual advises for an MTU of 9000)
+run_uftp() {
+	local i ids=''
+	RC=1 T0=$EPOCHREALTIME T1=$EPOCHREALTIME
+	start_recvs "$1" uftpd || { stop_recvs; return 0; }
+	for ((i = 0; i < $1; i++)); do
+		ids=$ids${ids:+,}$(uftp_id "$i")
+	done
+	T0=$EPOCHREALTIME
+	timeout -k 5 $RUN_TIMEOUT ip netns exec "${pfx}s0" \
+		"$TIME" -f "$TFMT" -o "$RUN.send.0" \
+		uftp -R $((rate * 1000)) -b 8800 -B 8388608 -I "${pfx}s0n" -x 1 -q \
+		-H "$ids" -S "$RUN.status" "$SRC" </dev/null >"$RUN.out" 2>"$RUN.err"
+	RC=$?
+	T1=$EPOCHREALTIME
+	stop_recvs
+}
+
+# cpu_of PATTERN... - user+sys seconds in the GNU time files; MAXRSS too
+cpu_of() {
+	cat "$@" 2>/dev/null | awk '/^[0-9.]+ [0-9.]+ [0-9.]+ [0-9]+$/ { c += $2 + $3; if ($4 > m) m = $4; n++ }
+		END { printf "%.2f %.1f %d\n", c, m / 1024, n }'
+}
+
+# verify N - every receiver's copy: count and bytes; in repetition 1, cmp
+# of the large file and diff -r of the small ones
+verify() {
+	local i n b c bad=0
+	for ((i = 0; i < $1; i++)); do
+		c=$DST/r$i/$(basename "$SRC")
+		if [ ! -d "$c" ]; then
+			echo "receiver $i: no copy at $c" >>"$RUN.err"
+			bad=1
+			continue
+		fi
+		read -r n b < <(tree_sum "$c")
+		if [ "$n" -ne "$TREE_FILES" ] || [ "$b" -ne "$TREE_BYTES" ]; then
+			echo "receiver $i: $n files of $b bytes, not $TREE_FILES of $TREE_BYTES" >>"$RUN.err"
+			bad=1
+			continue
+		fi
+		[ "$REP" -eq 1 ] || continue
+		if ! cmp "$SRC/big.dat" "$c/big.dat" >>"$RUN.err" 2>&1 ||
+			! diff -r -q "$SRC/small" "$c/small" >>"$RUN.err" 2>&1; then
+			echo "receiver $i: the copy differs" >>"$RUN.err"
+			bad=1
+		fi
+	done
+	return $bad
+}
+
+# one ID - run ID once; a line in RESULTS:
+# id rep ok wall receivers snd_cpu rcv_cpu snd_rss rcv_rss other_cpu
+FAILED=0
+one() {
+	local id=$1 r b0 b1 wall snd rcv srss rrss other ok=1
+
+	r=${id//[!0-9]/}
+	r=${r:-1}
+	RUN=$LOGS/$id.$REP
+	rm -rf "${DST:?}"/*
+	sync
+	[ "$WARM_ON" -eq 1 ] && "$WARM" $((r * tree_mib + 512)) >/dev/null
+	b0=$(cpu_busy)
+	case $id in
+	lone) run_lone;;
+	each*) run_each "$r";;
+	seq*) run_seq "$r";;
+	sim*) run_sim "$r";;
+	uftp*) run_uftp "$r";;
+	*) echo "broadcast: no run '$id'" >&2; exit 2;;
+	esac
+	b1=$(cpu_busy)
+	if [ "$RC" -ne 0 ]; then
+		ok=0
+		echo "    $id: exit status $RC" >&2
+		tail -n 5 "$RUN.err" | sed 's/^/      /' >&2
+	elif ! verify "$r"; then
+		ok=0
+		echo "    $id: a copy is wrong" >&2
+		tail -n 5 "$RUN.err" | sed 's/^/      /' >&2
+	fi
+	[ $ok -eq 1 ] || FAILED=1
+	wall=$(calc "$T1 - $T0" .3f)
+	read -r snd srss _ < <(cpu_of "$RUN".send.*)
+	read -r rcv rrss _ < <(cpu_of "$RUN".recv*.time)
+	other=$(calc "(($b1 - $b0) / $HZ - $snd - $rcv) / $wall" .2f)
+	printf '%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n' "$id" "$REP" $ok "$wall" \
+		"$r" "$snd" "$rcv" "$srss" "$rrss" "$other" >>"$RESULTS"
+	printf '    %-6s %7.2f s %8.1f MiB/s to each  CPU %s + %s s  RSS %s / %s MiB  other %s CPUs%s\n' \
+		"$id" "$wall" "$(calc "$TREE_BYTES / 1048576 / $wall" .1f)" "$snd" "$rcv" \
+		"$srss" "$rrss" "$other" "$([ $ok -eq 1 ] || echo '  FAILED')"
+	rm -rf "${DST:?}"/*
+}
+
+START=$(date -u '+%Y-%m-%d %H:%M UTC')
+for ((REP = 1; REP <= reps; REP++)); do
+	note "repetition $REP of $reps"
+	for id in "${RUNS[@]}"; do
+		one "$id"
+	done
+done
+
+# --- the report ---
+# stats ID COL - median, min and max of column COL (1-based) over the good runs
+stats() {
+	awk -F'\t' -v id="$1" -v col="$2" '$1 == id && $3 == 1 { print $col }' "$RESULTS" |
+		sort -g | awk '{ v[++n] = $1 }
+		END {
+			if (!n) { print "- - - 0"; exit }
+			m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+			print m, v[1], v[n], n
+		}'
+}
+label() {
+	local n=${1//[!0-9]/}
+	case $1 in
+	lone) echo "lone pxfer send, links unshaped";;
+	each*) echo "pxfer send --each, $n receiver(s)";;
+	seq1) echo "one pxfer send";;
+	seq*) echo "$n pxfer sends, one after another";;
+	sim*) echo "$n pxfer sends at once";;
+	uftp*) echo "uftp (multicast), $n receiver(s)";;
+	esac
+}
+declare -A RATE_OF WALL_OF
+report() {
+	local id wall lo hi n r snd rcv srss rrss other mibs gib s
+	echo "Run of $START, commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo '?'),"
+	echo "each link $rate Mbit/s each way ($LINK_MIBS MiB/s of payload at most),"
+	echo "tree $TREE_FILES files, $(calc "$TREE_BYTES / 1048576" .0f) MiB (one $BIG_MIB MiB file, $SMALL_N of $SMALL_KIB KiB);"
+	echo "median of $reps ($(nproc) CPUs, $(uname -r))."
+	for s in "${SKIPS[@]}"; do
+		echo
+		echo "Note: $s."
+	done
+	echo
+	echo "| run | receivers | wall s (min-max) | MiB/s to each | of a link | MiB/s delivered | CPU s send / recv | CPU s/GiB delivered | peak RSS send / recv MiB | other CPUs | runs |"
+	echo "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+	for id in "${RUNS[@]}"; do
+		read -r wall lo hi n < <(stats "$id" 4)
+		[ "$n" -gt 0 ] || continue
+		r=$(stats "$id" 5 | cut -d' ' -f1)
+		snd=$(stats "$id" 6 | cut -d' ' -f1)
+		rcv=$(stats "$id" 7 | cut -d' ' -f1)
+		srss=$(stats "$id" 8 | cut -d' ' -f3)
+		rrss=$(stats "$id" 9 | cut -d' ' -f3)
+		other=$(stats "$id" 10 | cut -d' ' -f1)
+		mibs=$(calc "$TREE_BYTES / 1048576 / $wall" .1f)
+		gib=$(calc "($snd + $rcv) / ($r * $TREE_BYTES / 1073741824)" .2f)
+		RATE_OF[$id]=$mibs WALL_OF[$id]=$wall
+		printf '| %s | %d | %.2f (%.2f-%.2f) | %s | %s | %s | %.2f / %.2f | %s | %.1f / %.1f | %.2f | %d/%d |\n' \
+			"$(label "$id")" "$r" "$wall" "$lo" "$hi" "$mibs" \
+			"$([ "$id" = lone ] && echo - || echo "$(calc "$mibs / $LINK_MIBS" .2f)x")" \
+			"$(calc "$r * $mibs" .1f)" "$snd" "$rcv" "$gib" "$srss" "$rrss" "$other" "$n" "$reps"
+	done
+	echo
+	echo '```'
+	judge
+	echo '```'
+}
+# verdict OK TEXT
+verdict() {
+	if [ "$1" = 1 ]; then printf 'MET     %s\n' "$2"; else printf 'MISSED  %s\n' "$2"; fi
+}
+# ratio A B - WALL_OF[A] / WALL_OF[B], or nothing when either is missing
+ratio() {
+	[ -n "${WALL_OF[$1]:-}" ] && [ -n "${WALL_OF[$2]:-}" ] || return 1
+	calc "${WALL_OF[$1]} / ${WALL_OF[$2]}" .2f
+}
+judge() {
+	local x n p one ideal
+	if [ -n "${RATE_OF[lone]:-}" ]; then
+		echo "headroom: a lone send with its links unshaped moves ${RATE_OF[lone]} MiB/s, $(calc "${RATE_OF[lone]} / $LINK_MIBS" .1f)x the link rate"
+	fi
+	ideal=$(calc "$TREE_BYTES / 1048576 / $LINK_MIBS" .2f)
+	echo "the tree over one link at its rate: $ideal s"
+	if [ $have_each -eq 0 ]; then
+		echo "not judged: time(each4) / time(each1) <= 1.1 (no --each in this build)"
+	fi
+	if x=$(ratio each4 each1); then
+		verdict "$(calc "$x <= 1.1" d)" "time(each4) / time(each1) <= 1.1 (${WALL_OF[each4]} / ${WALL_OF[each1]} s: ${x})"
+	fi
+	if x=$(ratio each8 each1); then
+		echo "time(each8) / time(each1): $x (${WALL_OF[each8]} / ${WALL_OF[each1]} s)"
+	fi
+	if x=$(ratio each1 seq1); then
+		echo "time(each1) / one plain send: $x (${WALL_OF[each1]} / ${WALL_OF[seq1]} s)"
+	fi
+	# against each peer: how much longer the peer takes than the broadcast
+	for n in 2 4 8; do
+		for p in seq sim uftp; do
+			x=$(ratio "$p$n" "each$n") || continue
+			echo "time($p$n) / time(each$n): $x (${WALL_OF[$p$n]} / ${WALL_OF[each$n]} s)"
+		done
+	done
+	# the peers against their own one receiver: N sends from one link
+	# take N times as long, multicast should not
+	for n in 2 4 8; do
+		for p in seq sim uftp; do
+			one=${p}1
+			[ "$p" = uftp ] || one=seq1
+			x=$(ratio "$p$n" "$one") || continue
+			echo "time($p$n) / time($one): $x (${WALL_OF[$p$n]} / ${WALL_OF[$one]} s)"
+		done
+	done
+}
+
+note "results"
+report | tee "${out:-/dev/null}"
+[ -z "$out" ] || note "written to $out"
+exit $FAILED
