@@ -168,19 +168,23 @@ lint:
 	@test/lint/docs.sh || [ $$? -eq 77 ]
 
 # TCP peers over loopback, the scale-out job on namespaced nodes (skipped
-# without root, ip netns, tc or mpirun), then RDMA against ib_write_bw in
-# the test VM. BASELINE=<rev>: also the build of that commit, alternated
+# without root, ip netns, tc or mpirun), the broadcast to 1-8 namespaced
+# receivers (skipped without root, ip netns or tc), then RDMA against
+# ib_write_bw in the test VM. BASELINE=<rev>: also the build of that commit, alternated
 # with this one in the same run of the TCP benchmark, and compared.
 # BENCH_FLAGS: more options for bench/bench.sh (--reps 9, --out FILE);
-# SCALEOUT_FLAGS for bench/scaleout.sh (--quick, --out FILE).
+# SCALEOUT_FLAGS for bench/scaleout.sh (--quick, --out FILE), and
+# BROADCAST_FLAGS for bench/broadcast.sh.
 BASELINE ?=
 SCALEOUT_FLAGS ?=
+BROADCAST_FLAGS ?=
 BASELINE_DIR = build/baseline/$(BASELINE)
 bench: all $(if $(BASELINE),bench-baseline)
 	PXFER_BUILD=$(CURDIR)/build/release \
 	$(if $(BASELINE),PXFER_BASELINE=$(CURDIR)/$(BASELINE_DIR)/build/release/pxfer) \
 	bench/bench.sh $(BENCH_FLAGS)
 	PXFER_BUILD=$(CURDIR)/build/release bench/scaleout.sh $(SCALEOUT_FLAGS)
+	PXFER_BUILD=$(CURDIR)/build/release bench/broadcast.sh $(BROADCAST_FLAGS)
 	PXFER_BUILD=$(CURDIR)/build/release bench/rdma.sh
 
 bench-baseline:

@@ -8,8 +8,10 @@ build_pkgs=(build-essential pkg-config liburing-dev libibverbs-dev librdmacm-dev
 	    libxxhash-dev libsodium-dev libssl-dev)
 # prometheus: promtool, for test/e2e/metrics.sh
 test_pkgs=(iproute2 procps psmisc libseccomp-dev python3 bash-completion zsh prometheus)
-# fpart: fpsync, a peer of bench/scaleout.sh
-bench_pkgs=(iperf3 rsync netcat-openbsd time openssh-client openssh-server gnuplot-nox fpart)
+# fpart: fpsync, a peer of bench/scaleout.sh; uftp: multicast, a peer of
+# bench/broadcast.sh
+bench_pkgs=(iperf3 rsync netcat-openbsd time openssh-client openssh-server gnuplot-nox fpart
+	    uftp)
 # CI's checks: the clang build and make lint
 check_pkgs=(clang shellcheck graphviz)
 rdma_pkgs=(rdma-core ibverbs-providers ibverbs-utils rdmacm-utils perftest)
@@ -41,6 +43,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 	$sudo apt-get update -qq
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		"${missing[@]}" >/dev/null
+	# the uftp package starts uftpd as a service, taking files from anyone
+	# on the network into /tmp; the benchmark runs its own
+	if [[ " ${missing[*]} " == *" uftp "* ]] && [ -d /run/systemd/system ]; then
+		$sudo systemctl disable --now uftp.service >/dev/null 2>&1 || true
+	fi
 fi
 
 top=$(cd "$(dirname "$0")/.." && pwd)
