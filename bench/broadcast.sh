@@ -628,16 +628,16 @@ judge() {
 		echo "time(each1) / one plain send: $x (${WALL_OF[each1]} / ${WALL_OF[seq1]} s)"
 	fi
 	# against each peer: how much longer the peer takes than the broadcast
-	for n in 2 4 8; do
-		for p in seq sim uftp; do
+	for p in seq sim uftp; do
+		for n in 2 4 8; do
 			x=$(ratio "$p$n" "each$n") || continue
 			echo "time($p$n) / time(each$n): $x (${WALL_OF[$p$n]} / ${WALL_OF[each$n]} s)"
 		done
 	done
 	# the peers against their own one receiver: N sends from one link
 	# take N times as long, multicast should not
-	for n in 2 4 8; do
-		for p in seq sim uftp; do
+	for p in seq sim uftp; do
+		for n in 2 4 8; do
 			one=${p}1
 			[ "$p" = uftp ] || one=seq1
 			x=$(ratio "$p$n" "$one") || continue
