@@ -91,8 +91,8 @@ static int cut_next(struct chain_src *c, struct pxfer_walk_entry *e)
 	e->kind = PXFER_WALK_FILE;
 	e->fd = fd;
 	e->range_off = c->cut_next;
-	e->range_len = size - c->cut_next < 2 * c->range ? size - c->cut_next
-							     : c->range;
+	e->range_len = size - c->cut_next < 2 * c->cut_len ? size - c->cut_next
+							   : c->cut_len;
 	c->cut_next += e->range_len;
 	return 1;
 }
@@ -247,6 +247,11 @@ static int src_next(struct send_source *b, struct pxfer_walk_entry *e)
 		c->cut_src = strdup(e->src);
 		c->cut_rel = strdup(e->rel);
 		c->cut_next = 0;
+		/* PXFER_CHAIN_RANGES at most, whole MiB */
+		c->cut_len = ((uint64_t)c->cut_st.st_size / PXFER_CHAIN_RANGES +
+			      (1 << 20) - 1) >> 20 << 20;
+		if (c->cut_len < c->range)
+			c->cut_len = c->range;
 		if (!c->cut_src || !c->cut_rel) {
 			cut_end(c);
 			return -ENOMEM;

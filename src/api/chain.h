@@ -17,8 +17,10 @@
 #include "send/walk.h"
 
 /* a file larger than twice this is sent as ranges of it, so that the
- * next hop can pass each on as it completes */
-#define PXFER_CHAIN_RANGE	(16ull << 20)
+ * next hop can pass each on as it completes (larger ones for a file of
+ * more than PXFER_CHAIN_RANGES ranges) */
+#define PXFER_CHAIN_RANGE	(4ull << 20)
+#define PXFER_CHAIN_RANGES	1024
 /* files told by the receiver and not yet taken, at most; more go in the
  * pass at the end */
 #define PXFER_CHAIN_LIVE_MAX	4096
@@ -68,7 +70,7 @@ struct chain_src {
 	uint64_t cut_gate, seq;
 	struct stat cut_st;
 	char *cut_src, *cut_rel;
-	uint64_t cut_next, range;
+	uint64_t cut_next, cut_len, range;
 	/* what the last ->next handed out, until the next call */
 	struct chain_live *given;
 	char *given_src;
