@@ -115,7 +115,10 @@ ip netns list >/dev/null 2>&1 || { note "skipped: no network namespaces here"; e
 # what is skipped, and why: also in the report
 SKIPS=()
 have_each=1
-if ! "$PXFER" send --help 2>&1 | grep -q -- '--each'; then
+# (the help read whole first: grep -q ending the pipe early would fail
+# it under pipefail)
+help=$("$PXFER" send --help 2>&1)
+if ! grep -q -- '--each' <<<"$help"; then
 	have_each=0
 	SKIPS+=("each1-each8 skipped: this pxfer's 'send --help' has no --each (a build before the broadcast)")
 fi
