@@ -226,7 +226,9 @@ static int src_next(struct send_source *b, struct pxfer_walk_entry *e)
 			c->tree_files++;
 			c->tree_bytes += (uint64_t)e->st.st_size;
 		}
-		if (e->kind != PXFER_WALK_FILE ||
+		/* this node's own copy goes whole: the hop has it already
+		 * (one FILE to skip it, not one a range) or resumes it */
+		if (e->kind != PXFER_WALK_FILE || c->own ||
 		    (uint64_t)e->st.st_size <= 2 * c->range) {
 			e->tag = src_count(c);
 			return 1;

@@ -105,6 +105,13 @@
 #      destination: the tree and a 160 MiB file cut in 64 MiB ranges,
 #      over rdma: intact, both receivers' logs name rdma sessions, the
 #      --json names 2 ranks that both sent units
+#   chain
+#      pxfer send --each to 2 receivers, one on each server device (rxe0,
+#      rxe2), each with a destination of its own: the tree and a 160 MiB
+#      file, the first receiver forwarding to the second, every hop over
+#      rdma: both copies intact, the first's log names the hop it
+#      forwarded to, the second's an rdma session from it, the --json
+#      both receivers complete
 #   many
 #      4 senders at once to one receiver (the tree and 30 MiB each, to a
 #      destination of its own): all intact, 4 session lines in its log;
@@ -155,7 +162,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 # port-down and link-down last: they take the link down, which can upset
 # the rxe driver
-ALL_CASES="tree auto receiver-killed two-devices scaleout lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry doctor rails rails-back port-down link-down"
+ALL_CASES="tree auto receiver-killed two-devices scaleout chain lossy-link memlock slow-receiver wrong-secret deep-rings device-gid many srq-drain ring-forge protect resume link-retry doctor rails rails-back port-down link-down"
 cases=()
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -1698,6 +1705,54 @@ PY
 		"$log" "$err" "$log1" "$log2"
 	kill_leftovers
 	rm -rf "$dst" "$src"
+}
+
+# ---- chain: a broadcast down 2 receivers ------------------------------------------------------
+
+case_chain()
+{
+	local src=$W/chain-src log=$LOGS/chain.check.log rc=0 d
+	local p1 pid1 log1 p2 pid2 log2 out=$LOGS/chain.json err=$LOGS/chain.send.log
+
+	mkdir -p "$W/chain-a" "$W/chain-b" "$src"
+	: >"$log"
+	cp -a "$DATA/tree" "$src/"
+	head -c $((160 << 20)) /dev/urandom >"$src/big"
+	if ! start_server chain-a "$W/chain-a" --transport rdma --bind "$SRV_ADDR"; then
+		fail "chain: the first receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	p1=$RECV_PORT pid1=$RECV_PID log1=$RECV_LOG
+	if ! start_server chain-b "$W/chain-b" --transport rdma --bind "$SRV_ADDR2"; then
+		fail "chain: the second receiver did not start" "$RECV_LOG"
+		kill_leftovers
+		return
+	fi
+	p2=$RECV_PORT pid2=$RECV_PID log2=$RECV_LOG
+	timeout -k 5 300 "$PXFER" send -v -j 2 --transport rdma --json \
+		"$src/tree" "$src/big" --each "$SRV_ADDR:$p1,$SRV_ADDR2:$p2" >"$out" 2>"$err"
+	echo "send exit $?" >>"$log"
+	grep -q "send exit 0" "$log" || rc=1
+	for d in chain-a chain-b; do
+		same_tree "$DATA/tree" "$W/$d/tree" "$log" || rc=1
+		same_file "$src/big" "$W/$d/big" "$log" || rc=1
+	done
+	grep_log "forwarded on its behalf to $SRV_ADDR2:$p2" "$log1" "$log" || rc=1
+	grep_log "received .* over rdma .*: complete" "$log2" "$log" || rc=1
+	python3 - "$out" >>"$log" 2>&1 <<'PY' || rc=1
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("chain:", j["status"], j["transport"], [r["state"] for r in j["per_receiver"]])
+assert j["status"] == "ok" and j["transport"] == "rdma", j
+assert [r["state"] for r in j["per_receiver"]] == ["complete", "complete"], j
+PY
+	kill -TERM "$pid1" "$pid2" 2>/dev/null
+	wait "$pid1" "$pid2" 2>/dev/null
+	check $rc "chain: --each to 2 receivers over rdma, the first forwarding to the second: both intact" \
+		"$log" "$err" "$log1" "$log2"
+	kill_leftovers
+	rm -rf "$W/chain-a" "$W/chain-b" "$src"
 }
 
 # ---- device-gid: --device and --gid-index ---------------------------------------------------------
