@@ -233,17 +233,24 @@ static int src_next(struct send_source *b, struct pxfer_walk_entry *e)
 			e->tag = src_count(c);
 			return 1;
 		}
-		/* a large file: its ranges, from a descriptor of its own */
-		c->cut_fd = e->fd >= 0 ? e->fd :
-			    open(e->src, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		/* a large file: its ranges, from a descriptor of its own (a
+		 * PATH that is a link is followed, as the walk did: the file
+		 * opened must be the one it saw) */
 		c->cut_st = e->st;
-		if (c->cut_fd >= 0 && e->fd < 0 && fstat(c->cut_fd, &c->cut_st)) {
+		c->cut_fd = e->fd >= 0 ? e->fd : open(e->src, O_RDONLY | O_CLOEXEC);
+		ret = c->cut_fd < 0 ? -errno : 0;
+		if (!ret && e->fd < 0 &&
+		    (fstat(c->cut_fd, &c->cut_st) ||
+		     c->cut_st.st_dev != e->st.st_dev ||
+		     c->cut_st.st_ino != e->st.st_ino)) {
 			close(c->cut_fd);
 			c->cut_fd = -1;
+			ret = -ESTALE;
 		}
-		if (c->cut_fd < 0) {
+		if (ret) {
 			e->kind = PXFER_WALK_ERROR;
-			e->err = -errno;
+			e->err = ret;
+			e->tag = src_count(c);
 			return 1;
 		}
 		c->cut_src = strdup(e->src);

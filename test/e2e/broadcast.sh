@@ -15,7 +15,8 @@
 #     bound (--idle-timeout 4 on every node), the others complete;
 #   - on loopback, a relay between receivers 1 and 2 that flips a bit of
 #     a chunk: receiver 2 refuses it (its hop ends with 7, exit 1), 3
-#     gets everything from 1.
+#     gets everything from 1; a PATH that is a link to a large file is
+#     followed (its ranges from the file it names).
 # Skips without root or network namespaces.
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
@@ -280,6 +281,18 @@ tree_equal "$small" "$SCRATCH/l1/small"
 tree_equal "$small" "$SCRATCH/l3/small"
 check_grep "integrity" "$T/lrecv2.log" "receiver 2's word on the flipped chunk"
 ok "receiver 2 refused the flipped chunk (7); receiver 3 got everything from receiver 1"
+# a PATH that is a link is followed, as for one receiver, and the file
+# it names is cut into ranges all the same
+head -c $((40 << 20)) /dev/urandom >"$SCRATCH/mid.dat"
+ln -s "$SCRATCH/mid.dat" "$SCRATCH/midlink"
+timeout -k 5 60 "$PXFER" send -q "$SCRATCH/midlink" \
+	--each "127.0.0.1:${P[1]},127.0.0.1:${P[3]}" 2>"$T/link.err" ||
+	fail_logs "a PATH that is a link to a large file: exit $?" "$T/link.err"
+for i in 1 3; do
+	cmp -s "$SCRATCH/mid.dat" "$SCRATCH/l$i/midlink" ||
+		fail "receiver $i: the file a PATH linked to differs"
+done
+ok "a PATH that is a link to a 40 MiB file: both receivers have the file"
 for i in 1 2 3; do
 	kill -TERM "${LPID[$i]}" 2>/dev/null
 	wait_pid "${LPID[$i]}" 20
