@@ -135,7 +135,8 @@ void recv_chain_end(struct recv_session *s)
 		s->srv->fwd->ops->over(s->fwd, s->code ? s->code : PXFER_EXIT_INTR);
 	s->srv->fwd->ops->release(s->fwd);
 	s->fwd = NULL;
-	s->files.forward = 0;
+	/* files.forward stays: the workers may still read it, and a range
+	 * they finish from now on keeps a descriptor its drop closes */
 }
 
 void recv_chain_log(const struct recv_session *s, char *buf, size_t len)
