@@ -27,9 +27,11 @@ struct cli_targets {
  * -EINVAL */
 int cli_parse_target(char *arg, const char **host, const char **port,
 		     const char **dest);
-/* cli_targets_parse - --to @arg: HOST[:PORT][/DEST],... or @FILE, one a
+/* cli_targets_parse - option @opt's @arg (--to, --each):
+ * HOST[:PORT][/DEST],... or @FILE, one a
  * line. 0, or -1 after saying what is wrong (release either way) */
-int cli_targets_parse(struct cli_targets *t, const char *arg);
+int cli_targets_parse(struct cli_targets *t, const char *opt,
+		      const char *arg);
 void cli_targets_release(struct cli_targets *t);
 /* cli_send_job - the transfer as rank j->rank of job @j (joined), to
  * @t's receivers, files over twice @range_size (0: the default) cut in

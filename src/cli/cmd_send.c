@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -126,12 +125,11 @@ static int set_sort(void *ctx, const char *arg)
 static int set_idle(void *ctx, const char *arg)
 {
 	struct send_args *a = ctx;
-	char *end;
-	long v = strtol(arg, &end, 10);
+	unsigned long v;
 
-	if (*arg < '0' || *arg > '9' || *end || v < 1 || v > 86400)
-		return pxfer_error("--idle-timeout takes seconds from 1 to 86400, not '%s'",
-				   arg);
+	if (cli_parse_uint(arg, 1, PXFER_IDLE_TIMEOUT_MAX, &v))
+		return pxfer_error("--idle-timeout takes seconds from 1 to %d, not '%s'",
+				   PXFER_IDLE_TIMEOUT_MAX, arg);
 	a->idle = (int)v;
 	return 0;
 }
@@ -464,7 +462,7 @@ int cmd_send(int argc, char **argv)
 		return PXFER_EXIT_USAGE;
 	}
 	if (a.to) {
-		if (cli_targets_parse(&t, a.to)) {
+		if (cli_targets_parse(&t, a.each ? "--each" : "--to", a.to)) {
 			cli_targets_release(&t);
 			return PXFER_EXIT_USAGE;
 		}

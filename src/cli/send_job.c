@@ -110,7 +110,8 @@ static int add_target(struct cli_targets *t, char *w, const char *where)
 	return 0;
 }
 
-int cli_targets_parse(struct cli_targets *t, const char *arg)
+int cli_targets_parse(struct cli_targets *t, const char *opt,
+		      const char *arg)
 {
 	char q[PXFER_QUOTE_MAX], where[PXFER_QUOTE_MAX + 32];
 	char *save = NULL, *w;
@@ -125,7 +126,7 @@ int cli_targets_parse(struct cli_targets *t, const char *arg)
 			 pxfer_quote_str(q, sizeof(q), arg + 1));
 		t->text = read_to_file(arg + 1);
 	} else {
-		snprintf(where, sizeof(where), "--to");
+		snprintf(where, sizeof(where), "%s", opt);
 		t->text = strdup(arg);
 	}
 	if (!t->text)
@@ -150,7 +151,7 @@ int cli_targets_parse(struct cli_targets *t, const char *arg)
 		if (!*line) {
 			if (file)
 				continue;
-			return pxfer_error("--to has an empty receiver: '%s'", arg);
+			return pxfer_error("%s has an empty receiver: '%s'", opt, arg);
 		}
 		if (add_target(t, line, where))
 			return -1;
