@@ -21,6 +21,23 @@
 # shellcheck source=../lib/common.sh
 . "$(dirname "$0")/../lib/common.sh"
 
+# bad input: exit 2 and a message naming it, before anything is sent
+mkdir -p "$T/in" && echo x >"$T/in/f"
+many=$(seq -s, -f '127.0.0.%g' 1 65)
+for bad in "--to 127.0.0.1 --each 127.0.0.2|choose one" \
+	"--sort --to 127.0.0.1|--sort goes with --each" \
+	"--idle-timeout 3 --to 127.0.0.1|--idle-timeout goes with --each" \
+	"--each 127.0.0.1 --idle-timeout 0|--idle-timeout takes seconds from 1" \
+	"--each ,|names no receiver|no receiver" \
+	"--each $many|a chain takes at most 64"; do
+	args=${bad%%|*} want=${bad#*|}
+	# shellcheck disable=SC2086  # the options are words
+	psend $args "$T/in/f"
+	expect_rc 2 "$SEND_RC" "send $args"
+	expect_grep "$want" "$SEND_ERR" "send $args"
+done
+ok "bad --each, --sort and --idle-timeout: exit 2, each named"
+
 [ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
 for tool in ip tc python3; do
 	command -v $tool >/dev/null || skip "$tool is missing"
@@ -31,44 +48,12 @@ RATE=800mbit
 IDLE=4
 
 # --- the nodes ---
+# shellcheck source=../lib/nodes.sh
+. "$(dirname "$0")/../lib/nodes.sh"
 pfx=pb$(($$ % 100000))
-net=10.$(($$ % 200 + 20)).$(($$ / 200 % 250 + 1))
+net=$NODES_NET
 GW=$net.1
-nets=()
-# shellcheck disable=SC2317  # run by the trap
-_nodes_cleanup()
-{
-	local rc=$? n
-
-	for n in "${nets[@]}"; do
-		ip netns pids "$n" 2>/dev/null | xargs -r kill -CONT 2>/dev/null
-		ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-		ip netns del "$n" 2>/dev/null
-	done
-	ip link del "${pfx}b" 2>/dev/null
-	(exit "$rc")
-	_cleanup
-}
-trap _nodes_cleanup EXIT
-
-ip link add "${pfx}b" type bridge 2>/dev/null ||
-	skip "cannot make a bridge here (no CAP_NET_ADMIN, or no bridge module)"
-ip addr add "$GW/24" dev "${pfx}b"
-ip link set "${pfx}b" mtu 9000 up
-# node NAME ADDR - a namespace with a veth on the bridge, shaped to RATE
-node()
-{
-	ip netns add "$1" || fail "ip netns add $1"
-	nets+=("$1")
-	ip link add "$1h" mtu 9000 type veth peer name "$1n" mtu 9000 || fail "veth for $1"
-	ip link set "$1n" netns "$1"
-	ip link set "$1h" master "${pfx}b" up
-	ip -n "$1" addr add "$2/24" dev "$1n"
-	ip -n "$1" link set "$1n" up
-	ip -n "$1" link set lo up
-	ip netns exec "$1" tc qdisc add dev "$1n" root tbf rate $RATE \
-		burst 1mb latency 50ms || fail "tc on $1"
-}
+nodes_start "$pfx" $RATE
 node "${pfx}s" "$net.10"
 for ((i = 1; i <= N; i++)); do
 	node "${pfx}r$i" "$net.$((20 + i))"

@@ -36,43 +36,12 @@ RANGE_MIB=64
 INFLIGHT_MIB=$((2 * 2 * RANGE_MIB))
 
 # --- the nodes ---
+# shellcheck source=../lib/nodes.sh
+. "$(dirname "$0")/../lib/nodes.sh"
 pfx=px$(($$ % 100000))
-net=10.$(($$ % 200 + 20)).$(($$ / 200 % 250))
+net=$NODES_NET
 GW=$net.1
-nets=()
-# shellcheck disable=SC2317  # run by the trap
-_nodes_cleanup()
-{
-	local rc=$? n
-
-	for n in "${nets[@]}"; do
-		ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-		ip netns del "$n" 2>/dev/null
-	done
-	ip link del "${pfx}b" 2>/dev/null
-	(exit "$rc")
-	_cleanup
-}
-trap _nodes_cleanup EXIT
-
-ip link add "${pfx}b" type bridge 2>/dev/null ||
-	skip "cannot make a bridge here (no CAP_NET_ADMIN, or no bridge module)"
-ip addr add "$GW/24" dev "${pfx}b"
-ip link set "${pfx}b" mtu 9000 up
-# node NAME ADDR - a namespace with a veth on the bridge, shaped to RATE
-node()
-{
-	ip netns add "$1" || fail "ip netns add $1"
-	nets+=("$1")
-	ip link add "$1h" mtu 9000 type veth peer name "$1n" mtu 9000 || fail "veth for $1"
-	ip link set "$1n" netns "$1"
-	ip link set "$1h" master "${pfx}b" up
-	ip -n "$1" addr add "$2/24" dev "$1n"
-	ip -n "$1" link set "$1n" up
-	ip -n "$1" link set lo up
-	ip netns exec "$1" tc qdisc add dev "$1n" root tbf rate $RATE \
-		burst 1mb latency 50ms || fail "tc on $1"
-}
+nodes_start "$pfx" $RATE
 for ((r = 0; r < RANKS; r++)); do
 	node "${pfx}s$r" "$net.$((11 + r))"
 done
