@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -10,6 +11,9 @@
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
+
+/* what tells one ring from another at the same address, later */
+static atomic_uint_fast64_t ring_serial;
 
 static int ring_layout(struct pxfer_ring *r, unsigned int nslots,
 		       size_t slot_size, size_t hdr_size)
@@ -27,6 +31,7 @@ static int ring_layout(struct pxfer_ring *r, unsigned int nslots,
 	r->stride = stride;
 	r->nslots = nslots;
 	r->bytes = stride * nslots;
+	r->serial = atomic_fetch_add(&ring_serial, 1) + 1;
 	return 0;
 }
 

@@ -24,6 +24,7 @@ struct pxfer_ring {
 	 * back-end may register every slot at once (set after init) */
 	int pinned;
 	int borrowed;		/* memory from a pxfer_pool: not unmapped */
+	uint64_t serial;	/* unique to this ring in the process */
 };
 
 /*

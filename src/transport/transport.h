@@ -91,6 +91,14 @@ struct pxfer_transport_ops {
 	int (*ring_remote)(struct pxfer_conn *c, const uint8_t *blob,
 			   uint16_t blob_len);
 
+	/*
+	 * sender, optional: let send_chunk take a payload from ring @r, not
+	 * this connection's (a broadcast chain forwards from the ring a
+	 * chunk arrived in): 0, or -errno, then the caller copies it into
+	 * its own ring first. NULL: a payload may be anywhere.
+	 */
+	int (*ring_local)(struct pxfer_conn *c, const struct pxfer_ring *r);
+
 	/* sender: put the chunk in flight into remote slot ch->slot */
 	int (*send_chunk)(struct pxfer_conn *c, const struct pxfer_chunk *ch,
 			  const void *payload);

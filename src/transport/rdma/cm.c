@@ -213,6 +213,9 @@ void rt_conn_free(struct rdma_conn *c)
 		rt_cq_reserve(d, -c->cq_share);
 	if (c->ring_mr)
 		ibv_dereg_mr(c->ring_mr);
+	for (unsigned int i = 0; i < RDMA_EXT_MAX; i++)
+		if (c->ext[i].mr)
+			ibv_dereg_mr(c->ext[i].mr);
 	if (c->buf_mr)
 		ibv_dereg_mr(c->buf_mr);
 	if (c->bufs)

@@ -129,6 +129,9 @@ struct rx_entry {
 };
 
 /* a control or a data connection: the engine's pxfer_conn */
+/* rings of other connections a sender sends payloads from, at most */
+#define RDMA_EXT_MAX 16
+
 struct rdma_conn {
 	struct pxfer_conn conn;
 	struct rdma_ctx *ctx;
@@ -170,6 +173,15 @@ struct rdma_conn {
 	int to_return;			/* our reposted receives to announce */
 	/* rings */
 	struct ibv_mr *ring_mr;
+	/* sender: other rings a payload is sent from (a broadcast chain
+	 * forwards from the ring a chunk arrived in), registered on this
+	 * connection's protection domain by rt_ring_local */
+	struct rdma_ext_ring {
+		uint64_t serial;
+		uintptr_t base;
+		size_t len;
+		struct ibv_mr *mr;
+	} ext[RDMA_EXT_MAX];
 	struct ibv_mw *ring_mw;		/* receiver: the window peers write */
 	atomic_int mw_bound;		/* its bind completed */
 	const struct pxfer_ring *ring;
@@ -359,6 +371,7 @@ int rt_ring_register(struct pxfer_conn *pc, struct pxfer_ring *r,
 		     uint8_t *blob, uint16_t *blob_len);
 int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
 		   uint16_t blob_len);
+int rt_ring_local(struct pxfer_conn *pc, const struct pxfer_ring *r);
 int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
 		  const void *payload);
 int rt_reap_sent(struct pxfer_conn *pc, uint16_t *slots, unsigned int max);

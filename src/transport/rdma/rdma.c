@@ -58,6 +58,7 @@ const struct pxfer_transport_ops pxfer_rdma_ops = {
 	.recv = rt_recv,
 	.ring_register = rt_ring_register,
 	.ring_remote = rt_ring_remote,
+	.ring_local = rt_ring_local,
 	.send_chunk = rt_send_chunk,
 	.reap_sent = rt_reap_sent,
 	.recv_chunk = rt_recv_chunk,

@@ -171,6 +171,65 @@ int rt_ring_remote(struct pxfer_conn *pc, const uint8_t *blob,
 	return 0;
 }
 
+/*
+ * Ring @r of another connection (a receiving one, on this device or
+ * another) is registered on this connection's protection domain for
+ * local reads, once: a chunk that arrived there is sent on from there.
+ * A ring mapped where an older one was (serial: a new ring) replaces it;
+ * the older one's sends were all done before it went away.
+ */
+int rt_ring_local(struct pxfer_conn *pc, const struct pxfer_ring *r)
+{
+	struct rdma_conn *c = to_rconn(pc);
+	uintptr_t base = (uintptr_t)r->base;
+	struct rdma_ext_ring *x = NULL;
+
+	if (r == c->ring)
+		return 0;
+	for (unsigned int i = 0; i < RDMA_EXT_MAX; i++) {
+		struct rdma_ext_ring *e = &c->ext[i];
+
+		if (e->mr && e->serial == r->serial)
+			return 0;
+		if (e->mr && e->base < base + r->bytes && base < e->base + e->len) {
+			ibv_dereg_mr(e->mr);
+			e->mr = NULL;
+		}
+		if (!e->mr && !x)
+			x = e;
+	}
+	if (!x)
+		return -ENOSPC;
+	x->mr = ibv_reg_mr(c->dev->pd, r->base, r->bytes, IBV_ACCESS_LOCAL_WRITE);
+	if (!x->mr)
+		return -errno;
+	x->serial = r->serial;
+	x->base = base;
+	x->len = r->bytes;
+	return 0;
+}
+
+/* the key of the memory @len bytes at @p lie in: 0, or -EFAULT when
+ * none holds them */
+static int payload_lkey(struct rdma_conn *c, const void *p, size_t len,
+			uint32_t *lkey)
+{
+	uintptr_t a = (uintptr_t)p, base = (uintptr_t)c->ring->base;
+
+	if (a >= base && a + len <= base + c->ring->bytes) {
+		*lkey = c->ring_mr->lkey;
+		return 0;
+	}
+	for (unsigned int i = 0; i < RDMA_EXT_MAX; i++) {
+		if (c->ext[i].mr && a >= c->ext[i].base &&
+		    a + len <= c->ext[i].base + c->ext[i].len) {
+			*lkey = c->ext[i].mr->lkey;
+			return 0;
+		}
+	}
+	return -EFAULT;
+}
+
 int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
 		  const void *payload)
 {
@@ -181,6 +240,7 @@ int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
 	struct ibv_sge sge[2];
 	struct ibv_send_wr wr[2], *bad;
 	ssize_t dlen;
+	uint32_t lkey;
 	int ret = rt_conn_error(c);
 
 	if (ret)
@@ -192,9 +252,12 @@ int rt_send_chunk(struct pxfer_conn *pc, const struct pxfer_chunk *ch,
 	dlen = pxfer_chunk_encode(hdr, r->hdr_size, ch);
 	if (dlen < 0)
 		return dlen;
+	ret = payload_lkey(c, payload, ch->len, &lkey);
+	if (ret)
+		return ret;
 	sge[0] = (struct ibv_sge){ .addr = (uintptr_t)payload,
 				   .length = ch->len,
-				   .lkey = c->ring_mr->lkey };
+				   .lkey = lkey };
 	sge[1] = (struct ibv_sge){ .addr = (uintptr_t)hdr, .length = dlen,
 				   .lkey = c->ring_mr->lkey };
 	memset(wr, 0, sizeof(wr));
