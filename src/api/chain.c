@@ -39,6 +39,7 @@ static void live_free(struct chain_live *l)
 		return;
 	if (l->fd >= 0)
 		close(l->fd);
+	pxfer_relay_ent_drop(l->relay, 0);
 	free(l->path);
 	free(l);
 }
@@ -122,6 +123,9 @@ static int live_entry(struct chain_src *c, struct chain_live *l,
 		e->range_off = l->range_off;
 		e->range_len = l->range_len;
 		e->stable = 1;
+		/* or its chunks as they come here, from the ring */
+		e->relay = l->relay;
+		l->relay = NULL;
 		return 1;
 	}
 	/* a whole file, named here: opened beneath the destination, and
@@ -511,6 +515,7 @@ static int hop_run(struct chain_run *r, unsigned int i)
 			.nchain = r->nhops - i - 1,
 			.reports = got,
 			.stall_secs = r->stall_secs,
+			.relay = r->relay,
 			.pass = passes > 0,
 		};
 		uint64_t files = r->st.files, bytes = r->st.bytes;

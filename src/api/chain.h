@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include "pxfer/pxfer.h"
 #include "core/proto.h"
+#include "engine/relay.h"
 #include "send/source.h"
 #include "send/walk.h"
 
@@ -36,6 +37,9 @@ struct chain_live {
 	int64_t mtime_sec;
 	uint32_t mtime_nsec;
 	int fd;				/* a range: its partial; else -1 */
+	/* a range that begins here (fd -1): its chunks come through the
+	 * relay as they arrive (engine/relay.h) */
+	struct pxfer_relay_ent *relay;
 };
 
 /*
@@ -106,6 +110,7 @@ struct chain_run {
 	unsigned int nhops;
 	char ports[PXFER_CHAIN_MAX][8];
 	int stall_secs;
+	struct pxfer_relay *relay;	/* a forwarding node's, or NULL */
 	struct chain_src src;
 	/* how each hop ended, by hops[] index, once the run is over */
 	struct pxfer_chain_report rep[PXFER_CHAIN_MAX];

@@ -40,7 +40,7 @@ static void *fwd_main(void *arg)
 
 static struct recv_fwd *fwd_start(void *arg, const struct pxfer_chain_hop *hops,
 				  unsigned int n, int basefd, const char *peer,
-				  uint32_t flags)
+				  uint32_t flags, struct pxfer_relay *relay)
 {
 	const struct pxfer_recv_opts *ro = arg;
 	struct recv_fwd *f;
@@ -71,6 +71,7 @@ static struct recv_fwd *fwd_start(void *arg, const struct pxfer_chain_hop *hops,
 	f->r.o.verify = !!(flags & PXFER_HELLO_VERIFY);
 	f->r.o.fsync = !!(flags & PXFER_HELLO_FSYNC);
 	f->r.stall_secs = ro->idle_timeout ? ro->idle_timeout : 60;
+	f->r.relay = relay;
 	f->r.nhops = n;
 	for (unsigned int i = 0; i < n; i++) {
 		f->r.hops[i] = hops[i];
@@ -111,6 +112,7 @@ static void fwd_file(struct recv_fwd *f, const struct recv_fwd_entry *e)
 		free(l);
 		if (e->fd >= 0)
 			close(e->fd);
+		pxfer_relay_ent_drop(e->relay, 0);
 		return;
 	}
 	l->size = e->size;
@@ -120,6 +122,7 @@ static void fwd_file(struct recv_fwd *f, const struct recv_fwd_entry *e)
 	l->range_off = e->range_off;
 	l->range_len = e->range_len;
 	l->fd = e->fd;
+	l->relay = e->relay;
 	chain_src_add(&f->r.src, l);
 }
 

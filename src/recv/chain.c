@@ -16,15 +16,27 @@
 
 #include "core/escape.h"
 #include "core/log.h"
+#include "core/sys.h"
 #include "recv/recv.h"
 
+/*
+ * Chunks go on from the ring unless encrypted (the slot holds the
+ * plaintext being written, and the next hop has keys of its own) or
+ * --verify (FILE_END carries the digest of the range read back from the
+ * partial, once written): then each range goes from disk once complete.
+ */
 static void chain_start(struct recv_session *s)
 {
 	const struct recv_forward *fw = s->srv->fwd;
 	char q[PXFER_QUOTE_MAX];
 
+	if (!(s->hello.flags & (PXFER_HELLO_ENCRYPT | PXFER_HELLO_VERIFY)) &&
+	    pxfer_relay_new(&s->relay)) {
+		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+		return;
+	}
 	s->fwd = fw->ops->start(fw->arg, s->hops, s->nhops, s->files.basefd,
-				s->b.cconn->peer, s->hello.flags);
+				s->b.cconn->peer, s->hello.flags, s->relay);
 	if (!s->fwd) {
 		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL,
 			   "cannot forward the session of %s down its chain",
@@ -67,6 +79,36 @@ int recv_chain_hop(struct recv_session *s, const struct pxfer_chain_hop *h)
 	return 0;
 }
 
+/*
+ * Range @id was answered with nothing held: every chunk of it comes, and
+ * goes on from the ring as it is checked (recv/worker.c), once the
+ * forwarding announced it to the next hop.
+ */
+void recv_chain_begin(struct recv_session *s, uint32_t id)
+{
+	struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, id);
+	struct pxfer_relay_ent *e;
+	struct recv_fwd_entry fe = {
+		.path = rf->path,
+		.size = rf->size,
+		.mode = rf->mode,
+		.mtime_sec = rf->times[1].tv_sec,
+		.mtime_nsec = (uint32_t)rf->times[1].tv_nsec,
+		.range_off = rf->range_off,
+		.range_len = rf->range_len,
+		.fd = -1,
+	};
+
+	if (!s->relay || !s->fwd || rf->relay)
+		return;
+	e = pxfer_relay_ent_new(s->relay, rf->range_off, rf->range_len);
+	if (!e)
+		return;		/* it goes from disk */
+	rf->relay = e;
+	fe.relay = e;
+	s->srv->fwd->ops->file(s->fwd, &fe);
+}
+
 void recv_chain_file(struct recv_session *s, uint32_t id)
 {
 	struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, id);
@@ -83,12 +125,41 @@ void recv_chain_file(struct recv_session *s, uint32_t id)
 		/* no descriptor: its pass at the end sends it */
 		if (!rf->fwd_have)
 			return;
+		/* forwarded from the ring, or to be sent from this partial
+		 * once the next hop said what it holds */
+		if (rf->relay && pxfer_relay_ent_complete(rf->relay, rf->fwd_fd)) {
+			rf->fwd_have = 0;
+			return;
+		}
 		e.range_off = rf->range_off;
 		e.range_len = rf->range_len;
 		e.fd = rf->fwd_fd;
 		rf->fwd_have = 0;
 	}
 	s->srv->fwd->ops->file(s->fwd, &e);
+}
+
+/*
+ * While chunks of this session wait for the next hop, the sender cannot
+ * send (no slot is free) and would take this node for stalled: a PING
+ * whose figure grows says it is alive and waiting on its own hop, which
+ * is for this node to cut out if it stalled (docs/protocol.md, PING).
+ */
+int recv_chain_held(struct recv_session *s)
+{
+	struct pxfer_msg m = { .type = PXFER_MSG_PING };
+	double now;
+
+	if (!pxfer_relay_held(s->relay))
+		return 0;
+	now = pxfer_now();
+	if (now - s->held_ping_at < 1.0)
+		return 0;
+	s->held_ping_at = now;
+	m.u.ping.checked = ++s->held_pings;
+	if (pxfer_ctrl_queue(&s->b.ctrl, &m))
+		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	return 0;
 }
 
 int recv_chain_fin(struct recv_session *s)
@@ -129,6 +200,9 @@ void recv_chain_end(struct recv_session *s)
 {
 	if (!s->fwd)
 		return;
+	/* nothing more goes from the ring; what waits there is given back */
+	if (s->relay)
+		pxfer_relay_close(s->relay);
 	/* a session that failed stops its forwarding; one that ended
 	 * well was over already */
 	if (s->code || s->fwd_wait)
@@ -143,6 +217,7 @@ void recv_chain_log(const struct recv_session *s, char *buf, size_t len)
 {
 	char q[PXFER_QUOTE_MAX];
 	unsigned int ok = 0, bad = 0;
+	uint64_t ring = s->relay_ring, copied = s->relay_copied;
 
 	buf[0] = 0;
 	if (!s->nhops || s->nhops < s->hops_count)
@@ -153,9 +228,12 @@ void recv_chain_log(const struct recv_session *s, char *buf, size_t len)
 		else
 			bad++;
 	}
-	snprintf(buf, len, "; forwarded on its behalf to %s:%u%s (%u of %u hops complete%s)",
+	if (s->relay)
+		pxfer_relay_counts(s->relay, &ring, &copied);
+	snprintf(buf, len, "; forwarded on its behalf to %s:%u%s (%u of %u hops complete%s; %llu bytes from the ring, %llu copied first)",
 		 pxfer_escape(q, sizeof(q), s->hops[0].host, s->hops[0].host_len),
 		 (unsigned int)s->hops[0].port,
 		 s->nhops > 1 ? " and on" : "", ok, s->nhops,
-		 bad ? ", the others failed or lost" : "");
+		 bad ? ", the others failed or lost" : "",
+		 (unsigned long long)ring, (unsigned long long)copied);
 }

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 #include "core/proto.h"
+#include "engine/relay.h"
 
 struct recv_fwd;
 
@@ -26,6 +27,9 @@ struct recv_fwd_entry {
 	 * (the callee's to close); else range_len 0 and fd -1 */
 	uint64_t range_off, range_len;
 	int fd;
+	/* a range that begins (fd -1): its chunks come through the relay
+	 * as they arrive; the callee's reference (pxfer_relay_ent_drop) */
+	struct pxfer_relay_ent *relay;
 };
 
 struct recv_forward_ops {
@@ -33,16 +37,18 @@ struct recv_forward_ops {
 	 * start - forward the session from @peer, writing below @basefd
 	 * (its destination: dup'd if kept), to the first of @hops[0..@n)
 	 * that works, in chain @hops[0].chain, protected as its HELLO
-	 * asked (@hello_flags: encrypted, the cipher, --verify, --fsync).
+	 * asked (@hello_flags: encrypted, the cipher, --verify, --fsync),
+	 * forwarding from the ring what @relay brings (or NULL).
 	 * NULL when it cannot (said).
 	 */
 	struct recv_fwd *(*start)(void *arg, const struct pxfer_chain_hop *hops,
 				  unsigned int n, int basefd, const char *peer,
-				  uint32_t hello_flags);
+				  uint32_t hello_flags, struct pxfer_relay *relay);
 	/* a FILE of the session (any type), as it comes */
 	void (*name)(struct recv_fwd *f, const char *path);
-	/* file(s) complete here: @e->fd is the callee's, even when it
-	 * drops the entry (what it drops goes in its pass at the end) */
+	/* file(s) complete here, or a range that begins (e->relay): @e->fd
+	 * and e->relay are the callee's, even when it drops the entry (what
+	 * it drops goes in its pass at the end) */
 	void (*file)(struct recv_fwd *f, const struct recv_fwd_entry *e);
 	/* the session is over: @code 0, every file in and its directories
 	 * set, so what is here goes on; else the session failed, and the

@@ -21,6 +21,7 @@
 #include "engine/check.h"
 #include "engine/handshake.h"
 #include "engine/rails.h"
+#include "engine/relay.h"
 #include "engine/session.h"
 #include "engine/tagger.h"
 #include "engine/worker.h"
@@ -88,8 +89,10 @@ struct rslot {
 	struct pxfer_digest hash[PXFER_SEG_MAX];
 	uint32_t boff[PXFER_SEG_MAX];
 	uint32_t done[PXFER_SEG_MAX];
+	/* a segment of a range forwarded from the ring (engine/relay.h) */
+	struct pxfer_relay_ent *rent[PXFER_SEG_MAX];
 	unsigned int nseg;
-	unsigned int pending;
+	unsigned int pending;		/* writes, and forwards, in flight */
 };
 
 struct recv_session;
@@ -114,6 +117,15 @@ struct rworker {
 	atomic_int rejoined;	/* the coordinator gave it a new connection */
 	int rail_down;		/* its connection was lost (metrics) */
 	int done_wake;		/* the coordinator has files to report */
+	/*
+	 * Forwarding from the ring (recv/chain.c): an item per segment of
+	 * each slot, made when first needed; the forwards done, per slot
+	 * (relay_back, from any thread), and the slots that have some
+	 * (relq, guarded by b.lock)
+	 */
+	struct pxfer_relay_item *relay_items;
+	atomic_uint *relay_back;
+	struct pxfer_idq relq;
 };
 
 static inline struct rworker *to_rworker(struct pxfer_worker *w)
@@ -190,6 +202,10 @@ struct recv_session {
 	unsigned int nhops, hops_count;
 	int any_file;
 	struct recv_fwd *fwd;
+	struct pxfer_relay *relay;	/* its chunks forwarded from the ring */
+	uint64_t relay_ring, relay_copied;	/* ... bytes, as it went */
+	uint64_t held_pings;		/* PINGs saying chunks wait for it */
+	double held_ping_at;
 	int fwd_wait;
 	struct pxfer_chain_report fwd_rep[PXFER_CHAIN_MAX];
 	unsigned int fwd_nrep;
@@ -243,8 +259,12 @@ void *recv_worker_main(void *arg);
 /*
  * chain.c: a session's part in a broadcast chain. recv_chain_hop takes
  * one CHAIN message (0, or -EPROTO / -EPERM / -ENOMEM with the session
- * failed or to fail); recv_chain_file tells the forwarding of complete
- * file @id (a range: its partial's descriptor, dup'd as it finished);
+ * failed or to fail); recv_chain_begin, of range @id answered with
+ * nothing held, whose chunks then go on from the ring (worker.c);
+ * recv_chain_file tells the forwarding of complete file @id (a range:
+ * its partial's descriptor, dup'd as it finished); recv_chain_held,
+ * each turn, tells the sender once a second while chunks wait for the
+ * next hop (0, or -1 after failing the session);
  * recv_chain_fin, at the FIN, starts the wait for the forwarding (1) or
  * says there is none (0); recv_chain_wait, each turn while it waits,
  * queues the CHAIN_REPORTs and the ACK once it is over (1), else 0, or
@@ -253,7 +273,9 @@ void *recv_worker_main(void *arg);
  * line says of it (empty without a chain).
  */
 int recv_chain_hop(struct recv_session *s, const struct pxfer_chain_hop *h);
+void recv_chain_begin(struct recv_session *s, uint32_t id);
 void recv_chain_file(struct recv_session *s, uint32_t id);
+int recv_chain_held(struct recv_session *s);
 int recv_chain_fin(struct recv_session *s);
 int recv_chain_wait(struct recv_session *s);
 void recv_chain_end(struct recv_session *s);

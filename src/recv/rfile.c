@@ -274,6 +274,7 @@ void pxfer_rfile_drop(struct pxfer_rfiles *r, uint64_t id, enum pxfer_drop how)
 		close(rf->fd);
 	if (rf->fwd_have)
 		close(rf->fwd_fd);
+	pxfer_relay_ent_put(rf->relay);
 	if (rf->wait != PXFER_WAIT_SUM)	/* nothing opened for it */
 		dcache_put(r, rf->dirfd);
 	free(rf->path);

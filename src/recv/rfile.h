@@ -27,6 +27,7 @@
 #include "core/proto.h"
 #include "engine/check.h"
 #include "recv/partial.h"
+#include "engine/relay.h"
 #include "recv/rdir.h"
 
 /* files up to this size are made unnamed, larger ones are sized at once */
@@ -83,6 +84,8 @@ struct pxfer_rfile {
 	 * partial's descriptor, for the forwarding (recv/chain.c) */
 	int fwd_fd;
 	int fwd_have;
+	/* ... or its chunks forwarded from the ring as they come */
+	struct pxfer_relay_ent *relay;
 };
 
 enum { PXFER_WAIT_NONE, PXFER_WAIT_SAME, PXFER_WAIT_SUM };

@@ -425,6 +425,9 @@ static void session_release(struct recv_session *s)
 				pxfer_tagger_release(&s->w[i].tag);
 			free(s->w[i].slots);
 			pxfer_idq_release(&s->w[i].finq);
+			free(s->w[i].relay_items);
+			free(s->w[i].relay_back);
+			pxfer_idq_release(&s->w[i].relq);
 		}
 		pxfer_workers_release(&s->b.workers);
 		free(s->w);
@@ -437,6 +440,11 @@ static void session_release(struct recv_session *s)
 		pxfer_rfiles_release(&s->files);
 	if (reached >= PXFER_RECV_ACCEPTING_DATA)
 		tables_release(s);
+	/* closed as its chain ended; the files dropped their entries */
+	if (s->relay)
+		pxfer_relay_counts(s->relay, &s->relay_ring, &s->relay_copied);
+	pxfer_relay_free(s->relay);
+	s->relay = NULL;
 	pxfer_inbox_close(&s->inbox);
 }
 

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -51,6 +52,88 @@ static int rw_prep_write(struct rworker *w, unsigned int slot, unsigned int i)
 }
 
 static int rw_write_done(struct rworker *w, uint64_t tag, int res);
+
+/* ---- forwarding from the ring (engine/relay.h) ----------------------------- */
+
+/* the forward of a segment in @it's slot is done with: from any thread */
+static void rw_relay_put(struct pxfer_relay_item *it)
+{
+	struct rworker *w = it->arg;
+
+	if (atomic_fetch_add(&w->relay_back[it->slot], 1))
+		return;		/* its slot is queued already */
+	pthread_mutex_lock(&w->b.lock);
+	/* room for every slot: one is queued at most once */
+	pxfer_idq_push(&w->relq, it->slot);
+	pthread_mutex_unlock(&w->b.lock);
+	pxfer_wake(w->b.wake_fd);
+}
+
+static void rw_slot_free(struct rworker *w, unsigned int slot);
+
+/* the slots whose forwards are done: free once their writes are too */
+static void rw_relay_back(struct rworker *w)
+{
+	uint32_t slot;
+	int got;
+
+	if (!w->relay_items)
+		return;
+	for (;;) {
+		pthread_mutex_lock(&w->b.lock);
+		got = pxfer_idq_pop(&w->relq, &slot);
+		pthread_mutex_unlock(&w->b.lock);
+		if (!got)
+			return;
+		w->slots[slot].pending -= atomic_exchange(&w->relay_back[slot], 0);
+		if (!w->slots[slot].pending)
+			rw_slot_free(w, slot);
+	}
+}
+
+/* made the first time a chunk of this worker goes on: 0 or -ENOMEM */
+static int rw_relay_init(struct rworker *w)
+{
+	unsigned int n = w->s->b.wel.slots;
+
+	w->relay_items = calloc((size_t)n * PXFER_SEG_MAX, sizeof(*w->relay_items));
+	w->relay_back = calloc(n, sizeof(*w->relay_back));
+	if (!w->relay_items || !w->relay_back || pxfer_idq_init(&w->relq, n)) {
+		free(w->relay_items);
+		free(w->relay_back);
+		w->relay_items = NULL;
+		w->relay_back = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Segment @i of the chunk in @slot, checked, goes on to the next hop from
+ * the slot (its range is forwarded as it comes): the slot stays taken
+ * until that is done too. Once its range is complete here, what could
+ * not go this way goes from disk.
+ */
+static int rw_relay(struct rworker *w, unsigned int slot, unsigned int i)
+{
+	struct rslot *rs = &w->slots[slot];
+	struct pxfer_relay_item *it;
+
+	if (!w->relay_items && rw_relay_init(w))
+		return pxfer_fail(&w->s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	it = &w->relay_items[(size_t)slot * PXFER_SEG_MAX + i];
+	it->ent = rs->rent[i];
+	it->buf = pxfer_ring_slot(&w->b.ring, slot) + rs->boff[i];
+	it->ring = &w->b.ring;
+	it->off = rs->seg[i].offset;
+	it->len = rs->seg[i].len;
+	it->put = rw_relay_put;
+	it->arg = w;
+	it->slot = slot;
+	if (pxfer_relay_push(it))
+		rs->pending++;
+	return 0;
+}
 
 /*
  * A small segment is written here and now. io_uring would hand it to one
@@ -158,6 +241,7 @@ static int rw_check(struct rworker *w, const struct pxfer_chunk *ch)
 
 		rs->fd[i] = rf->fd;
 		rs->part[i] = rf->part;
+		rs->rent[i] = rf->relay;
 	}
 	return ret;
 }
@@ -197,6 +281,10 @@ static int rw_chunk(struct rworker *w)
 					   d->seg[i].offset);
 		off += d->seg[i].len;
 	}
+	/* on to the next hop first: it does not wait for the write */
+	for (unsigned int i = 0; i < d->nseg; i++)
+		if (rs->rent[i] && rw_relay(w, d->slot, i))
+			return -1;
 	for (unsigned int i = 0; i < d->nseg; i++) {
 		ret = d->seg[i].len <= WRITE_NOW_MAX ? rw_write_now(w, d->slot, i)
 						      : rw_prep_write(w, d->slot, i);
@@ -382,6 +470,7 @@ void *recv_worker_main(void *arg)
 			io->ops->submit(io);
 		} while (n == REAP_BATCH);
 		rw_finish_queued(w);
+		rw_relay_back(w);
 		rw_tell(w);
 	}
 	rw_tell(w);	/* what a break left */

@@ -233,7 +233,6 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		      int *work)
 {
 	struct sentry *e = send_manifest_get(&s->man, k->id);
-	char q[PXFER_QUOTE_MAX];
 	int ret;
 
 	/* a FILE whose digest follows is answered once it came */
@@ -249,6 +248,22 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 					  "out of memory");
 		e->f.held = e->held;
 	}
+	/* a range forwarded from the ring: it may not need its file */
+	if (e->relay) {
+		ret = send_relay_answer(s, e, k, work);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
+	return send_file_ok_go(s, e, k, work);
+}
+
+/* file @e was answered @k: it goes to the workers, or is done with */
+int send_file_ok_go(struct send_session *s, struct sentry *e,
+		    const struct pxfer_file_ok *k, int *work)
+{
+	char q[PXFER_QUOTE_MAX];
+	int ret;
+
 	switch (k->state) {
 	case PXFER_HAVE_SAME:
 		/* the receiver is done with it: no FILE_END, no FILE_DONE */
@@ -434,6 +449,7 @@ static int stall_check(struct send_session *s)
 	uint64_t now_seen = atomic_load(&s->bytes_sent) + s->st->files +
 			    s->st->files_failed + s->st->files_same;
 	double now = pxfer_now();
+	int secs = s->p->stall_secs;
 
 	if (!s->p->stall_secs || s->b.state.now != PXFER_SEND_STREAMING ||
 	    !pxfer_fileids_in_flight(&s->man.ids) || now_seen != s->stall_seen) {
@@ -441,12 +457,18 @@ static int stall_check(struct send_session *s)
 		s->stall_since = now;
 		return 0;
 	}
-	if (now - s->stall_since < s->p->stall_secs)
+	/*
+	 * A forwarding hop that says chunks wait for its own hop is not the
+	 * one stalled: the hop after it is, which that hop cuts out within
+	 * its bound. Each hop after it may take as long, at most.
+	 */
+	if (now - (s->held_at > s->stall_since ? s->held_at : s->stall_since) < secs &&
+	    now - s->stall_since < (double)secs * (1 + s->p->nchain))
 		return 0;
 	s->p->stalled = 1;
 	return pxfer_fail(&s->b.fail, PXFER_EXIT_NET,
 			  "the receiver %s took nothing for %d s with files in flight: it is stalled",
-			  s->b.cconn->peer, s->p->stall_secs);
+			  s->b.cconn->peer, secs);
 }
 
 /*
@@ -468,6 +490,12 @@ static int dispatch(struct send_session *s, const struct pxfer_msg *m,
 	case PXFER_MSG_CREDIT:
 		return on_credit(s, &m->u.credit);
 	case PXFER_MSG_PING:
+		/* a hop whose chunks wait for the hop after it says so:
+		 * waiting on its own hop, it is not the one stalled */
+		if (s->p->nchain && m->u.ping.checked > s->held_pings) {
+			s->held_pings = m->u.ping.checked;
+			s->held_at = pxfer_now();
+		}
 		return 0;
 	case PXFER_MSG_DATA_LOST:
 		return on_data_lost(s, &m->u.lost);
@@ -677,6 +705,10 @@ int send_coordinate(struct send_session *s)
 		if (read_control(s))
 			break;
 		reap_checks(s);
+		/* chunks that came to go on from a ring wake the workers */
+		if ((s->relay_waiting && send_relay_poll(s) > 0) ||
+		    (s->relay && pxfer_relay_ready(s->relay)))
+			wake_workers(s);
 		/* the receiver counts a check that goes on as progress */
 		s->b.ctrl.ping_checked = pxfer_check_done(&s->check);
 		if (failover(s) || send_rejoin(s) || tell_sent(s) ||

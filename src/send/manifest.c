@@ -52,6 +52,11 @@ static void entry_free(struct sentry *e)
 		free(e->check->pieces);
 		free(e->check);
 	}
+	/* its relay entry is done with: all of it went, or what did not
+	 * goes from disk */
+	pxfer_relay_ent_drop(e->relay, e->f.relay && e->f.ended && !e->f.err &&
+				       e->f.sent == e->f.range_len);
+	free(e->relay_ok);
 	free(e);
 }
 
@@ -187,6 +192,11 @@ static int entry_kind(struct send_session *s, const struct pxfer_walk_entry *e,
 		s->st->files_skipped++;
 		return 0;
 	case PXFER_WALK_FILE:
+		if (e->relay) {
+			/* its bytes come from the relay: nothing to open */
+			*type = PXFER_FT_REG;
+			return 1;
+		}
 		ret = open_source(e, fd, st);
 		if (ret) {
 			pxfer_error("cannot read %s: %s",
@@ -316,6 +326,14 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 	uint8_t type;
 	int fd = -1, ret;
 
+	/* a range forwarded from the ring: announced by this session, or
+	 * not the relay's any more (it goes from disk once complete) */
+	if (e->relay && (!s->relay ||
+			 pxfer_relay_ent_bind(e->relay, s, s->b.ctrl.wake_fd))) {
+		pxfer_relay_ent_drop(e->relay, 0);
+		s->source->ops->ended(s->source, e->tag, &(struct send_ended){ 0 });
+		return 0;
+	}
 	if (!entry_kind(s, e, &type, &fd, &st)) {
 		if (s->source)	/* a skipped entry is done with */
 			s->source->ops->ended(s->source, e->tag,
@@ -328,8 +346,12 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 		free(se);
 		if (fd >= 0)
 			close(fd);
+		pxfer_relay_ent_drop(e->relay, 0);
 		return -ENOMEM;
 	}
+	/* dropped with the entry from now on */
+	se->relay = e->relay;
+	se->f.relay = !!e->relay;
 	memset(m, 0, sizeof(*m));
 	m->type = PXFER_MSG_FILE;
 	ret = fill_file_msg(&m->u.file, e, &st, type);
@@ -342,6 +364,7 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 					      &(struct send_ended){ .code = -ret });
 		if (fd >= 0)
 			close(fd);
+		pxfer_relay_ent_drop(se->relay, 0);
 		free(se->f.src);
 		free(se);
 		return 0;
@@ -369,12 +392,14 @@ static int feed_entry(struct send_session *s, const struct pxfer_walk_entry *e)
 		s->source->ops->ended(s->source, e->tag, &(struct send_ended){
 			.code = PXFER_CODE_CHANGED });
 		close(fd);
+		pxfer_relay_ent_drop(se->relay, 0);
 		free(se->f.src);
 		free(se);
 		return 0;
 	}
 	if (type == PXFER_FT_REG && !(se->rel = strdup(e->rel))) {
 		close(fd);
+		pxfer_relay_ent_drop(se->relay, 0);
 		free(se->f.src);
 		free(se);
 		return -ENOMEM;

@@ -161,6 +161,17 @@ int pxfer_sched_done(struct pxfer_sched *s, struct pxfer_sfile *f,
 	return first;
 }
 
+void pxfer_sched_relay(struct pxfer_sched *s, struct pxfer_sfile *f,
+		       uint32_t len)
+{
+	pthread_mutex_lock(&s->lock);
+	f->inflight++;
+	f->relay_planned += len;
+	if (f->relay_planned >= f->range_len)
+		f->all_planned = 1;
+	pthread_mutex_unlock(&s->lock);
+}
+
 int pxfer_sched_ended(struct pxfer_sched *s, struct pxfer_sfile *f)
 {
 	int ended;

@@ -43,6 +43,9 @@ struct pxfer_sfile {
 	char *src;		/* local path, for messages */
 	struct stat st;		/* as it was when announced: changed since? */
 	int stable;		/* not checked for that (walk.h) */
+	/* its bytes come from a relay, not from fd: planned so far */
+	int relay;
+	uint64_t relay_planned;
 	struct pxfer_sfile *next;	/* in the queue, then the ended list */
 };
 
@@ -87,6 +90,13 @@ int pxfer_sched_next(struct pxfer_sched *s, struct pxfer_plan *p);
  */
 int pxfer_sched_done(struct pxfer_sched *s, struct pxfer_sfile *f,
 		     uint32_t len, int err);
+
+/*
+ * pxfer_sched_relay - @len bytes of relay file @f (not queued: its
+ * chunks come from a relay) are planned; it is all planned at range_len
+ */
+void pxfer_sched_relay(struct pxfer_sched *s, struct pxfer_sfile *f,
+		       uint32_t len);
 
 /* pxfer_sched_ended - whether @f has ended (taken or not) */
 int pxfer_sched_ended(struct pxfer_sched *s, struct pxfer_sfile *f);

@@ -229,6 +229,7 @@ static void workers_stop(struct send_session *s)
 	/* after the workers: they take from the queue of chunks to send
 	 * again */
 	if (!s->w) {
+		send_relay_end(s);
 		pxfer_resendq_release(&s->resendq);
 		return;
 	}
@@ -237,8 +238,11 @@ static void workers_stop(struct send_session *s)
 	for (unsigned int i = 0; i < s->b.workers.n; i++) {
 		pxfer_worker_release(&s->w[i].b, s->b.t);
 		pxfer_tagger_release(&s->w[i].tag);
-		free(s->w[i].slots);
 	}
+	/* with the connections closed, nothing sends from another's ring */
+	send_relay_end(s);
+	for (unsigned int i = 0; i < s->b.workers.n; i++)
+		free(s->w[i].slots);
 	pxfer_workers_release(&s->b.workers);
 	free(s->w);
 	s->w = NULL;
@@ -385,6 +389,7 @@ int send_session_run(const struct pxfer_send_opts *o, struct pxfer_stats *st,
 	s->pass = p->pass;
 	s->transport = p->transport;
 	s->source = p->source;
+	s->relay = p->relay;
 	s->p = p;
 	p->nreports = 0;
 	p->stalled = 0;

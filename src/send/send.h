@@ -22,6 +22,7 @@
 #include "engine/handshake.h"
 #include "engine/progress.h"
 #include "engine/rails.h"
+#include "engine/relay.h"
 #include "engine/session.h"
 #include "engine/tagger.h"
 #include "engine/worker.h"
@@ -52,6 +53,10 @@ struct sslot {
 	uint8_t counted;		/* the scheduler counted its segments sent */
 	uint8_t sealed;			/* sealed in place (--encrypt: ciphertext) */
 	uint64_t seq;
+	/* a piece forwarded from a receiving session's ring: its bytes
+	 * there (ext_buf, or NULL once copied here), until sent */
+	struct pxfer_relay_item *ext;
+	const uint8_t *ext_buf;
 };
 
 struct send_session;
@@ -99,6 +104,10 @@ struct sentry {
 	uint64_t held_bytes;		/* the FILE_OK's held */
 	uint64_t tag;			/* from the session's source, */
 	int tagged;			/* ... which hears how it ended */
+	/* a range forwarded from the ring (engine/relay.h); answered with
+	 * what the hop holds (relay_ok), it waits for its partial here */
+	struct pxfer_relay_ent *relay;
+	struct pxfer_file_ok *relay_ok;
 };
 
 /* a file that changed while it was sent, to announce again at the end of
@@ -153,8 +162,12 @@ struct send_session {
 	struct pxfer_progress prog;
 	struct pxfer_check check;	/* the source's runs, read back */
 	struct send_pass *p;		/* what it was asked: chain, stall */
+	uint64_t held_pings;		/* a forwarding hop's, waiting on its hop, */
+	double held_at;			/* ... the last that said so */
 	uint64_t stall_seen;		/* progress the stall check saw, */
 	double stall_since;		/* ... and since when */
+	struct pxfer_relay *relay;	/* p->relay */
+	unsigned int relay_waiting;	/* entries with relay_ok */
 };
 
 /* manifest.c */
@@ -197,6 +210,31 @@ void send_draw_progress(struct send_session *s, int final);
  * coordinator: 0, or -1 after failing the session.
  * send_rejoin_stop: before the workers are released.
  */
+int send_file_ok_go(struct send_session *s, struct sentry *e,
+		    const struct pxfer_file_ok *k, int *work);
+
+/*
+ * relayed.c: the ranges whose chunks a receiving session of this node
+ * forwards from its ring (engine/relay.h). send_relay_answer takes the
+ * hop's FILE_OK of such a range: 1 when that is all for now (its chunks
+ * come from the relay, or it waits for its partial), 0 to go on as for
+ * any file, -1 after failing the session; send_relay_poll, each turn
+ * while some wait, sends those whose partial is complete (1: the
+ * workers have work, 0, or -1); send_relay_fill, a worker's, plans the
+ * next piece from the relay into @slot (1), or finds none (0);
+ * send_relay_local gets a piece's bytes to where the connection can
+ * send them from, copying them into the slot if need be; send_relay_sent
+ * is told a slot's piece is done with; send_relay_end, as the session
+ * ends, gives back every piece it holds.
+ */
+int send_relay_answer(struct send_session *s, struct sentry *e,
+		      const struct pxfer_file_ok *k, int *work);
+int send_relay_poll(struct send_session *s);
+int send_relay_fill(struct sworker *w, unsigned int slot);
+const uint8_t *send_relay_local(struct sworker *w, unsigned int slot);
+void send_relay_sent(struct sslot *ss);
+void send_relay_end(struct send_session *s);
+
 int send_rejoin(struct send_session *s);
 void send_rejoin_stop(struct send_session *s);
 const char *send_rail_name(struct send_session *s, struct sworker *w);

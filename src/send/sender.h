@@ -38,6 +38,9 @@ struct send_pass {
 	 * before the session fails as stalled (PXFER_EXIT_NET); 0: never */
 	int stall_secs;
 	int stalled;		/* it did */
+	/* a forwarding node's: the chunks of the ranges its source gives
+	 * with a relay entry come from there (engine/relay.h), or NULL */
+	struct pxfer_relay *relay;
 };
 
 /*

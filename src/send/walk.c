@@ -408,6 +408,8 @@ int pxfer_walk_next(struct pxfer_walk *w, struct pxfer_walk_entry *e)
 		e->tag = 0;
 		e->range_off = 0;
 		e->range_len = 0;
+		e->stable = 0;
+		e->relay = NULL;
 		if (w->depth)
 			ret = next_in_dir(w, e);
 		else if (w->next_root < w->nroots)

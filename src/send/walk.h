@@ -36,6 +36,8 @@ enum pxfer_walk_kind {
 	PXFER_WALK_ERROR,	/* could not be read: err says why */
 };
 
+struct pxfer_relay_ent;
+
 struct pxfer_walk_entry {
 	enum pxfer_walk_kind kind;
 	const char *src;	/* local path (for open, and for messages) */
@@ -57,6 +59,10 @@ struct pxfer_walk_entry {
 	 * though the file's size and times may (a partial being filled in
 	 * elsewhere): not checked for change at its end */
 	int stable;
+	/* a range whose chunks come through this relay entry as another
+	 * session receives them (engine/relay.h; fd -1): the session's to
+	 * drop (pxfer_relay_ent_drop) */
+	struct pxfer_relay_ent *relay;
 };
 
 /*

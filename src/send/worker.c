@@ -69,6 +69,8 @@ static int sw_reap_sent(struct sworker *w)
 			/* a chunk sent again was counted the first time: its
 			 * files may be done with and gone by now */
 			sw_count(s, &w->slots[done[k]]);
+			/* a piece from another's ring: it may go back there */
+			send_relay_sent(&w->slots[done[k]]);
 			pthread_mutex_lock(&w->b.lock);
 			pxfer_credits_put(&w->b.cred, done[k]);
 			pthread_mutex_unlock(&w->b.lock);
@@ -146,7 +148,8 @@ static int sw_send_slot(struct sworker *w, unsigned int slot)
 {
 	struct send_session *s = w->s;
 	struct sslot *ss = &w->slots[slot];
-	uint8_t *buf = pxfer_ring_slot(&w->b.ring, slot);
+	/* a piece forwarded from the ring is sent from there (no copy) */
+	uint8_t *buf = (uint8_t *)send_relay_local(w, slot);
 	struct pxfer_chunk *d = &w->desc;
 	int ret;
 
@@ -279,8 +282,14 @@ static int sw_resend(struct sworker *w, unsigned int slot)
 	}
 	from = container_of(r.from, struct sworker, rs);
 	ss->plan = from->slots[r.slot].plan;
-	memcpy(pxfer_ring_slot(&w->b.ring, slot),
-	       pxfer_ring_slot(&from->b.ring, r.slot), ss->plan.len);
+	/* a piece from another's ring goes from there again */
+	ss->ext = from->slots[r.slot].ext;
+	ss->ext_buf = from->slots[r.slot].ext_buf;
+	from->slots[r.slot].ext = NULL;
+	from->slots[r.slot].ext_buf = NULL;
+	if (!ss->ext_buf)
+		memcpy(pxfer_ring_slot(&w->b.ring, slot),
+		       pxfer_ring_slot(&from->b.ring, r.slot), ss->plan.len);
 	/* its ring may take a new connection once none is left there */
 	pxfer_resendq_copied(&r);
 	memset(ss->err, 0, sizeof(ss->err));
@@ -327,6 +336,7 @@ int send_worker_requeue(struct send_session *s, struct sworker *w)
 		if (ss->state == SS_SENT && ss->seq < w->b.lost_seq) {
 			/* the receiver took it, if its completion never came */
 			sw_count(s, ss);
+			send_relay_sent(ss);
 			continue;
 		}
 		if (ss->state != SS_SENT && ss->state != SS_FILLED)
@@ -368,6 +378,9 @@ static int sw_fill_one(struct sworker *w)
 	ss->sealed = 0;
 	if (pxfer_resendq_waiting(&s->resendq))
 		return sw_resend(w, slot);
+	/* what a receiving session of this node forwards from its ring */
+	if (s->relay && send_relay_fill(w, slot))
+		return sw_send_slot(w, slot) ? -1 : 1;
 	if (!pxfer_sched_next(&s->sched, &ss->plan)) {
 		ss->state = SS_IDLE;
 		sw_unuse(w, slot);

@@ -180,11 +180,18 @@ for ((i = 1; i <= N; i++)); do
 	tree_equal "$src" "$SCRATCH/d$i/src"
 	[ "$(hop_state "$T/all.json" $i)" = complete ] || fail "receiver $i not complete in the --json"
 done
+# each forwarding node sent the large file's chunks on from its ring as
+# they came (the small files go once complete), copying none first
+big_bytes=$((BIG_MIB << 20))
 for ((i = 1; i < N; i++)); do
 	check_grep "forwarded on its behalf to $net.$((21 + i)):7471" "$T/recv$i.log" \
 		"receiver $i's log line names the hop it forwarded to"
+	read -r ring copied < <(sed -n 's/.*; \([0-9]*\) bytes from the ring, \([0-9]*\) copied first).*/\1 \2/p' \
+		"$T/recv$i.log" | tail -n 1)
+	[ "${ring:-0}" -ge $((big_bytes * 9 / 10)) ] && [ "${copied:-1}" -eq 0 ] ||
+		fail_logs "receiver $i forwarded ${ring:-no} bytes from its ring (${copied:-?} copied): not the large file's" "$T/recv$i.log"
 done
-ok "$N receivers identical to the source in $secs s ($tree_mib MiB over $RATE links)"
+ok "$N receivers identical to the source in $secs s ($tree_mib MiB over $RATE links); each hop forwarded the large file from its ring"
 stop_recvs
 
 note "receiver 2 killed mid-transfer; then the same command again"

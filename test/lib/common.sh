@@ -35,6 +35,8 @@ export PXFER_SECRET=e2e-shared-secret-0123456789
 fail()
 {
 	echo "FAIL: $*" >&2
+	# PXFER_TEST_KEEP=DIR: its files are kept there, to look at
+	[ -n "${PXFER_TEST_KEEP:-}" ] && cp -r "$T" "$PXFER_TEST_KEEP" 2>/dev/null
 	exit 1
 }
 

@@ -109,7 +109,8 @@
 #      pxfer send --each to 2 receivers, one on each server device (rxe0,
 #      rxe2), each with a destination of its own: the tree and a 160 MiB
 #      file, the first receiver forwarding to the second, every hop over
-#      rdma: both copies intact, the first's log names the hop it
+#      rdma, the large file's chunks from the ring they arrived in with
+#      none copied first: both copies intact, the first's log names the hop it
 #      forwarded to, the second's an rdma session from it, the --json
 #      both receivers complete
 #   many
@@ -1740,6 +1741,15 @@ case_chain()
 	done
 	grep_log "forwarded on its behalf to $SRV_ADDR2:$p2" "$log1" "$log" || rc=1
 	grep_log "received .* over rdma .*: complete" "$log2" "$log" || rc=1
+	# the first forwarded the large file from its ring: every such chunk
+	# posted from the receive slot (registered on the sending side's
+	# protection domain), none copied into a sending ring first
+	python3 - "$log1" >>"$log" 2>&1 <<'PY' || rc=1
+import re, sys
+m = re.findall(r"; (\d+) bytes from the ring, (\d+) copied first\)", open(sys.argv[1]).read())
+print("chain: from the ring, copied:", m)
+assert m and int(m[-1][0]) >= (160 << 20) * 9 // 10 and int(m[-1][1]) == 0, m
+PY
 	python3 - "$out" >>"$log" 2>&1 <<'PY' || rc=1
 import json, sys
 j = json.load(open(sys.argv[1]))
