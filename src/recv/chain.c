@@ -84,43 +84,42 @@ int recv_chain_hop(struct recv_session *s, const struct pxfer_chain_hop *h)
  * goes on from the ring as it is checked (recv/worker.c), once the
  * forwarding announced it to the next hop.
  */
-void recv_chain_begin(struct recv_session *s, uint32_t id)
+/* what the forwarding is told of file @rf (no range, no descriptor) */
+static void fwd_entry(const struct pxfer_rfile *rf, struct recv_fwd_entry *e)
 {
-	struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, id);
-	struct pxfer_relay_ent *e;
-	struct recv_fwd_entry fe = {
+	*e = (struct recv_fwd_entry){
 		.path = rf->path,
 		.size = rf->size,
 		.mode = rf->mode,
 		.mtime_sec = rf->times[1].tv_sec,
 		.mtime_nsec = (uint32_t)rf->times[1].tv_nsec,
-		.range_off = rf->range_off,
-		.range_len = rf->range_len,
 		.fd = -1,
 	};
+}
+
+void recv_chain_begin(struct recv_session *s, uint32_t id)
+{
+	struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, id);
+	struct recv_fwd_entry fe;
 
 	if (!s->relay || !s->fwd || rf->relay)
 		return;
-	e = pxfer_relay_ent_new(s->relay, rf->range_off, rf->range_len);
-	if (!e)
+	rf->relay = pxfer_relay_ent_new(s->relay, rf->range_off, rf->range_len);
+	if (!rf->relay)
 		return;		/* it goes from disk */
-	rf->relay = e;
-	fe.relay = e;
+	fwd_entry(rf, &fe);
+	fe.range_off = rf->range_off;
+	fe.range_len = rf->range_len;
+	fe.relay = rf->relay;
 	s->srv->fwd->ops->file(s->fwd, &fe);
 }
 
 void recv_chain_file(struct recv_session *s, uint32_t id)
 {
 	struct pxfer_rfile *rf = pxfer_rfile_get(&s->files, id);
-	struct recv_fwd_entry e = {
-		.path = rf->path,
-		.size = rf->size,
-		.mode = rf->mode,
-		.mtime_sec = rf->times[1].tv_sec,
-		.mtime_nsec = (uint32_t)rf->times[1].tv_nsec,
-		.fd = -1,
-	};
+	struct recv_fwd_entry e;
 
+	fwd_entry(rf, &e);
 	if (rf->range_len) {
 		/* no descriptor: its pass at the end sends it */
 		if (!rf->fwd_have)
@@ -150,16 +149,16 @@ int recv_chain_held(struct recv_session *s)
 	struct pxfer_msg m = { .type = PXFER_MSG_PING };
 	double now;
 
-	if (!pxfer_relay_held(s->relay))
+	if (!s->relay || !pxfer_relay_held(s->relay))
 		return 0;
 	now = pxfer_now();
 	if (now - s->held_ping_at < 1.0)
-		return 0;
+		return 1;
 	s->held_ping_at = now;
 	m.u.ping.checked = ++s->held_pings;
 	if (pxfer_ctrl_queue(&s->b.ctrl, &m))
-		return pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
-	return 0;
+		pxfer_fail(&s->b.fail, PXFER_EXIT_LOCAL, "out of memory");
+	return 1;
 }
 
 int recv_chain_fin(struct recv_session *s)

@@ -227,8 +227,7 @@ static int file_ok(struct recv_session *s, uint64_t id, uint64_t size)
 		if (rf->shared && hold_outside(s, id, rf, size))
 			return -1;
 		s->bytes_resumed += ok->held;
-		/* all of a range comes: it goes on as it comes */
-		if (rf->shared && !ok->nrun && s->fwd)
+		if (rf->shared && !ok->nrun && s->fwd)	/* all of it comes */
 			recv_chain_begin(s, id);
 	}
 	if (pxfer_ctrl_queue(&s->b.ctrl, &s->ok))
@@ -661,8 +660,7 @@ static int idle_check(struct recv_session *s)
 	/* a partial being read back is the receiver's own work, and so
 	 * are chunks that wait to go on to the next hop of its chain */
 	if (progress != s->progress_seen || atomic_load(&s->busy) ||
-	    pxfer_check_pending(&s->check) ||
-	    (s->relay && pxfer_relay_held(s->relay))) {
+	    pxfer_check_pending(&s->check) || recv_chain_held(s)) {
 		s->progress_seen = progress;
 		s->idle_since = now;
 		return 0;
@@ -792,8 +790,6 @@ int recv_coordinate(struct recv_session *s)
 		    idle_check(s) || grant_credits(s))
 			break;
 		if (s->fwd_wait && recv_chain_wait(s) < 0)
-			break;
-		if (s->relay && recv_chain_held(s))
 			break;
 	}
 	if (s->b.state.now == PXFER_RECV_FINISHING &&

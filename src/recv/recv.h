@@ -263,8 +263,8 @@ void *recv_worker_main(void *arg);
  * nothing held, whose chunks then go on from the ring (worker.c);
  * recv_chain_file tells the forwarding of complete file @id (a range:
  * its partial's descriptor, dup'd as it finished); recv_chain_held,
- * each turn, tells the sender once a second while chunks wait for the
- * next hop (0, or -1 after failing the session);
+ * each turn, says whether chunks wait for the next hop (1: the session
+ * is not idle), and tells the sender so once a second;
  * recv_chain_fin, at the FIN, starts the wait for the forwarding (1) or
  * says there is none (0); recv_chain_wait, each turn while it waits,
  * queues the CHAIN_REPORTs and the ACK once it is over (1), else 0, or

@@ -53,6 +53,17 @@ static int rw_prep_write(struct rworker *w, unsigned int slot, unsigned int i)
 
 static int rw_write_done(struct rworker *w, uint64_t tag, int res);
 
+/* the next id of @q, a queue the worker's lock guards: 1, or 0 if none */
+static int rw_pop(struct rworker *w, struct pxfer_idq *q, uint32_t *id)
+{
+	int got;
+
+	pthread_mutex_lock(&w->b.lock);
+	got = pxfer_idq_pop(q, id);
+	pthread_mutex_unlock(&w->b.lock);
+	return got;
+}
+
 /* ---- forwarding from the ring (engine/relay.h) ----------------------------- */
 
 /* the forward of a segment in @it's slot is done with: from any thread */
@@ -75,16 +86,10 @@ static void rw_slot_free(struct rworker *w, unsigned int slot);
 static void rw_relay_back(struct rworker *w)
 {
 	uint32_t slot;
-	int got;
 
 	if (!w->relay_items)
 		return;
-	for (;;) {
-		pthread_mutex_lock(&w->b.lock);
-		got = pxfer_idq_pop(&w->relq, &slot);
-		pthread_mutex_unlock(&w->b.lock);
-		if (!got)
-			return;
+	while (rw_pop(w, &w->relq, &slot)) {
 		w->slots[slot].pending -= atomic_exchange(&w->relay_back[slot], 0);
 		if (!w->slots[slot].pending)
 			rw_slot_free(w, slot);
@@ -388,16 +393,9 @@ static int rw_receive(struct rworker *w)
 static void rw_finish_queued(struct rworker *w)
 {
 	uint32_t id;
-	int got;
 
-	for (;;) {
-		pthread_mutex_lock(&w->b.lock);
-		got = pxfer_idq_pop(&w->finq, &id);
-		pthread_mutex_unlock(&w->b.lock);
-		if (!got)
-			return;
+	while (rw_pop(w, &w->finq, &id))
 		rw_complete(w, id);
-	}
 }
 
 /* at the end of a turn, the coordinator hears of it all at once */

@@ -229,6 +229,9 @@ static void source_ended(struct send_session *s, struct sentry *e, int code,
 		.code = code, .again = again, .same = same, .bytes = e->f.sent });
 }
 
+static int file_ok_go(struct send_session *s, struct sentry *e,
+		      const struct pxfer_file_ok *k, int *work);
+
 static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		      int *work)
 {
@@ -254,12 +257,12 @@ static int on_file_ok(struct send_session *s, const struct pxfer_file_ok *k,
 		if (ret)
 			return ret < 0 ? ret : 0;
 	}
-	return send_file_ok_go(s, e, k, work);
+	return file_ok_go(s, e, k, work);
 }
 
 /* file @e was answered @k: it goes to the workers, or is done with */
-int send_file_ok_go(struct send_session *s, struct sentry *e,
-		    const struct pxfer_file_ok *k, int *work)
+static int file_ok_go(struct send_session *s, struct sentry *e,
+		      const struct pxfer_file_ok *k, int *work)
 {
 	char q[PXFER_QUOTE_MAX];
 	int ret;
@@ -706,7 +709,7 @@ int send_coordinate(struct send_session *s)
 			break;
 		reap_checks(s);
 		/* chunks that came to go on from a ring wake the workers */
-		if ((s->relay_waiting && send_relay_poll(s) > 0) ||
+		if ((s->relay_waiting && send_relay_poll(s, file_ok_go) > 0) ||
 		    (s->relay && pxfer_relay_ready(s->relay)))
 			wake_workers(s);
 		/* the receiver counts a check that goes on as progress */

@@ -49,7 +49,7 @@ int send_relay_answer(struct send_session *s, struct sentry *e,
 	return 1;
 }
 
-int send_relay_poll(struct send_session *s)
+int send_relay_poll(struct send_session *s, send_file_go_fn go)
 {
 	int work = 0;
 
@@ -67,7 +67,7 @@ int send_relay_poll(struct send_session *s)
 		k = e->relay_ok;
 		e->relay_ok = NULL;
 		s->relay_waiting--;
-		ret = send_file_ok_go(s, e, k, &work);
+		ret = go(s, e, k, &work);
 		free(k);
 		if (ret)
 			return -1;

@@ -210,8 +210,6 @@ void send_draw_progress(struct send_session *s, int final);
  * coordinator: 0, or -1 after failing the session.
  * send_rejoin_stop: before the workers are released.
  */
-int send_file_ok_go(struct send_session *s, struct sentry *e,
-		    const struct pxfer_file_ok *k, int *work);
 
 /*
  * relayed.c: the ranges whose chunks a receiving session of this node
@@ -219,8 +217,8 @@ int send_file_ok_go(struct send_session *s, struct sentry *e,
  * hop's FILE_OK of such a range: 1 when that is all for now (its chunks
  * come from the relay, or it waits for its partial), 0 to go on as for
  * any file, -1 after failing the session; send_relay_poll, each turn
- * while some wait, sends those whose partial is complete (1: the
- * workers have work, 0, or -1); send_relay_fill, a worker's, plans the
+ * while some wait, has @go (the coordinator's) take up those whose
+ * partial is complete (1: the workers have work, 0, or -1); send_relay_fill, a worker's, plans the
  * next piece from the relay into @slot (1), or finds none (0);
  * send_relay_local gets a piece's bytes to where the connection can
  * send them from, copying them into the slot if need be; send_relay_sent
@@ -229,7 +227,9 @@ int send_file_ok_go(struct send_session *s, struct sentry *e,
  */
 int send_relay_answer(struct send_session *s, struct sentry *e,
 		      const struct pxfer_file_ok *k, int *work);
-int send_relay_poll(struct send_session *s);
+typedef int (*send_file_go_fn)(struct send_session *s, struct sentry *e,
+			       const struct pxfer_file_ok *k, int *work);
+int send_relay_poll(struct send_session *s, send_file_go_fn go);
 int send_relay_fill(struct sworker *w, unsigned int slot);
 const uint8_t *send_relay_local(struct sworker *w, unsigned int slot);
 void send_relay_sent(struct sslot *ss);

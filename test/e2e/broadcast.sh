@@ -188,8 +188,9 @@ for ((i = 1; i < N; i++)); do
 		"receiver $i's log line names the hop it forwarded to"
 	read -r ring copied < <(sed -n 's/.*; \([0-9]*\) bytes from the ring, \([0-9]*\) copied first).*/\1 \2/p' \
 		"$T/recv$i.log" | tail -n 1)
-	[ "${ring:-0}" -ge $((big_bytes * 9 / 10)) ] && [ "${copied:-1}" -eq 0 ] ||
+	if [ "${ring:-0}" -lt $((big_bytes * 9 / 10)) ] || [ "${copied:-1}" -ne 0 ]; then
 		fail_logs "receiver $i forwarded ${ring:-no} bytes from its ring (${copied:-?} copied): not the large file's" "$T/recv$i.log"
+	fi
 done
 ok "$N receivers identical to the source in $secs s ($tree_mib MiB over $RATE links); each hop forwarded the large file from its ring"
 stop_recvs
