@@ -94,19 +94,9 @@ ok "tree: $(find "$src" -type f | wc -l) files, $tree_mib MiB"
 RPID=()
 start_recv_ns()
 {
-	local i=$1 n=${pfx}r$1 k
-
-	mkdir -p "$SCRATCH/d$i"
-	ip netns exec "$n" "$PXFER" recv --port 7471 --dir "$SCRATCH/d$i" \
-		--idle-timeout $IDLE >>"$T/recv$i.log" 2>&1 &
-	RPID[i]=$!
-	track "${RPID[$i]}"
-	for ((k = 0; k < 100; k++)); do
-		ip netns exec "$n" ss -ltn 2>/dev/null | grep -q ':7471 ' && return 0
-		sleep 0.1
-	done
-	cat "$T/recv$i.log" >&2
-	fail "receiver $i did not listen"
+	mkdir -p "$SCRATCH/d$1"
+	node_recv "${pfx}r$1" "$T/recv$1.log" --dir "$SCRATCH/d$1" --idle-timeout $IDLE
+	RPID[$1]=$NODE_PID
 }
 stop_recvs()
 {

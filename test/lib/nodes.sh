@@ -15,6 +15,11 @@
 #   node NAME ADDR            a namespace NAME with a veth (NAMEn inside,
 #                             NAMEh on the bridge, MTU 9000) at ADDR/24,
 #                             its egress shaped to RATE
+#   node_recv NAME LOG ARGS...
+#                             pxfer recv --port 7471 ARGS in node NAME,
+#                             its output appended to LOG, tracked: once it
+#                             listens, NODE_PID is its pid; else the test
+#                             fails with LOG
 #
 # A test that must run more at exit (Slurm's daemons) calls
 # _nodes_cleanup from its own trap.
@@ -59,4 +64,20 @@ node()
 	ip -n "$1" link set lo up
 	ip netns exec "$1" tc qdisc add dev "$1n" root tbf rate "$_nodes_rate" \
 		burst 1mb latency 50ms || fail "tc on $1"
+}
+
+node_recv()
+{
+	local n=$1 log=$2 k
+
+	shift 2
+	ip netns exec "$n" "$PXFER" recv --port 7471 "$@" >>"$log" 2>&1 &
+	NODE_PID=$!
+	track "$NODE_PID"
+	for ((k = 0; k < 100; k++)); do
+		ip netns exec "$n" ss -ltn 2>/dev/null | grep -q ':7471 ' && return 0
+		sleep 0.1
+	done
+	cat "$log" >&2
+	fail "the receiver in $n did not listen"
 }
