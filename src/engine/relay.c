@@ -53,13 +53,14 @@ static void item_drop(struct pxfer_relay_item *it, struct pxfer_relay_item **bac
 	*back = it;
 }
 
-static void put_back(struct pxfer_relay_item *back)
+/* without the lock: @back's entries may be gone, not @r */
+static void put_back(struct pxfer_relay *r, struct pxfer_relay_item *back)
 {
 	struct pxfer_relay_item *next;
 
 	for (; back; back = next) {
 		next = back->next;
-		atomic_fetch_sub(&back->ent->r->held, 1);
+		atomic_fetch_sub(&r->held, 1);
 		back->put(back);
 	}
 }
@@ -137,7 +138,7 @@ void pxfer_relay_close(struct pxfer_relay *r)
 	for (struct pxfer_relay_ent *e = r->ents; e; e = e->next)
 		ent_kill(e, &back);
 	pthread_mutex_unlock(&r->lock);
-	put_back(back);
+	put_back(r, back);
 }
 
 void pxfer_relay_free(struct pxfer_relay *r)
@@ -219,7 +220,7 @@ static void ent_put(struct pxfer_relay_ent *e, int consumer, int sent)
 	e->refs--;
 	ent_free_maybe(e);
 	pthread_mutex_unlock(&r->lock);
-	put_back(back);
+	put_back(r, back);
 }
 
 void pxfer_relay_ent_put(struct pxfer_relay_ent *e)
@@ -278,7 +279,7 @@ int pxfer_relay_push(struct pxfer_relay_item *it)
 	}
 	pthread_mutex_unlock(&r->lock);
 	if (!held) {
-		put_back(it->next);
+		put_back(r, it->next);
 		it->next = NULL;
 	}
 	wake(wake_fd);
@@ -351,7 +352,7 @@ void pxfer_relay_ent_answer(struct pxfer_relay_ent *e, void *sfile, int fresh)
 		ent_flush(e, &back);
 	}
 	pthread_mutex_unlock(&r->lock);
-	put_back(back);
+	put_back(r, back);
 	wake(wake_fd);
 }
 
@@ -445,5 +446,5 @@ void pxfer_relay_detach(struct pxfer_relay *r, void *sess)
 		if (e->sess == sess && e->state != PXFER_RELAY_DEAD)
 			ent_kill(e, &back);
 	pthread_mutex_unlock(&r->lock);
-	put_back(back);
+	put_back(r, back);
 }

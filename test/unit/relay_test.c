@@ -184,6 +184,29 @@ static void test_off_done(void)
 	pxfer_relay_free(r);
 }
 
+/* the last reference dropped with chunks waiting: they go back, and the
+ * entry with them (under ASan: nothing reads it after) */
+static void test_last_drop(void)
+{
+	struct pxfer_relay *r;
+	struct pxfer_relay_ent *e;
+	int sess;
+
+	T_EXPECT(pxfer_relay_new(&r) == 0, "new");
+	e = pxfer_relay_ent_new(r, 0, 200);
+	pxfer_relay_ent_put(e);		/* the producer's range is complete */
+	T_EXPECT(pxfer_relay_ent_bind(e, &sess, -1) == 0, "bind");
+	T_EXPECT(pxfer_relay_push(item(0, e, 0, 100)) == 1, "push 0");
+	T_EXPECT(pxfer_relay_push(item(1, e, 100, 100)) == 1, "push 1");
+	pxfer_relay_ent_drop(e, 0);
+	T_EXPECT(atomic_load(&nput[0]) == 1 && atomic_load(&nput[1]) == 1,
+		 "put %u and %u times", atomic_load(&nput[0]),
+		 atomic_load(&nput[1]));
+	T_EXPECT(pxfer_relay_held(r) == 0, "held %u", pxfer_relay_held(r));
+	pxfer_relay_close(r);
+	pxfer_relay_free(r);
+}
+
 /* ---- threads ------------------------------------------------------------- */
 
 struct shared {
@@ -236,6 +259,7 @@ int main(void)
 	test_unbound();
 	test_live();
 	test_off_done();
+	test_last_drop();
 	test_threads();
 	return t_result();
 }
