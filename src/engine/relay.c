@@ -127,6 +127,7 @@ static void ent_kill(struct pxfer_relay_ent *e, struct pxfer_relay_item **back)
 	ent_flush(e, back);
 	e->state = PXFER_RELAY_DEAD;
 	e->sess = e->sfile = NULL;
+	e->wake_fd = -1;
 }
 
 void pxfer_relay_close(struct pxfer_relay *r)
@@ -233,6 +234,8 @@ void pxfer_relay_ent_drop(struct pxfer_relay_ent *e, int sent)
 	ent_put(e, 1, sent);
 }
 
+/* with the lock held: a consumer's descriptor is good until it
+ * detaches, which takes the lock */
 static void wake(int fd)
 {
 	if (fd >= 0)
@@ -243,7 +246,7 @@ int pxfer_relay_push(struct pxfer_relay_item *it)
 {
 	struct pxfer_relay_ent *e = it->ent;
 	struct pxfer_relay *r = e->r;
-	int wake_fd = -1, held = 1;
+	int held = 1;
 
 	it->next = NULL;
 	it->taken = 0;
@@ -255,7 +258,7 @@ int pxfer_relay_push(struct pxfer_relay_item *it)
 		else
 			r->head = it;
 		r->tail = it;
-		wake_fd = e->wake_fd;
+		wake(e->wake_fd);
 	} else if (e->state == PXFER_RELAY_PENDING &&
 		   (e->sess || r->unbound < PXFER_RELAY_UNBOUND_MAX)) {
 		if (e->tail)
@@ -282,14 +285,13 @@ int pxfer_relay_push(struct pxfer_relay_item *it)
 		put_back(r, it->next);
 		it->next = NULL;
 	}
-	wake(wake_fd);
 	return held;
 }
 
 int pxfer_relay_ent_complete(struct pxfer_relay_ent *e, int fd)
 {
 	struct pxfer_relay *r = e->r;
-	int ret = 1, wake_fd = -1;
+	int ret = 1;
 
 	pthread_mutex_lock(&r->lock);
 	switch (e->state) {
@@ -300,13 +302,13 @@ int pxfer_relay_ent_complete(struct pxfer_relay_ent *e, int fd)
 	case PXFER_RELAY_PENDING:
 	case PXFER_RELAY_OFF:
 		e->fd = fd;
-		wake_fd = e->state == PXFER_RELAY_OFF ? e->wake_fd : -1;
+		if (e->state == PXFER_RELAY_OFF)
+			wake(e->wake_fd);
 		break;
 	default:
 		ret = 0;
 	}
 	pthread_mutex_unlock(&r->lock);
-	wake(wake_fd);
 	return ret;
 }
 
@@ -332,7 +334,6 @@ void pxfer_relay_ent_answer(struct pxfer_relay_ent *e, void *sfile, int fresh)
 {
 	struct pxfer_relay *r = e->r;
 	struct pxfer_relay_item *back = NULL;
-	int wake_fd = -1;
 
 	pthread_mutex_lock(&r->lock);
 	if (e->state == PXFER_RELAY_PENDING && fresh) {
@@ -345,7 +346,7 @@ void pxfer_relay_ent_answer(struct pxfer_relay_ent *e, void *sfile, int fresh)
 				r->head = e->head;
 			r->tail = e->tail;
 			e->head = e->tail = NULL;
-			wake_fd = e->wake_fd;
+			wake(e->wake_fd);
 		}
 	} else if (e->state == PXFER_RELAY_PENDING) {
 		e->state = PXFER_RELAY_OFF;
@@ -353,7 +354,6 @@ void pxfer_relay_ent_answer(struct pxfer_relay_ent *e, void *sfile, int fresh)
 	}
 	pthread_mutex_unlock(&r->lock);
 	put_back(r, back);
-	wake(wake_fd);
 }
 
 int pxfer_relay_ent_fd(struct pxfer_relay_ent *e)
