@@ -168,28 +168,43 @@ check_extra "receiver 2 lost" "$before"
 stop_recvs
 
 note "mpirun --enable-recovery -np $RANKS; rank 2 killed mid-job"
-rm -rf "$dst" && mkdir -p "$dst"
-start_recv_ns 0 b
-start_recv_ns 1 b
-before=$(sent_bytes)
-# --enable-recovery: the other ranks go on when one dies
-timeout -k 5 $limit mpirun --oversubscribe --enable-recovery -np $RANKS \
-	"$WRAP" "${pfx}s" "$GW" \
-	"$PXFER" send -j 2 --range-size ${RANGE_MIB}M --json "$src" --to "$to" \
-	>"$T/recover.json" 2>"$T/recover.err" &
-job=$!
-track $job
-wait_for 60 rank_pid 2 >/dev/null ||
-	{ cat "$T/recover.err" >&2; fail "rank 2 did not start"; }
-victim=$(rank_pid 2)
-wait_for 120 dst_over $((BIG_MIB * 3 / 8)) || { cat "$T/recover.err" >&2; fail "the job did not get going"; }
-wait_for 30 rank_sending 2 || { cat "$T/recover.err" >&2; fail "rank 2 never sent"; }
-kill -KILL "$victim" || fail "rank 2 ended before it could be killed"
-wait_pid $job $limit
-sed 's/^/    mpirun: /' "$T/recover.err"
-tree_equal "$src" "$dst/src"
-again=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["units_again"])' \
-	"$T/recover.json") || { cat "$T/recover.json" >&2; fail "no outcome from rank 0"; }
+# recover TRY - one job, rank 2 killed while it sends: again= the units
+# rank 0 handed out again
+recover()
+{
+	local victim
+
+	rm -rf "$dst" && mkdir -p "$dst"
+	start_recv_ns 0 "b$1"
+	start_recv_ns 1 "b$1"
+	before=$(sent_bytes)
+	# --enable-recovery: the other ranks go on when one dies
+	timeout -k 5 $limit mpirun --oversubscribe --enable-recovery -np $RANKS \
+		"$WRAP" "${pfx}s" "$GW" \
+		"$PXFER" send -j 2 --range-size ${RANGE_MIB}M --json "$src" --to "$to" \
+		>"$T/recover.json" 2>"$T/recover.err" &
+	job=$!
+	track $job
+	wait_for 60 rank_pid 2 >/dev/null ||
+		{ cat "$T/recover.err" >&2; fail "rank 2 did not start"; }
+	victim=$(rank_pid 2)
+	wait_for 120 dst_over $((BIG_MIB * 3 / 8)) || { cat "$T/recover.err" >&2; fail "the job did not get going"; }
+	wait_for 30 rank_sending 2 || { cat "$T/recover.err" >&2; fail "rank 2 never sent"; }
+	kill -KILL "$victim" || fail "rank 2 ended before it could be killed"
+	wait_pid $job $limit
+	sed 's/^/    mpirun: /' "$T/recover.err"
+	tree_equal "$src" "$dst/src"
+	again=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["units_again"])' \
+		"$T/recover.json") || { cat "$T/recover.json" >&2; fail "no outcome from rank 0"; }
+}
+# a kill that lands when rank 2 holds no unit (its last one sent, the
+# rest taken by others) proves nothing: the job is run again, 3 at most
+for try in 1 2 3; do
+	recover $try
+	[ "$again" -ge 1 ] && break
+	stop_recvs
+	note "rank 2 held no unit when it was killed (try $try): once more"
+done
 [ "$again" -ge 1 ] || fail "rank 2's units were not handed out again"
 ok "rank 2 killed: the other ranks completed the job, $again unit(s) handed out again"
 check_extra "rank 2 lost" "$before"
