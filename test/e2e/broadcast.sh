@@ -205,7 +205,9 @@ before=$(sent_bytes)
 broadcast again || fail_logs "the same command again: exit $?" "$T/again.err"
 sent=$((($(sent_bytes) - before) >> 20))
 tree_equal "$src" "$SCRATCH/d2/src"
-bound=$((tree_mib - held + tree_mib * 5 / 100 + 8))
+# what receiver 2 wrote but had not yet recorded in its partial's
+# journal when killed (flushed every 16 MiB, docs/architecture.md) comes again
+bound=$((tree_mib - held + tree_mib * 5 / 100 + 16))
 [ "$sent" -le "$bound" ] ||
 	fail "the run again sent $sent MiB; receiver 2 held $held MiB of $tree_mib: at most $bound"
 ok "the run again completed receiver 2: the links sent $sent MiB, it held $held of $tree_mib MiB"
