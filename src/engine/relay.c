@@ -16,7 +16,6 @@ struct pxfer_relay_ent {
 	struct pxfer_relay_item *head, *tail;	/* waiting for the answer */
 	void *sess, *sfile;		/* the consumer's */
 	int wake_fd;
-	uint64_t range_off, range_len;
 	int fd;				/* the partial, complete here */
 };
 
@@ -174,9 +173,7 @@ void pxfer_relay_counts(struct pxfer_relay *r, uint64_t *ring, uint64_t *copied)
 	*copied = atomic_load(&r->copied_bytes);
 }
 
-struct pxfer_relay_ent *pxfer_relay_ent_new(struct pxfer_relay *r,
-					    uint64_t range_off,
-					    uint64_t range_len)
+struct pxfer_relay_ent *pxfer_relay_ent_new(struct pxfer_relay *r)
 {
 	struct pxfer_relay_ent *e = calloc(1, sizeof(*e));
 
@@ -186,8 +183,6 @@ struct pxfer_relay_ent *pxfer_relay_ent_new(struct pxfer_relay *r,
 	e->refs = 2;
 	e->fd = -1;
 	e->wake_fd = -1;
-	e->range_off = range_off;
-	e->range_len = range_len;
 	pthread_mutex_lock(&r->lock);
 	if (r->closed)
 		e->state = PXFER_RELAY_DEAD;

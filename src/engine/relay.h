@@ -90,9 +90,7 @@ void pxfer_relay_counts(struct pxfer_relay *r, uint64_t *ring,
 /* an entry for a range, with two references: the producer's (dropped
  * with pxfer_relay_ent_put) and the consumer's (pxfer_relay_ent_drop,
  * once done with it, or never to use it). NULL: none. */
-struct pxfer_relay_ent *pxfer_relay_ent_new(struct pxfer_relay *r,
-					    uint64_t range_off,
-					    uint64_t range_len);
+struct pxfer_relay_ent *pxfer_relay_ent_new(struct pxfer_relay *r);
 void pxfer_relay_ent_put(struct pxfer_relay_ent *e);
 /* @sent: the next hop took every byte of a LIVE entry */
 void pxfer_relay_ent_drop(struct pxfer_relay_ent *e, int sent);

@@ -104,7 +104,7 @@ void recv_chain_begin(struct recv_session *s, uint32_t id)
 
 	if (!s->relay || !s->fwd || rf->relay)
 		return;
-	rf->relay = pxfer_relay_ent_new(s->relay, rf->range_off, rf->range_len);
+	rf->relay = pxfer_relay_ent_new(s->relay);
 	if (!rf->relay)
 		return;		/* it goes from disk */
 	fwd_entry(rf, &fe);

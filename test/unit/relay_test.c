@@ -63,8 +63,8 @@ static void test_unbound(void)
 	unsigned int i;
 
 	T_EXPECT(pxfer_relay_new(&r) == 0, "new");
-	a = pxfer_relay_ent_new(r, 0, 1000);
-	b = pxfer_relay_ent_new(r, 1000, 1000);
+	a = pxfer_relay_ent_new(r);
+	b = pxfer_relay_ent_new(r);
 	for (i = 0; i < PXFER_RELAY_UNBOUND_MAX; i++)
 		T_EXPECT(pxfer_relay_push(item(i, i % 2 ? b : a, i * 10, 10)) == 1,
 			 "unbound push %u not held", i);
@@ -102,7 +102,7 @@ static void test_live(void)
 	int sess, other, sfile, fds[2];
 
 	T_EXPECT(pxfer_relay_new(&r) == 0, "new");
-	e = pxfer_relay_ent_new(r, 0, 300);
+	e = pxfer_relay_ent_new(r);
 	T_EXPECT(pxfer_relay_ent_bind(e, &sess, -1) == 0, "bind");
 	T_EXPECT(pxfer_relay_push(item(0, e, 0, 100)) == 1, "push 0");
 	T_EXPECT(!pxfer_relay_take(r, &sess, 64, &p), "handed out before LIVE");
@@ -154,8 +154,8 @@ static void test_off_done(void)
 	int sess, sfile, fds[2], gds[2];
 
 	T_EXPECT(pxfer_relay_new(&r) == 0, "new");
-	off = pxfer_relay_ent_new(r, 0, 100);
-	done = pxfer_relay_ent_new(r, 100, 100);
+	off = pxfer_relay_ent_new(r);
+	done = pxfer_relay_ent_new(r);
 	T_EXPECT(pxfer_relay_ent_bind(off, &sess, -1) == 0, "bind");
 	T_EXPECT(pxfer_relay_push(item(0, off, 0, 100)) == 1, "push");
 	pxfer_relay_ent_answer(off, NULL, 0);
@@ -193,7 +193,7 @@ static void test_last_drop(void)
 	int sess;
 
 	T_EXPECT(pxfer_relay_new(&r) == 0, "new");
-	e = pxfer_relay_ent_new(r, 0, 200);
+	e = pxfer_relay_ent_new(r);
 	pxfer_relay_ent_put(e);		/* the producer's range is complete */
 	T_EXPECT(pxfer_relay_ent_bind(e, &sess, -1) == 0, "bind");
 	T_EXPECT(pxfer_relay_push(item(0, e, 0, 100)) == 1, "push 0");
@@ -235,7 +235,7 @@ static void test_threads(void)
 	unsigned int bad = 0;
 
 	T_EXPECT(pxfer_relay_new(&sh.r) == 0, "new");
-	sh.e = pxfer_relay_ent_new(sh.r, 0, NIT * 50);
+	sh.e = pxfer_relay_ent_new(sh.r);
 	T_EXPECT(pxfer_relay_ent_bind(sh.e, &sh.sess, -1) == 0, "bind");
 	pxfer_relay_ent_answer(sh.e, &sh, 1);
 	for (unsigned int i = 0; i < 2; i++)
