@@ -202,14 +202,21 @@ LINK_DOWN=0
 NETEM=0
 SUITE_T0=$(now_ms)
 
+# the logs go to the host after each case: a VM that is stopped (a kernel
+# hang, test/vm/run) leaves those of the cases that finished
+save_logs()
+{
+	if [ -n "${PXFER_RDMA_LOGS:-}" ]; then
+		mkdir -p "$PXFER_RDMA_LOGS" && cp -r "$LOGS/." "$PXFER_RDMA_LOGS/" 2>/dev/null
+	fi
+}
+
 cleanup()
 {
 	kill_leftovers
 	[ "$NETEM" = 1 ] && rxe-netem both clear >/dev/null 2>&1
 	[ "$LINK_DOWN" = 1 ] && rxe-link up both >/dev/null 2>&1
-	if [ -n "${PXFER_RDMA_LOGS:-}" ]; then
-		mkdir -p "$PXFER_RDMA_LOGS" && cp -r "$LOGS/." "$PXFER_RDMA_LOGS/" 2>/dev/null
-	fi
+	save_logs
 	rm -rf "$W"
 }
 trap cleanup EXIT
@@ -2131,13 +2138,15 @@ for c in "${cases[@]}"; do
 	if [ "$NETEM" = 1 ]; then rxe-netem both clear >/dev/null 2>&1 && NETEM=0; fi
 	if [ "$LINK_DOWN" = 1 ]; then rxe-link up both >/dev/null 2>&1 && LINK_DOWN=0; fi
 	TOOK[$c]=$(secs_since "$t0")
+	save_logs
 	note "case $c took ${TOOK[$c]} s"
 done
 
-# the sanitizers' reports, in any log
+# the sanitizers' reports, in any log (with those of an earlier boot that
+# a kernel hang stopped, test/rdma/suite.sh)
 rc=0
 : >"$LOGS/sanitizers.log"
-sanitizer_reports "$LOGS"/*.log >"$LOGS/sanitizers.log" && rc=1
+sanitizer_reports "$LOGS"/*.log ${PXFER_RDMA_LOGS:+"$PXFER_RDMA_LOGS"/*.log} >"$LOGS/sanitizers.log" && rc=1
 check $rc "no sanitizer report in any pxfer log" "$LOGS/sanitizers.log"
 
 line="cases:"

@@ -196,6 +196,30 @@ if ! cd "$RXE_VM_CWD" 2>/dev/null; then
 	echo "$RXE_VM_CWD does not exist in the VM (scratch directories such as /tmp are the guest's own); running in /" >> "$CTL/notes"
 	cd /
 fi
+# The kernel's IB CM waits, without end, for the completion of a MAD it
+# sent (the DREQ of a connection being destroyed); rxe can lose that
+# completion when its link goes down, and the process that destroys the
+# connection then never returns, nor can it be killed. The kernel says so
+# every 10 s (cm_destroy_id_wait_timeout): after 3 such lines the VM
+# records what is stuck and powers off, rather than wait for the timeout;
+# the host reports it (exit 126).
+hang_watch() {
+	local pid
+
+	while sleep 5; do
+		[ "$(dmesg 2>/dev/null | grep -c cm_destroy_id_wait_timeout)" -ge 3 ] || continue
+		{
+			dmesg | grep -m 1 cm_destroy_id_wait_timeout
+			for pid in $(ps -eo pid=,stat= | awk '$2 ~ /^D/ { print $1 }'); do
+				echo "stuck: pid $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
+				sed 's/^/    /' "/proc/$pid/stack" 2>/dev/null
+			done
+		} > "$CTL/kernel-hang"
+		mark "kernel hang: the IB CM waits for a lost MAD completion; powering off"
+		power_off
+	done
+}
+
 mark "command start"
 
 tty=/dev/ttyS0
@@ -222,8 +246,11 @@ if [ "$RXE_VM_MODE" = shell ]; then
 else
 	# Raw output: no \n -> \r\n translation on the way to the host.
 	stty -F $tty raw -echo 115200 2>/dev/null
+	hang_watch &
+	watch=$!
 	bash -c "$(< "$CTL/cmd")" < /dev/null > $tty 2>&1
 	rc=$?
+	kill $watch 2>/dev/null
 fi
 
 mark "command exited with status $rc"
