@@ -60,6 +60,9 @@
 # was wrong; 2 on a bad command line or a missing binary.
 set -uo pipefail
 
+BENCH=broadcast
+# shellcheck source=lib/netns.sh
+. "$(dirname "$0")/lib/netns.sh"
 top=$(cd "$(dirname "$0")/.." && pwd)
 PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
 PXFER=$PXFER_BUILD/pxfer
@@ -69,26 +72,7 @@ TFMT='%e %U %S %M'
 RUN_TIMEOUT=900
 PORT=7471
 
-quick=0 out='' reps='' rate=400 only='' keep=0
-usage() { sed -n '/^#   bench\/broadcast.sh \[/,/^##$/{/^##$/d;s/^# \{0,1\}//;p;}' "$0"; }
-note() { echo "broadcast: $*"; }
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1;;
-	--out) [ $# -ge 2 ] || { usage >&2; exit 2; }; out=$2; shift;;
-	--out=*) out=${1#--out=};;
-	--reps) [ $# -ge 2 ] || { usage >&2; exit 2; }; reps=$2; shift;;
-	--reps=*) reps=${1#--reps=};;
-	--rate) [ $# -ge 2 ] || { usage >&2; exit 2; }; rate=$2; shift;;
-	--rate=*) rate=${1#--rate=};;
-	--only) [ $# -ge 2 ] || { usage >&2; exit 2; }; only=$2; shift;;
-	--only=*) only=${1#--only=};;
-	--keep) keep=1;;
-	-h|--help) usage; exit 0;;
-	*) echo "broadcast: unknown argument '$1'" >&2; usage >&2; exit 2;;
-	esac
-	shift
-done
+bench_args "$@"
 if [ $quick -eq 1 ]; then
 	BIG_MIB=256
 	reps=${reps:-1}
@@ -97,21 +81,10 @@ else
 	reps=${reps:-3}
 fi
 SMALL_N=1000 SMALL_KIB=4
-case $reps in ''|*[!0-9]*|0) echo "broadcast: --reps takes a positive number" >&2; exit 2;; esac
-case $rate in ''|*[!0-9]*|0) echo "broadcast: --rate takes Mbit/s" >&2; exit 2;; esac
-if [ -n "$out" ]; then
-	case $out in /*) ;; *) out=$PWD/$out;; esac
-	: >"$out" 2>/dev/null || { echo "broadcast: cannot write '$out'" >&2; exit 2; }
-fi
-[ -x "$PXFER" ] || { echo "broadcast: no pxfer binary at $PXFER (run 'make' first)" >&2; exit 2; }
-[ -x "$TIME" ] || { echo "broadcast: no $TIME (Debian package: time)" >&2; exit 2; }
+bench_check
 
 # --- skip where it cannot run ---
-[ "$(id -u)" -eq 0 ] || { note "skipped: needs root for network namespaces"; exit 0; }
-for t in ip tc ss python3; do
-	command -v $t >/dev/null || { note "skipped: $t is missing"; exit 0; }
-done
-ip netns list >/dev/null 2>&1 || { note "skipped: no network namespaces here"; exit 0; }
+bench_skip ip tc ss python3
 # what is skipped, and why: also in the report
 SKIPS=()
 have_each=1
@@ -161,26 +134,13 @@ for id in "${RUNS[@]}"; do
 	[ -n "$n" ] && [ "$n" -gt "$NRECV" ] && NRECV=$n
 done
 
-while IFS= read -r v; do
-	case $v in SLURM_*|PMIX_*|OMPI_*) unset "$v";; esac
-done < <(compgen -e)
-PXFER_SECRET=broadcast-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-export PXFER_SECRET
-
-calc() { awk "BEGIN { printf \"%${2:-.3f}\", ($1) }"; }
-LINK_MIBS=$(calc "$rate * 1000000 / 8 / 1048576" .2f)   # payload MiB/s a link carries at most
+bench_env
 
 # --- the work directory, on tmpfs ---
 tree_mib=$((BIG_MIB + SMALL_N * SMALL_KIB / 1024 + 1))
-need=$(((NRECV + 1) * tree_mib + 512))
-free=$(df -Pm /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
-[ "${free:-0}" -gt "$need" ] ||
-	{ echo "broadcast: /dev/shm has ${free:-0} MiB free, $need needed" >&2; exit 2; }
-WORK=$(mktemp -d /dev/shm/pxfer-broadcast.XXXXXX) || exit 2
+work_dir $(((NRECV + 1) * tree_mib + 512))
 SRC=$WORK/data/tree DST=$WORK/dst LOGS=$WORK/logs
-RESULTS=$WORK/results.tsv
 mkdir -p "$SRC" "$DST" "$LOGS"
-: >"$RESULTS"
 
 # --- the nodes; everything made is undone on every exit ---
 # (the bridge has no address: nothing of this shows in the host's routes)

@@ -65,6 +65,9 @@
 # or a copy was wrong; 2 on a bad command line or a missing binary.
 set -uo pipefail
 
+BENCH=scaleout
+# shellcheck source=lib/netns.sh
+. "$(dirname "$0")/lib/netns.sh"
 top=$(cd "$(dirname "$0")/.." && pwd)
 PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
 PXFER=$PXFER_BUILD/pxfer
@@ -74,26 +77,7 @@ TIME=/usr/bin/time
 TFMT='%e %U %S %M'
 RUN_TIMEOUT=900
 
-quick=0 out='' reps='' rate=400 only='' keep=0
-usage() { sed -n '/^#   bench\/scaleout.sh \[/,/^##$/{/^##$/d;s/^# \{0,1\}//;p;}' "$0"; }
-note() { echo "scaleout: $*"; }
-while [ $# -gt 0 ]; do
-	case $1 in
-	--quick) quick=1;;
-	--out) [ $# -ge 2 ] || { usage >&2; exit 2; }; out=$2; shift;;
-	--out=*) out=${1#--out=};;
-	--reps) [ $# -ge 2 ] || { usage >&2; exit 2; }; reps=$2; shift;;
-	--reps=*) reps=${1#--reps=};;
-	--rate) [ $# -ge 2 ] || { usage >&2; exit 2; }; rate=$2; shift;;
-	--rate=*) rate=${1#--rate=};;
-	--only) [ $# -ge 2 ] || { usage >&2; exit 2; }; only=$2; shift;;
-	--only=*) only=${1#--only=};;
-	--keep) keep=1;;
-	-h|--help) usage; exit 0;;
-	*) echo "scaleout: unknown argument '$1'" >&2; usage >&2; exit 2;;
-	esac
-	shift
-done
+bench_args "$@"
 if [ $quick -eq 1 ]; then
 	BIG_N=3 BIG_MIB=96 MID_N=10 SMALL_N=2000 HUGE_MIB=384 SKEW_RANGE=64M
 	reps=${reps:-1}
@@ -102,47 +86,23 @@ else
 	reps=${reps:-3}
 fi
 MID_MIB=20
-case $reps in ''|*[!0-9]*|0) echo "scaleout: --reps takes a positive number" >&2; exit 2;; esac
-case $rate in ''|*[!0-9]*|0) echo "scaleout: --rate takes Mbit/s" >&2; exit 2;; esac
-if [ -n "$out" ]; then
-	case $out in /*) ;; *) out=$PWD/$out;; esac
-	: >"$out" 2>/dev/null || { echo "scaleout: cannot write '$out'" >&2; exit 2; }
-fi
-[ -x "$PXFER" ] || { echo "scaleout: no pxfer binary at $PXFER (run 'make' first)" >&2; exit 2; }
-[ -x "$TIME" ] || { echo "scaleout: no $TIME (Debian package: time)" >&2; exit 2; }
+bench_check
 
 # --- skip where it cannot run ---
-[ "$(id -u)" -eq 0 ] || { note "skipped: needs root for network namespaces"; exit 0; }
-for t in ip tc mpirun python3 ss; do
-	command -v $t >/dev/null || { note "skipped: $t is missing"; exit 0; }
-done
-ip netns list >/dev/null 2>&1 || { note "skipped: no network namespaces here"; exit 0; }
+bench_skip ip tc mpirun python3 ss
 have_fpsync=1
 for t in fpsync rsync; do
 	command -v $t >/dev/null || { have_fpsync=0; note "$t is missing: fpsync's run is skipped"; }
 done
 
-while IFS= read -r v; do
-	case $v in SLURM_*|PMIX_*|OMPI_*) unset "$v";; esac
-done < <(compgen -e)
+bench_env
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-PXFER_SECRET=scaleout-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-export PXFER_SECRET
-
-calc() { awk "BEGIN { printf \"%${2:-.3f}\", ($1) }"; }
-LINK_MIBS=$(calc "$rate * 1000000 / 8 / 1048576" .2f)   # payload MiB/s a link carries at most
 
 # --- the work directory, on tmpfs ---
 tree_mib=$((BIG_N * BIG_MIB + MID_N * MID_MIB + SMALL_N * 4 / 1024))
-need=$((2 * tree_mib + HUGE_MIB + 1024))
-free=$(df -Pm /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')
-[ "${free:-0}" -gt "$need" ] ||
-	{ echo "scaleout: /dev/shm has ${free:-0} MiB free, $need needed" >&2; exit 2; }
-WORK=$(mktemp -d /dev/shm/pxfer-scaleout.XXXXXX) || exit 2
+work_dir $((2 * tree_mib + HUGE_MIB + 1024))
 SRC=$WORK/data/tree SKEW=$WORK/data/skew DST=$WORK/dst LOGS=$WORK/logs
-RESULTS=$WORK/results.tsv
 mkdir -p "$SRC" "$SKEW" "$DST" "$LOGS"
-: >"$RESULTS"
 
 # --- the nodes; everything made is undone on every exit ---
 pfx=pb$(($$ % 100000))
