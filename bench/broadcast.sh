@@ -63,14 +63,6 @@ set -uo pipefail
 BENCH=broadcast
 # shellcheck source=lib/netns.sh
 . "$(dirname "$0")/lib/netns.sh"
-top=$(cd "$(dirname "$0")/.." && pwd)
-PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
-PXFER=$PXFER_BUILD/pxfer
-WARM=$PXFER_BUILD/bench/warm_mem
-TIME=/usr/bin/time
-TFMT='%e %U %S %M'
-RUN_TIMEOUT=900
-PORT=7471
 
 bench_args "$@"
 if [ $quick -eq 1 ]; then
@@ -144,63 +136,7 @@ mkdir -p "$SRC" "$DST" "$LOGS"
 
 # --- the nodes; everything made is undone on every exit ---
 # (the bridge has no address: nothing of this shows in the host's routes)
-pfx=pc$(($$ % 100000))
-net=10.$(($$ % 20 + 230)).$(($$ / 20 % 250))
-NETS=() PIDS=()
-# shellcheck disable=SC2317  # run by the trap
-cleanup() {
-	local rc=$? p n
-
-	for p in "${PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	for n in "${NETS[@]}"; do
-		ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-		ip netns del "$n" 2>/dev/null
-	done
-	ip link del "${pfx}b" 2>/dev/null
-	if [ "$keep" -eq 1 ]; then
-		note "work directory kept: $WORK"
-	else
-		rm -rf "$WORK"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-if ! ip link add "${pfx}b" type bridge 2>/dev/null; then
-	note "skipped: cannot make a bridge here (no CAP_NET_ADMIN, or no bridge module)"
-	exit 0
-fi
-ip link set "${pfx}b" mtu 9000 up
-# shape NODE MBIT - the node's link at MBIT each way (0: unshaped); tbf
-# shapes every packet, multicast too
-shape() {
-	local n=$1
-
-	if [ "$2" -eq 0 ]; then
-		ip netns exec "$n" tc qdisc del dev "${n}n" root 2>/dev/null
-		tc qdisc del dev "${n}h" root 2>/dev/null
-		return 0
-	fi
-	ip netns exec "$n" tc qdisc replace dev "${n}n" root tbf rate "${2}mbit" \
-		burst 1mb latency 50ms &&
-		tc qdisc replace dev "${n}h" root tbf rate "${2}mbit" burst 1mb latency 50ms
-}
-node() {
-	local n=$1
-
-	ip netns add "$n" || return 1
-	NETS+=("$n")
-	ip link add "${n}h" mtu 9000 type veth peer name "${n}n" mtu 9000 &&
-		ip link set "${n}n" netns "$n" &&
-		ip link set "${n}h" master "${pfx}b" up &&
-		ip -n "$n" addr add "$2/24" dev "${n}n" &&
-		ip -n "$n" link set "${n}n" up &&
-		ip -n "$n" link set lo up &&
-		shape "$n" "$rate"
-}
+nodes_start pc
 node "${pfx}s0" "$net.11" || { echo "broadcast: cannot make the source node" >&2; exit 2; }
 for ((i = 0; i < NRECV; i++)); do
 	node "${pfx}r$i" "$net.$((21 + i))" || { echo "broadcast: cannot make node r$i" >&2; exit 2; }
@@ -219,15 +155,12 @@ for i in range(n):
     with open(os.path.join(d, "f%04d.dat" % i), "wb") as f:
         f.write(os.urandom(size))
 PY
-tree_sum() { find "$1" -type f -printf '%s\n' | awk '{ n++; b += $1 } END { printf "%d %d\n", n, b }'; }
 read -r TREE_FILES TREE_BYTES < <(tree_sum "$SRC")
 note "tree: $TREE_FILES files, $((TREE_BYTES >> 20)) MiB"
 
 # free page reporting (bench/bench.sh): fault memory in before each run
 WARM_ON=0
-for f in /sys/bus/virtio/drivers/virtio_balloon/*/features; do
-	[ -r "$f" ] && [ "$(cut -c 6 "$f")" = 1 ] && [ -x "$WARM" ] && WARM_ON=1
-done
+warm_mem_on && WARM_ON=1
 
 # --- helpers ---
 HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
@@ -236,28 +169,6 @@ cpu_busy() {
 	read -r _c u n s _i _w q sq st _ </proc/stat
 	echo $((u + n + s + q + sq + st))
 }
-# listening NS PROTO PORT - whether something listens on PORT (t: TCP, u: UDP)
-listening() {
-	[ -n "$(ip netns exec "$1" ss -Hl"$2"n "sport = :$3" 2>/dev/null)" ]
-}
-wait_listen() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		listening "$1" "$2" "$3" && return 0
-		kill -0 "$4" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
-# stop_timed PID - end the command GNU time (PID) runs, and wait for both
-stop_timed() {
-	local c
-	c=$(pgrep -P "$1" | head -n 1)
-	[ -n "$c" ] && kill -TERM "$c" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
-
-RPIDS=()
 # start_recvs N [uftpd] - a pxfer recv (or uftpd) in each of the first N
 # receiver namespaces, receiving into DST/rI
 start_recvs() {
@@ -277,31 +188,11 @@ start_recvs() {
 			wait_listen "$n" u 1044 "$p" ||
 				{ echo "uftpd $i did not listen" >>"$RUN.err"; return 1; }
 		else
-			ip netns exec "$n" "$TIME" -f "$TFMT" -o "$RUN.recv$i.time" \
-				"$PXFER" recv --port $PORT --dir "$DST/r$i" >"$RUN.recv$i.log" 2>&1 &
-			p=$!
-			PIDS+=("$p") RPIDS+=("$p")
-			wait_listen "$n" t $PORT "$p" ||
-				{ echo "receiver $i did not listen" >>"$RUN.err"; return 1; }
+			recv_start "$i" "$DST/r$i" || return 1
 		fi
 	done
 }
-stop_recvs() {
-	local p
-	for p in "${RPIDS[@]}"; do
-		stop_timed "$p"
-	done
-	RPIDS=()
-}
 uftp_id() { printf '0x%08x' $((0x100 + $1)); }
-# each_list N - the first N receivers, for --each
-each_list() {
-	local i l=''
-	for ((i = 0; i < $1; i++)); do
-		l=$l${l:+,}$net.$((21 + i))
-	done
-	echo "$l"
-}
 
 # send_to I [K] - one `pxfer send` of the tree from s0 to receiver I (its
 # GNU time file and logs numbered K), in the background; its pid in SPID
@@ -382,7 +273,7 @@ run_each() {
 	T0=$EPOCHREALTIME
 	timeout -k 5 $RUN_TIMEOUT ip netns exec "${pfx}s0" \
 		"$TIME" -f "$TFMT" -o "$RUN.send.0" \
-		"$PXFER" send --json --each "$(each_list "$1")" "$SRC" \
+		"$PXFER" send --json --each "$(recv_list "$1")" "$SRC" \
 		</dev/null >"$RUN.out" 2>"$RUN.err"
 	RC=$?
 	T1=$EPOCHREALTIME

@@ -68,14 +68,7 @@ set -uo pipefail
 BENCH=scaleout
 # shellcheck source=lib/netns.sh
 . "$(dirname "$0")/lib/netns.sh"
-top=$(cd "$(dirname "$0")/.." && pwd)
-PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
-PXFER=$PXFER_BUILD/pxfer
-WARM=$PXFER_BUILD/bench/warm_mem
 WRAP=$top/test/lib/in_netns.sh
-TIME=/usr/bin/time
-TFMT='%e %U %S %M'
-RUN_TIMEOUT=900
 
 bench_args "$@"
 if [ $quick -eq 1 ]; then
@@ -105,64 +98,8 @@ SRC=$WORK/data/tree SKEW=$WORK/data/skew DST=$WORK/dst LOGS=$WORK/logs
 mkdir -p "$SRC" "$SKEW" "$DST" "$LOGS"
 
 # --- the nodes; everything made is undone on every exit ---
-pfx=pb$(($$ % 100000))
-net=10.$(($$ % 20 + 230)).$(($$ / 20 % 250))
 GW=$net.1
-NETS=() PIDS=()
-# shellcheck disable=SC2317  # run by the trap
-cleanup() {
-	local rc=$? p n
-
-	for p in "${PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null
-	done
-	for n in "${NETS[@]}"; do
-		ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
-		ip netns del "$n" 2>/dev/null
-	done
-	ip link del "${pfx}b" 2>/dev/null
-	if [ "$keep" -eq 1 ]; then
-		note "work directory kept: $WORK"
-	else
-		rm -rf "$WORK"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM HUP
-
-if ! ip link add "${pfx}b" type bridge 2>/dev/null; then
-	note "skipped: cannot make a bridge here (no CAP_NET_ADMIN, or no bridge module)"
-	exit 0
-fi
-ip addr add "$GW/24" dev "${pfx}b"
-ip link set "${pfx}b" mtu 9000 up
-# shape NODE MBIT - the node's link at MBIT each way (0: unshaped)
-shape() {
-	local n=$1
-
-	if [ "$2" -eq 0 ]; then
-		ip netns exec "$n" tc qdisc del dev "${n}n" root 2>/dev/null
-		tc qdisc del dev "${n}h" root 2>/dev/null
-		return 0
-	fi
-	ip netns exec "$n" tc qdisc replace dev "${n}n" root tbf rate "${2}mbit" \
-		burst 1mb latency 50ms &&
-		tc qdisc replace dev "${n}h" root tbf rate "${2}mbit" burst 1mb latency 50ms
-}
-node() {
-	local n=$1
-
-	ip netns add "$n" || return 1
-	NETS+=("$n")
-	ip link add "${n}h" mtu 9000 type veth peer name "${n}n" mtu 9000 &&
-		ip link set "${n}n" netns "$n" &&
-		ip link set "${n}h" master "${pfx}b" up &&
-		ip -n "$n" addr add "$2/24" dev "${n}n" &&
-		ip -n "$n" link set "${n}n" up &&
-		ip -n "$n" link set lo up &&
-		shape "$n" "$rate"
-}
+nodes_start pb "$GW"
 for i in 0 1 2 3; do
 	node "${pfx}s$i" "$net.$((11 + i))" || { echo "scaleout: cannot make node s$i" >&2; exit 2; }
 	node "${pfx}r$i" "$net.$((21 + i))" || { echo "scaleout: cannot make node r$i" >&2; exit 2; }
@@ -199,7 +136,6 @@ PY
 # skew: one large file and the same small files (hard links)
 head -c $((HUGE_MIB << 20)) /dev/urandom >"$SKEW/huge.dat" || exit 2
 cp -al "$SRC/logs" "$SKEW/logs" || exit 2
-tree_sum() { find "$1" -type f -printf '%s\n' | awk '{ n++; b += $1 } END { printf "%d %d\n", n, b }'; }
 read -r TREE_FILES TREE_BYTES < <(tree_sum "$SRC")
 read -r SKEW_FILES SKEW_BYTES < <(tree_sum "$SKEW")
 HUGE_BYTES=$((HUGE_MIB << 20))
@@ -210,10 +146,7 @@ done
 
 # free page reporting (bench/bench.sh): fault memory in before each run
 WARM_MIB=0
-for f in /sys/bus/virtio/drivers/virtio_balloon/*/features; do
-	[ -r "$f" ] && [ "$(cut -c 6 "$f")" = 1 ] && [ -x "$WARM" ] &&
-		WARM_MIB=$(((TREE_BYTES >> 20) + 512))
-done
+warm_mem_on && WARM_MIB=$(((TREE_BYTES >> 20) + 512))
 
 # --- helpers ---
 HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
@@ -222,55 +155,13 @@ cpu_busy() {
 	read -r _c u n s _i _w q sq st _ </proc/stat
 	echo $((u + n + s + q + sq + st))
 }
-# listening NS PORT - whether something listens on PORT in namespace NS
-listening() {
-	[ -n "$(ip netns exec "$1" ss -Hltn "sport = :$2" 2>/dev/null)" ]
-}
-wait_listen() {
-	local i
-	for ((i = 0; i < 200; i++)); do
-		listening "$1" "$2" && return 0
-		kill -0 "$3" 2>/dev/null || return 1
-		sleep 0.05
-	done
-	return 1
-}
-# stop_timed PID - end the command GNU time (PID) runs, and wait for both
-stop_timed() {
-	local c
-	c=$(pgrep -P "$1" | head -n 1)
-	[ -n "$c" ] && kill -TERM "$c" 2>/dev/null
-	wait "$1" 2>/dev/null
-}
-
-RPIDS=()
 # start_recvs N - a pxfer recv in each of the first N receiver namespaces
 start_recvs() {
 	local i
 	RPIDS=()
 	for ((i = 0; i < $1; i++)); do
-		ip netns exec "${pfx}r$i" "$TIME" -f "$TFMT" -o "$RUN.recv$i.time" \
-			"$PXFER" recv --port 7471 --dir "$DST" >"$RUN.recv$i.log" 2>&1 &
-		RPIDS+=($!)
-		PIDS+=($!)
-		wait_listen "${pfx}r$i" 7471 "$!" ||
-			{ echo "receiver $i did not listen" >>"$RUN.err"; return 1; }
+		recv_start "$i" "$DST" || return 1
 	done
-}
-stop_recvs() {
-	local p
-	for p in "${RPIDS[@]}"; do
-		stop_timed "$p"
-	done
-	RPIDS=()
-}
-# to_list N - the first N receivers, for --to
-to_list() {
-	local i l=''
-	for ((i = 0; i < $1; i++)); do
-		l=$l${l:+,}$net.$((21 + i))
-	done
-	echo "$l"
 }
 
 # run_job S R TREE [ARGS...] - the tree through S ranks to R receivers
@@ -285,7 +176,7 @@ run_job() {
 	timeout -k 5 $RUN_TIMEOUT mpirun --oversubscribe -np "$s" "$WRAP" "${pfx}s" "$GW" \
 		bash -c 'exec "$0" -f "$1" -o "$2.$OMPI_COMM_WORLD_RANK" "${@:3}"' \
 		"$TIME" "$TFMT" "$RUN.rank" \
-		"$PXFER" send --json "$@" "$tree" --to "$(to_list "$r")" \
+		"$PXFER" send --json "$@" "$tree" --to "$(recv_list "$r")" \
 		</dev/null >"$RUN.out" 2>"$RUN.err"
 	RC=$?
 	T1=$EPOCHREALTIME
@@ -355,7 +246,7 @@ EOF
 		--log-file="$RUN.recv0.log" &
 	dpid=$!
 	PIDS+=("$dpid")
-	wait_listen "${pfx}r0" 8873 $dpid || { echo "rsync daemon did not listen" >"$RUN.err"; return 1; }
+	wait_listen "${pfx}r0" t 8873 "$dpid" || { echo "rsync daemon did not listen" >"$RUN.err"; return 1; }
 	rm -rf "$WORK/fpsync"
 	mkdir -p "$WORK/fpsync"
 	T0=$EPOCHREALTIME

@@ -3,12 +3,23 @@
 #
 # What the benchmarks on nodes of one machine share (bench/scaleout.sh,
 # bench/broadcast.sh): their command line, what they skip, and their
-# work directory. The caller sets BENCH, its name (bench/$BENCH.sh, the
-# word its notes and errors begin with), and sources this at its start:
+# work directory; the nodes, network namespaces joined by a bridge, each
+# node's link shaped with tc tbf; pxfer receivers in them under GNU time.
+# The caller sets BENCH, its name (bench/$BENCH.sh, the word its notes
+# and errors begin with), and sources this at its start:
 #
 #	BENCH=broadcast
 #	# shellcheck source=lib/netns.sh
 #	. "$(dirname "$0")/lib/netns.sh"
+#
+# It sets top (the tree), PXFER_BUILD (default build/release), PXFER,
+# WARM (bench/warm_mem), TIME (GNU time) and TFMT (its format: wall,
+# user and system seconds, peak RSS in KiB), RUN_TIMEOUT (seconds a
+# command of a run may take), net (10.x.y, from the caller's pid: the
+# nodes are in net.0/24), PORT (the receivers') and PIDS (what the EXIT
+# trap kills: the caller adds what it starts in the background). The
+# caller sets RUN (the current run's logs begin with it) before it starts
+# receivers.
 #
 #   bench_args ARGS...      the command line, as the caller's usage (the
 #                           lines of its header from "#   bench/$BENCH.sh
@@ -28,8 +39,50 @@
 #   work_dir MIB            WORK, a new directory on tmpfs, and RESULTS,
 #                           an empty file in it; exits 2 when /dev/shm
 #                           has not more than MIB free
+#   nodes_start PREFIX [ADDR]
+#                           pfx (PREFIX and the caller's pid), that the
+#                           nodes' names begin with; the bridge ${pfx}b
+#                           (MTU 9000), ADDR/24 on it when given; the
+#                           EXIT trap removes it and every node (their
+#                           processes killed, and PIDS), and WORK unless
+#                           --keep; exits 0 with a note where no bridge
+#                           can be made
+#   node NAME ADDR          a namespace NAME with a veth (NAMEn inside,
+#                           NAMEh on the bridge, MTU 9000) at ADDR/24,
+#                           shaped to rate; 1 when it cannot be made
+#   shape NAME MBIT         node NAME's link at MBIT each way (0:
+#                           unshaped); tbf shapes every packet, multicast
+#                           too
+#   wait_listen NS PROTO PORT PID
+#                           until something listens on PORT in NS (t: TCP,
+#                           u: UDP); 1 when PID ends first, or after 10 s
+#   recv_start I DIR        a pxfer recv in ${pfx}rI writing into DIR, its
+#                           GNU time file RUN.recvI.time, its output
+#                           RUN.recvI.log; its pid in PIDS and RPIDS once
+#                           it listens, else 1 and a line in RUN.err
+#   stop_recvs              end the receivers in RPIDS, and empty it
+#   stop_timed PID          end the command GNU time (PID) runs, and wait
+#                           for both
+#   recv_list N             the first N receivers' addresses, with commas
+#                           (--each, --to)
+#   tree_sum DIR            "FILES BYTES" of the files below DIR
+#   warm_mem_on             whether to fault memory in with WARM before
+#                           each run: the balloon reports free pages to
+#                           the host (as in bench/bench.sh)
 #   note MSG...             MSG, after the benchmark's name
 #   calc EXPR [FMT]         EXPR by awk, printed with FMT (default .3f)
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PXFER_BUILD=${PXFER_BUILD:-$top/build/release}
+PXFER=$PXFER_BUILD/pxfer
+WARM=$PXFER_BUILD/bench/warm_mem
+TIME=/usr/bin/time
+TFMT='%e %U %S %M'
+# shellcheck disable=SC2034  # the caller's
+RUN_TIMEOUT=900
+PORT=7471
+net=10.$(($$ % 20 + 230)).$(($$ / 20 % 250))
+NETS=() PIDS=() RPIDS=()
 
 # shellcheck disable=SC2034  # the caller's too
 quick=0 out='' reps='' rate=400 only='' keep=0
@@ -37,6 +90,7 @@ usage() { sed -n '/^#   bench\/'"$BENCH"'.sh \[/,/^##$/{/^##$/d;s/^# \{0,1\}//;p
 note() { echo "$BENCH: $*"; }
 calc() { awk "BEGIN { printf \"%${2:-.3f}\", ($1) }"; }
 
+# shellcheck disable=SC2034  # the caller's
 bench_args() {
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -57,6 +111,7 @@ bench_args() {
 	done
 }
 
+# shellcheck disable=SC2034  # the caller's
 bench_check() {
 	case $reps in ''|*[!0-9]*|0) echo "$BENCH: --reps takes a positive number" >&2; exit 2;; esac
 	case $rate in ''|*[!0-9]*|0) echo "$BENCH: --rate takes Mbit/s" >&2; exit 2;; esac
@@ -98,4 +153,121 @@ work_dir() {
 	WORK=$(mktemp -d "/dev/shm/pxfer-$BENCH.XXXXXX") || exit 2
 	RESULTS=$WORK/results.tsv
 	: >"$RESULTS"
+}
+
+# shellcheck disable=SC2317  # run by the trap
+cleanup() {
+	local rc=$? p n
+
+	for p in "${PIDS[@]}"; do
+		kill -KILL "$p" 2>/dev/null
+	done
+	for n in "${NETS[@]}"; do
+		ip netns pids "$n" 2>/dev/null | xargs -r kill -KILL 2>/dev/null
+		ip netns del "$n" 2>/dev/null
+	done
+	ip link del "${pfx}b" 2>/dev/null
+	if [ "$keep" -eq 1 ]; then
+		note "work directory kept: $WORK"
+	else
+		rm -rf "$WORK"
+	fi
+	exit "$rc"
+}
+
+nodes_start() {
+	pfx=$1$(($$ % 100000))
+	shift
+	trap cleanup EXIT
+	trap 'exit 130' INT TERM HUP
+	if ! ip link add "${pfx}b" type bridge 2>/dev/null; then
+		note "skipped: cannot make a bridge here (no CAP_NET_ADMIN, or no bridge module)"
+		exit 0
+	fi
+	[ $# -eq 0 ] || ip addr add "$1/24" dev "${pfx}b"
+	ip link set "${pfx}b" mtu 9000 up
+}
+
+shape() {
+	local n=$1
+
+	if [ "$2" -eq 0 ]; then
+		ip netns exec "$n" tc qdisc del dev "${n}n" root 2>/dev/null
+		tc qdisc del dev "${n}h" root 2>/dev/null
+		return 0
+	fi
+	ip netns exec "$n" tc qdisc replace dev "${n}n" root tbf rate "${2}mbit" \
+		burst 1mb latency 50ms &&
+		tc qdisc replace dev "${n}h" root tbf rate "${2}mbit" burst 1mb latency 50ms
+}
+
+node() {
+	local n=$1
+
+	ip netns add "$n" || return 1
+	NETS+=("$n")
+	ip link add "${n}h" mtu 9000 type veth peer name "${n}n" mtu 9000 &&
+		ip link set "${n}n" netns "$n" &&
+		ip link set "${n}h" master "${pfx}b" up &&
+		ip -n "$n" addr add "$2/24" dev "${n}n" &&
+		ip -n "$n" link set "${n}n" up &&
+		ip -n "$n" link set lo up &&
+		shape "$n" "$rate"
+}
+
+listening() {
+	[ -n "$(ip netns exec "$1" ss -Hl"$2"n "sport = :$3" 2>/dev/null)" ]
+}
+
+wait_listen() {
+	local i
+	for ((i = 0; i < 200; i++)); do
+		listening "$1" "$2" "$3" && return 0
+		kill -0 "$4" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+
+recv_start() {
+	local p
+	ip netns exec "${pfx}r$1" "$TIME" -f "$TFMT" -o "$RUN.recv$1.time" \
+		"$PXFER" recv --port $PORT --dir "$2" >"$RUN.recv$1.log" 2>&1 &
+	p=$!
+	PIDS+=("$p") RPIDS+=("$p")
+	wait_listen "${pfx}r$1" t $PORT "$p" ||
+		{ echo "receiver $1 did not listen" >>"$RUN.err"; return 1; }
+}
+
+stop_recvs() {
+	local p
+	for p in "${RPIDS[@]}"; do
+		stop_timed "$p"
+	done
+	RPIDS=()
+}
+
+stop_timed() {
+	local c
+	c=$(pgrep -P "$1" | head -n 1)
+	[ -n "$c" ] && kill -TERM "$c" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+recv_list() {
+	local i l=''
+	for ((i = 0; i < $1; i++)); do
+		l=$l${l:+,}$net.$((21 + i))
+	done
+	echo "$l"
+}
+
+tree_sum() { find "$1" -type f -printf '%s\n' | awk '{ n++; b += $1 } END { printf "%d %d\n", n, b }'; }
+
+warm_mem_on() {
+	local f
+	for f in /sys/bus/virtio/drivers/virtio_balloon/*/features; do
+		[ -r "$f" ] && [ "$(cut -c 6 "$f")" = 1 ] && [ -x "$WARM" ] && return 0
+	done
+	return 1
 }
