@@ -102,18 +102,6 @@ IDS=(lone)
 [ $have_each -eq 1 ] && IDS+=(each1 each2 each4 each8)
 IDS+=(seq1 seq2 seq4 seq8 sim2 sim4 sim8)
 [ $have_uftp -eq 1 ] && IDS+=(uftp1 uftp4 uftp8)
-# picked ID - whether --only lets ID run
-picked() {
-	local p pats
-
-	[ -n "$only" ] || return 0
-	IFS=, read -ra pats <<<"$only"
-	for p in "${pats[@]}"; do
-		# shellcheck disable=SC2254
-		case $1 in $p) return 0;; esac
-	done
-	return 1
-}
 RUNS=()
 for id in "${IDS[@]}"; do
 	picked "$id" && RUNS+=("$id")
@@ -163,12 +151,6 @@ WARM_ON=0
 warm_mem_on && WARM_ON=1
 
 # --- helpers ---
-HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
-cpu_busy() {
-	local _c u n s _i _w q sq st
-	read -r _c u n s _i _w q sq st _ </proc/stat
-	echo $((u + n + s + q + sq + st))
-}
 # start_recvs N [uftpd] - a pxfer recv (or uftpd) in each of the first N
 # receiver namespaces, receiving into DST/rI
 start_recvs() {
@@ -310,14 +292,9 @@ run_uftp() {
 	stop_recvs
 }
 
-# cpu_of PATTERN... - user+sys seconds in the GNU time files; MAXRSS too
-cpu_of() {
-	cat "$@" 2>/dev/null | awk '/^[0-9.]+ [0-9.]+ [0-9.]+ [0-9]+$/ { c += $2 + $3; if ($4 > m) m = $4; n++ }
-		END { printf "%.2f %.1f %d\n", c, m / 1024, n }'
-}
-
 # verify N - every receiver's copy: count and bytes; in repetition 1, cmp
 # of the large file and diff -r of the small ones
+# shellcheck disable=SC2317  # run by run_ok
 verify() {
 	local i n b c bad=0
 	for ((i = 0; i < $1; i++)); do
@@ -340,12 +317,11 @@ verify() {
 			bad=1
 		fi
 	done
-	return $bad
+	return "$bad"
 }
 
 # one ID - run ID once; a line in RESULTS:
 # id rep ok wall receivers snd_cpu rcv_cpu snd_rss rcv_rss other_cpu
-FAILED=0
 one() {
 	local id=$1 r b0 b1 wall snd rcv srss rrss other ok=1
 
@@ -365,20 +341,8 @@ one() {
 	*) echo "broadcast: no run '$id'" >&2; exit 2;;
 	esac
 	b1=$(cpu_busy)
-	if [ "$RC" -ne 0 ]; then
-		ok=0
-		echo "    $id: exit status $RC" >&2
-		tail -n 5 "$RUN.err" | sed 's/^/      /' >&2
-	elif ! verify "$r"; then
-		ok=0
-		echo "    $id: a copy is wrong" >&2
-		tail -n 5 "$RUN.err" | sed 's/^/      /' >&2
-	fi
-	[ $ok -eq 1 ] || FAILED=1
-	wall=$(calc "$T1 - $T0" .3f)
-	read -r snd srss _ < <(cpu_of "$RUN".send.*)
-	read -r rcv rrss _ < <(cpu_of "$RUN".recv*.time)
-	other=$(calc "(($b1 - $b0) / $HZ - $snd - $rcv) / $wall" .2f)
+	run_ok "$id" 'a copy is wrong' verify "$r" || ok=0
+	read -r wall snd srss rcv rrss other < <(figures send "$b0" "$b1")
 	printf '%s\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n' "$id" "$REP" $ok "$wall" \
 		"$r" "$snd" "$rcv" "$srss" "$rrss" "$other" >>"$RESULTS"
 	printf '    %-6s %7.2f s %8.1f MiB/s to each  CPU %s + %s s  RSS %s / %s MiB  other %s CPUs%s\n' \
@@ -387,25 +351,9 @@ one() {
 	rm -rf "${DST:?}"/*
 }
 
-START=$(date -u '+%Y-%m-%d %H:%M UTC')
-for ((REP = 1; REP <= reps; REP++)); do
-	note "repetition $REP of $reps"
-	for id in "${RUNS[@]}"; do
-		one "$id"
-	done
-done
+run_reps "${RUNS[@]}"
 
 # --- the report ---
-# stats ID COL - median, min and max of column COL (1-based) over the good runs
-stats() {
-	awk -F'\t' -v id="$1" -v col="$2" '$1 == id && $3 == 1 { print $col }' "$RESULTS" |
-		sort -g | awk '{ v[++n] = $1 }
-		END {
-			if (!n) { print "- - - 0"; exit }
-			m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-			print m, v[1], v[n], n
-		}'
-}
 label() {
 	local n=${1//[!0-9]/}
 	case $1 in
@@ -420,8 +368,7 @@ label() {
 declare -A RATE_OF WALL_OF
 report() {
 	local id wall lo hi n r snd rcv srss rrss other mibs gib s
-	echo "Run of $START, commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo '?'),"
-	echo "each link $rate Mbit/s each way ($LINK_MIBS MiB/s of payload at most),"
+	report_head
 	echo "tree $TREE_FILES files, $(calc "$TREE_BYTES / 1048576" .0f) MiB (one $BIG_MIB MiB file, $SMALL_N of $SMALL_KIB KiB);"
 	echo "median of $reps ($(nproc) CPUs, $(uname -r))."
 	for s in "${SKIPS[@]}"; do
@@ -448,14 +395,6 @@ report() {
 			"$([ "$id" = lone ] && echo - || echo "$(calc "$mibs / $LINK_MIBS" .2f)x")" \
 			"$(calc "$r * $mibs" .1f)" "$snd" "$rcv" "$gib" "$srss" "$rrss" "$other" "$n" "$reps"
 	done
-	echo
-	echo '```'
-	judge
-	echo '```'
-}
-# verdict OK TEXT
-verdict() {
-	if [ "$1" = 1 ]; then printf 'MET     %s\n' "$2"; else printf 'MISSED  %s\n' "$2"; fi
 }
 # ratio A B - WALL_OF[A] / WALL_OF[B], or nothing when either is missing
 ratio() {
@@ -464,9 +403,7 @@ ratio() {
 }
 judge() {
 	local x n p one ideal
-	if [ -n "${RATE_OF[lone]:-}" ]; then
-		echo "headroom: a lone send with its links unshaped moves ${RATE_OF[lone]} MiB/s, $(calc "${RATE_OF[lone]} / $LINK_MIBS" .1f)x the link rate"
-	fi
+	headroom
 	ideal=$(calc "$TREE_BYTES / 1048576 / $LINK_MIBS" .2f)
 	echo "the tree over one link at its rate: $ideal s"
 	if [ $have_each -eq 0 ]; then
@@ -500,7 +437,4 @@ judge() {
 	done
 }
 
-note "results"
-report | tee "${out:-/dev/null}"
-[ -z "$out" ] || note "written to $out"
-exit $FAILED
+bench_end

@@ -149,12 +149,6 @@ WARM_MIB=0
 warm_mem_on && WARM_MIB=$(((TREE_BYTES >> 20) + 512))
 
 # --- helpers ---
-HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
-cpu_busy() {
-	local _c u n s _i _w q sq st
-	read -r _c u n s _i _w q sq st _ </proc/stat
-	echo $((u + n + s + q + sq + st))
-}
 # start_recvs N - a pxfer recv in each of the first N receiver namespaces
 start_recvs() {
 	local i
@@ -264,12 +258,6 @@ EOF
 	stop_timed $dpid
 }
 
-# cpu_of PATTERN... - user+sys seconds in the GNU time files; MAXRSS too
-cpu_of() {
-	cat "$@" 2>/dev/null | awk '/^[0-9.]+ [0-9.]+ [0-9.]+ [0-9]+$/ { c += $2 + $3; if ($4 > m) m = $4; n++ }
-		END { printf "%.2f %.1f %d\n", c, m / 1024, n }'
-}
-
 # job_shares JSON - the largest share of the bytes one rank sent, and one
 # receiver took, and the job's own seconds (rank 0's, from its start to
 # its summary), from rank 0's --json summary
@@ -284,6 +272,7 @@ PY
 }
 
 # verify ROOT_SRC COPY FILES BYTES - count and bytes; diff -r in repetition 1
+# shellcheck disable=SC2317  # run by run_ok
 verify() {
 	local n b
 	[ -d "$2" ] || { echo "no copy at $2" >>"$RUN.err"; return 1; }
@@ -299,20 +288,11 @@ verify() {
 
 # one ID - run ID once; a line in RESULTS:
 # id rep ok wall bytes links snd_cpu rcv_cpu snd_rss rcv_rss other_cpu
-FAILED=0
 one() {
 	local id=$1 s=0 r=0 links=0 tree=$SRC bytes=$TREE_BYTES files=$TREE_FILES copy
-	local b0 b1 wall snd rcv srss rrss other ok=1 k p pats shares
+	local b0 b1 wall snd rcv srss rrss other ok=1 shares
 
-	if [ -n "$only" ]; then
-		k=0
-		IFS=, read -ra pats <<<"$only"
-		for p in "${pats[@]}"; do
-			# shellcheck disable=SC2254
-			case $id in $p) k=1;; esac
-		done
-		[ $k -eq 1 ] || return 0
-	fi
+	picked "$id" || return 0
 	RUN=$LOGS/$id.$REP
 	rm -rf "${DST:?}"/* "$DST"/.pxfer
 	sync
@@ -340,20 +320,8 @@ one() {
 	links=$((s < r ? s : r))
 	case $id in fat*) links=4;; esac
 	copy=$DST/$(basename "$tree")
-	if [ "$RC" -ne 0 ]; then
-		ok=0
-		echo "    $id: exit status $RC" >&2
-		tail -n 5 "$RUN.err" | sed 's/^/      /' >&2
-	elif ! verify "$tree" "$copy" "$files" "$bytes"; then
-		ok=0
-		echo "    $id: the copy is wrong" >&2
-		tail -n 5 "$RUN.err" | sed 's/^/      /' >&2
-	fi
-	[ $ok -eq 1 ] || FAILED=1
-	wall=$(calc "$T1 - $T0" .3f)
-	read -r snd srss _ < <(cpu_of "$RUN".rank.*)
-	read -r rcv rrss _ < <(cpu_of "$RUN".recv*.time)
-	other=$(calc "(($b1 - $b0) / $HZ - $snd - $rcv) / $wall" .2f)
+	run_ok "$id" 'the copy is wrong' verify "$tree" "$copy" "$files" "$bytes" || ok=0
+	read -r wall snd srss rcv rrss other < <(figures rank "$b0" "$b1")
 	# a job's busiest rank and receiver: the share of the bytes each moved
 	shares='- - -'
 	case $id in m*|skew*|nocut*|fat*) shares=$(job_shares "$RUN.out");; esac
@@ -368,25 +336,9 @@ one() {
 IDS=(lone m1x1 m1x2 m1x4 m2x1 m2x2 m2x4 m4x1 m4x2 m4x4 m4x4r64 split)
 [ $have_fpsync -eq 1 ] && IDS+=(fpsync)
 IDS+=(skew4x4 skew4x1 nocut4x4 nocut4x1 fat4x1 fatnocut4x1)
-START=$(date -u '+%Y-%m-%d %H:%M UTC')
-for ((REP = 1; REP <= reps; REP++)); do
-	note "repetition $REP of $reps"
-	for id in "${IDS[@]}"; do
-		one "$id"
-	done
-done
+run_reps "${IDS[@]}"
 
 # --- the report ---
-# stats ID COL - median, min and max of column COL (1-based) over the good runs
-stats() {
-	awk -F'\t' -v id="$1" -v col="$2" '$1 == id && $3 == 1 { print $col }' "$RESULTS" |
-		sort -g | awk '{ v[++n] = $1 }
-		END {
-			if (!n) { print "- - - 0"; exit }
-			m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-			print m, v[1], v[n], n
-		}'
-}
 label() {
 	case $1 in
 	lone) echo "lone pxfer send, links unshaped";;
@@ -403,8 +355,7 @@ label() {
 declare -A RATE_OF WALL_OF RSS_OF SHARE_OF JOB_OF
 report() {
 	local id wall lo hi n bytes links snd rcv srss rrss other mibs bound frac gib sr sv
-	echo "Run of $START, commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo '?'),"
-	echo "each link $rate Mbit/s each way ($LINK_MIBS MiB/s of payload at most),"
+	report_head
 	echo "tree $TREE_FILES files, $(calc "$TREE_BYTES / 1048576" .0f) MiB; skewed tree $SKEW_FILES files,"
 	echo "$(calc "$SKEW_BYTES / 1048576" .0f) MiB; median of $reps ($(nproc) CPUs, $(uname -r))."
 	echo
@@ -437,14 +388,6 @@ report() {
 			"$(label "$id")" "$links" "$wall" "$lo" "$hi" "$mibs" "$frac" "$snd" "$rcv" \
 			"$gib" "$srss" "$rrss" "$other" "$sr" "$sv" "$n" "$reps"
 	done
-	echo
-	echo '```'
-	judge
-	echo '```'
-}
-# verdict OK TEXT
-verdict() {
-	if [ "$1" = 1 ]; then printf 'MET     %s\n' "$2"; else printf 'MISSED  %s\n' "$2"; fi
 }
 # what bounds the 4x4 job: every file goes whole to one receiver, so the
 # receiver with the most bytes sets the end; the launcher's start is the
@@ -466,9 +409,7 @@ floor4x4() {
 }
 judge() {
 	local x ideal big links
-	if [ -n "${RATE_OF[lone]:-}" ]; then
-		echo "headroom: a lone send with its links unshaped moves ${RATE_OF[lone]} MiB/s, $(calc "${RATE_OF[lone]} / $LINK_MIBS" .1f)x the link rate"
-	fi
+	headroom
 	if [ -n "${RATE_OF[m4x4]:-}" ]; then
 		x=$(calc "${RATE_OF[m4x4]} / (4 * $LINK_MIBS)" .2f)
 		verdict "$(calc "$x >= 0.9" d)" "4 ranks -> 4 receivers >= 0.9x 4 links (${RATE_OF[m4x4]} MiB/s, ${x}x)"
@@ -508,7 +449,4 @@ judge() {
 	fi
 }
 
-note "results"
-report | tee "${out:-/dev/null}"
-[ -z "$out" ] || note "written to $out"
-exit $FAILED
+bench_end

@@ -4,7 +4,8 @@
 # What the benchmarks on nodes of one machine share (bench/scaleout.sh,
 # bench/broadcast.sh): their command line, what they skip, and their
 # work directory; the nodes, network namespaces joined by a bridge, each
-# node's link shaped with tc tbf; pxfer receivers in them under GNU time.
+# node's link shaped with tc tbf; pxfer receivers in them under GNU time;
+# the repetitions of the runs, the figures of each, and the report.
 # The caller sets BENCH, its name (bench/$BENCH.sh, the word its notes
 # and errors begin with), and sources this at its start:
 #
@@ -12,14 +13,18 @@
 #	# shellcheck source=lib/netns.sh
 #	. "$(dirname "$0")/lib/netns.sh"
 #
-# It sets top (the tree), PXFER_BUILD (default build/release), PXFER,
-# WARM (bench/warm_mem), TIME (GNU time) and TFMT (its format: wall,
-# user and system seconds, peak RSS in KiB), RUN_TIMEOUT (seconds a
+# It sets top (the source tree), PXFER_BUILD (default build/release),
+# PXFER, WARM (bench/warm_mem), TIME (GNU time) and TFMT (its format:
+# wall, user and system seconds, peak RSS in KiB), RUN_TIMEOUT (seconds a
 # command of a run may take), net (10.x.y, from the caller's pid: the
 # nodes are in net.0/24), PORT (the receivers') and PIDS (what the EXIT
-# trap kills: the caller adds what it starts in the background). The
-# caller sets RUN (the current run's logs begin with it) before it starts
-# receivers.
+# trap kills: the caller adds what it starts in the background).
+#
+# The caller defines one ID (a run: its line appended to RESULTS), report
+# (the table, from RESULTS, that sets RATE_OF, an associative array it
+# declares, to each run's MiB/s) and judge (the lines below the table).
+# For each run it sets RUN (the run's logs begin with it), RC (the run's
+# exit status), and T0 and T1 (EPOCHREALTIME at its start and end).
 #
 #   bench_args ARGS...      the command line, as the caller's usage (the
 #                           lines of its header from "#   bench/$BENCH.sh
@@ -69,6 +74,34 @@
 #   warm_mem_on             whether to fault memory in with WARM before
 #                           each run: the balloon reports free pages to
 #                           the host (as in bench/bench.sh)
+#   picked ID               whether --only lets run ID run
+#   run_reps ID...          START, then each repetition (REP) of one ID
+#                           for every ID
+#   cpu_busy                the machine's busy time so far, in ticks (HZ
+#                           a second)
+#   run_ok ID WHAT CHECK... whether run ID worked: its exit status (RC)
+#                           0, then CHECK... (the copies' check); else 1,
+#                           a line "ID: exit status RC" or "ID: WHAT" and
+#                           the end of RUN.err on stderr, and FAILED set
+#   figures SENDER B0 B1    "WALL SND SRSS RCV RRSS OTHER" of the run:
+#                           seconds from T0 to T1, CPU seconds and peak
+#                           RSS (MiB) of the senders (GNU time files
+#                           RUN.SENDER.*) and of the receivers, and the
+#                           CPUs busy beyond them (B0, B1: cpu_busy
+#                           before and after)
+#   cpu_of FILE...          "CPU MAXRSS COUNT" of GNU time files: user +
+#                           system seconds, the largest RSS in MiB
+#   stats ID COL            "MEDIAN MIN MAX COUNT" of RESULTS' column COL
+#                           (1-based) in the good runs of ID (column 1
+#                           the id, 3 whether it worked)
+#   report_head             the report's lines on when, which commit, and
+#                           the links
+#   headroom                the line on a lone send's rate, when the
+#                           report set RATE_OF[lone]
+#   verdict OK TEXT         "MET     TEXT" when OK is 1, else "MISSED  TEXT"
+#   bench_end               report, then judge in a code block, on stdout
+#                           and in --out's FILE; exits with FAILED: 1 when
+#                           a run failed or a copy was wrong
 #   note MSG...             MSG, after the benchmark's name
 #   calc EXPR [FMT]         EXPR by awk, printed with FMT (default .3f)
 
@@ -83,6 +116,8 @@ RUN_TIMEOUT=900
 PORT=7471
 net=10.$(($$ % 20 + 230)).$(($$ / 20 % 250))
 NETS=() PIDS=() RPIDS=()
+HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+FAILED=0
 
 # shellcheck disable=SC2034  # the caller's too
 quick=0 out='' reps='' rate=400 only='' keep=0
@@ -270,4 +305,102 @@ warm_mem_on() {
 		[ -r "$f" ] && [ "$(cut -c 6 "$f")" = 1 ] && [ -x "$WARM" ] && return 0
 	done
 	return 1
+}
+
+picked() {
+	local p pats
+
+	[ -n "$only" ] || return 0
+	IFS=, read -ra pats <<<"$only"
+	for p in "${pats[@]}"; do
+		# shellcheck disable=SC2254
+		case $1 in $p) return 0;; esac
+	done
+	return 1
+}
+
+run_reps() {
+	local id
+
+	START=$(date -u '+%Y-%m-%d %H:%M UTC')
+	for ((REP = 1; REP <= reps; REP++)); do
+		note "repetition $REP of $reps"
+		for id in "$@"; do
+			one "$id"
+		done
+	done
+}
+
+cpu_busy() {
+	local _c u n s _i _w q sq st
+	read -r _c u n s _i _w q sq st _ </proc/stat
+	echo $((u + n + s + q + sq + st))
+}
+
+run_ok() {
+	local id=$1 what=$2
+
+	shift 2
+	if [ "$RC" -ne 0 ]; then
+		echo "    $id: exit status $RC" >&2
+	elif ! "$@"; then
+		echo "    $id: $what" >&2
+	else
+		return 0
+	fi
+	tail -n 5 "$RUN.err" | sed 's/^/      /' >&2
+	FAILED=1
+	return 1
+}
+
+figures() {
+	local wall snd srss rcv rrss
+
+	wall=$(calc "$T1 - $T0" .3f)
+	read -r snd srss _ < <(cpu_of "$RUN.$1".*)
+	read -r rcv rrss _ < <(cpu_of "$RUN".recv*.time)
+	echo "$wall $snd $srss $rcv $rrss $(calc "(($3 - $2) / $HZ - $snd - $rcv) / $wall" .2f)"
+}
+
+cpu_of() {
+	cat "$@" 2>/dev/null | awk '/^[0-9.]+ [0-9.]+ [0-9.]+ [0-9]+$/ { c += $2 + $3; if ($4 > m) m = $4; n++ }
+		END { printf "%.2f %.1f %d\n", c, m / 1024, n }'
+}
+
+stats() {
+	awk -F'\t' -v id="$1" -v col="$2" '$1 == id && $3 == 1 { print $col }' "$RESULTS" |
+		sort -g | awk '{ v[++n] = $1 }
+		END {
+			if (!n) { print "- - - 0"; exit }
+			m = n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+			print m, v[1], v[n], n
+		}'
+}
+
+report_head() {
+	echo "Run of $START, commit $(git -C "$top" rev-parse --short HEAD 2>/dev/null || echo '?'),"
+	echo "each link $rate Mbit/s each way ($LINK_MIBS MiB/s of payload at most),"
+}
+
+headroom() {
+	if [ -n "${RATE_OF[lone]:-}" ]; then
+		echo "headroom: a lone send with its links unshaped moves ${RATE_OF[lone]} MiB/s, $(calc "${RATE_OF[lone]} / $LINK_MIBS" .1f)x the link rate"
+	fi
+}
+
+verdict() {
+	if [ "$1" = 1 ]; then printf 'MET     %s\n' "$2"; else printf 'MISSED  %s\n' "$2"; fi
+}
+
+bench_end() {
+	note "results"
+	{
+		report
+		echo
+		echo '```'
+		judge
+		echo '```'
+	} | tee "${out:-/dev/null}"
+	[ -z "$out" ] || note "written to $out"
+	exit "$FAILED"
 }
