@@ -230,7 +230,7 @@ run_seq() {
 }
 # run_sim N - N pxfer sends at once from s0, one to each receiver
 run_sim() {
-	local i p=() rc
+	local i p=()
 	RC=1 T0=$EPOCHREALTIME T1=$EPOCHREALTIME
 	start_recvs "$1" || { stop_recvs; return 0; }
 	T0=$EPOCHREALTIME
@@ -238,12 +238,7 @@ run_sim() {
 		send_to "$i"
 		p+=("$SPID")
 	done
-	RC=0
-	for i in "${p[@]}"; do
-		wait "$i"
-		rc=$?
-		[ $rc -eq 0 ] || RC=$rc
-	done
+	wait_all "${p[@]}"
 	T1=$EPOCHREALTIME
 	gather
 	stop_recvs

@@ -196,7 +196,7 @@ run_lone() {
 }
 # run_split - the tree's top-level directories, one `pxfer send` each, at once
 run_split() {
-	local i d p=() rc
+	local i d p=()
 	RC=1 T0=$EPOCHREALTIME T1=$EPOCHREALTIME
 	start_recvs 4 || return 1
 	T0=$EPOCHREALTIME
@@ -210,12 +210,7 @@ run_split() {
 		PIDS+=($!)
 		i=$((i + 1))
 	done
-	RC=0
-	for i in "${p[@]}"; do
-		wait "$i"
-		rc=$?
-		[ $rc -eq 0 ] || RC=$rc
-	done
+	wait_all "${p[@]}"
 	T1=$EPOCHREALTIME
 	cat "$RUN".err? >"$RUN.err" 2>/dev/null
 	stop_recvs

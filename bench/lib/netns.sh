@@ -68,6 +68,8 @@
 #   stop_recvs              end the receivers in RPIDS, and empty it
 #   stop_timed PID          end the command GNU time (PID) runs, and wait
 #                           for both
+#   wait_all PID...         wait for each PID; RC 0, or the last non-zero
+#                           exit status
 #   recv_list N             the first N receivers' addresses, with commas
 #                           (--each, --to)
 #   tree_sum DIR            "FILES BYTES" of the files below DIR
@@ -287,6 +289,16 @@ stop_timed() {
 	c=$(pgrep -P "$1" | head -n 1)
 	[ -n "$c" ] && kill -TERM "$c" 2>/dev/null
 	wait "$1" 2>/dev/null
+}
+
+wait_all() {
+	local p rc
+	RC=0
+	for p in "$@"; do
+		wait "$p"
+		rc=$?
+		[ $rc -eq 0 ] || RC=$rc
+	done
 }
 
 recv_list() {
