@@ -23,11 +23,11 @@
 # kernel package cannot be obtained), and never with PXFER_REQUIRE_RXE=1
 # or CI set. PXFER_SKIP_VM=1 ("make check") skips the test (77).
 #
-# A known kernel defect can hang the guest: rxe loses the completion of a
-# MAD (the DREQ of a connection being destroyed) and the kernel's IB CM
-# waits for it without end. test/vm/run then stops the VM and says what
-# was stuck (126); the cases that did not finish run again on a fresh
-# boot, once, and the checks of the first boot stand.
+# Known kernel defects can hang the guest (rxe on 6.1, when links go
+# down): the IB CM waits without end for a MAD completion that rxe lost,
+# or a task such as ip blocks in the kernel. test/vm/run then stops the
+# VM and says what was stuck (126); the cases that did not finish run
+# again on a fresh boot, once, and the checks of the first boot stand.
 #
 # The logs of the last run are left in build/test-logs/rdma-suite/, the
 # output of the cases in cases.out there.

@@ -196,26 +196,36 @@ if ! cd "$RXE_VM_CWD" 2>/dev/null; then
 	echo "$RXE_VM_CWD does not exist in the VM (scratch directories such as /tmp are the guest's own); running in /" >> "$CTL/notes"
 	cd /
 fi
-# The kernel's IB CM waits, without end, for the completion of a MAD it
-# sent (the DREQ of a connection being destroyed); rxe can lose that
-# completion when its link goes down, and the process that destroys the
-# connection then never returns, nor can it be killed. The kernel says so
-# every 10 s (cm_destroy_id_wait_timeout): after 3 such lines the VM
-# records what is stuck and powers off, rather than wait for the timeout;
-# the host reports it (exit 126).
+# Two kernel defects, with rxe on 6.1, can hang the guest; a process
+# caught in either never returns and cannot be killed, so the VM records
+# what is stuck and powers off rather than wait for the timeout, and the
+# host reports it (exit 126):
+# - the IB CM waits for the completion of a MAD it sent (the DREQ of a
+#   connection being destroyed) that rxe lost; the kernel says so every
+#   10 s (cm_destroy_id_wait_timeout): 3 of those lines;
+# - a task, such as ip taking a link down, blocked in the kernel; the
+#   kernel's hung task detector, set here to 60 s, names it.
 hang_watch() {
-	local pid
+	local pid why
 
+	echo 60 > /proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
 	while sleep 5; do
-		[ "$(dmesg 2>/dev/null | grep -c cm_destroy_id_wait_timeout)" -ge 3 ] || continue
+		if [ "$(dmesg 2>/dev/null | grep -c cm_destroy_id_wait_timeout)" -ge 3 ]; then
+			why="its IB CM waits for ever for a MAD completion that rxe lost (destroying a connection)"
+		elif dmesg 2>/dev/null | grep -q 'blocked for more than'; then
+			why="a task is blocked in the kernel (its hung task detector)"
+		else
+			continue
+		fi
 		{
-			dmesg | grep -m 1 cm_destroy_id_wait_timeout
+			echo "$why:"
+			dmesg | grep -E -m 4 'cm_destroy_id_wait_timeout|blocked for more than'
 			for pid in $(ps -eo pid=,stat= | awk '$2 ~ /^D/ { print $1 }'); do
 				echo "stuck: pid $pid: $(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
 				sed 's/^/    /' "/proc/$pid/stack" 2>/dev/null
 			done
 		} > "$CTL/kernel-hang"
-		mark "kernel hang: the IB CM waits for a lost MAD completion; powering off"
+		mark "kernel hang: $why; powering off"
 		power_off
 	done
 }
