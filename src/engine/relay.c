@@ -13,15 +13,25 @@ struct pxfer_relay_ent {
 	unsigned int refs;
 	unsigned int items;		/* pushed, not yet put back */
 	unsigned int unbound;		/* ... of them waiting unbound */
+	int end;			/* enum ent_end: no more will come */
+	int told;			/* ... and its consumer was told */
 	struct pxfer_relay_item *head, *tail;	/* waiting for the answer */
 	void *sess, *sfile;		/* the consumer's */
 	int wake_fd;
 	int fd;				/* the partial, complete here */
 };
 
+/* how the producer ended with an entry */
+enum ent_end {
+	END_NOT,
+	END_COMPLETE,		/* the range is complete here */
+	END_FAILED,		/* the range was given up here */
+};
+
 struct pxfer_relay {
 	pthread_mutex_t lock;
 	int closed;
+	int end_news;		/* an entry of a consumer may have ended */
 	struct pxfer_relay_ent *ents;
 	/* items of LIVE entries, for their consumer */
 	struct pxfer_relay_item *head, *tail;
@@ -195,6 +205,27 @@ struct pxfer_relay_ent *pxfer_relay_ent_new(struct pxfer_relay *r)
 	return e;
 }
 
+/* with the lock held: a consumer's descriptor is good until it
+ * detaches, which takes the lock */
+static void wake(int fd)
+{
+	if (fd >= 0)
+		pxfer_wake(fd);
+}
+
+/* with the lock held: the producer is done with @e (@how); a LIVE
+ * entry's consumer learns it once every piece of what came is done
+ * (pxfer_relay_ended), an OFF one's from pxfer_relay_ent_fd */
+static void ent_ended(struct pxfer_relay_ent *e, int how)
+{
+	e->end = how;
+	if ((e->state == PXFER_RELAY_LIVE && !e->items) ||
+	    e->state == PXFER_RELAY_OFF) {
+		e->r->end_news = 1;
+		wake(e->wake_fd);
+	}
+}
+
 static void ent_put(struct pxfer_relay_ent *e, int consumer, int sent)
 {
 	struct pxfer_relay *r;
@@ -212,6 +243,9 @@ static void ent_put(struct pxfer_relay_ent *e, int consumer, int sent)
 		/* the next hop has it all (or had it): nothing more to send */
 		if (sent && was != PXFER_RELAY_DEAD)
 			e->state = PXFER_RELAY_DONE;
+	} else if (e->end == END_NOT) {
+		/* the producer let it go before it was complete here */
+		ent_ended(e, END_FAILED);
 	}
 	e->refs--;
 	ent_free_maybe(e);
@@ -227,14 +261,6 @@ void pxfer_relay_ent_put(struct pxfer_relay_ent *e)
 void pxfer_relay_ent_drop(struct pxfer_relay_ent *e, int sent)
 {
 	ent_put(e, 1, sent);
-}
-
-/* with the lock held: a consumer's descriptor is good until it
- * detaches, which takes the lock */
-static void wake(int fd)
-{
-	if (fd >= 0)
-		pxfer_wake(fd);
 }
 
 int pxfer_relay_push(struct pxfer_relay_item *it)
@@ -297,12 +323,12 @@ int pxfer_relay_ent_complete(struct pxfer_relay_ent *e, int fd)
 	case PXFER_RELAY_PENDING:
 	case PXFER_RELAY_OFF:
 		e->fd = fd;
-		if (e->state == PXFER_RELAY_OFF)
-			wake(e->wake_fd);
 		break;
 	default:
 		ret = 0;
 	}
+	if (ret)
+		ent_ended(e, END_COMPLETE);
 	pthread_mutex_unlock(&r->lock);
 	return ret;
 }
@@ -343,6 +369,8 @@ void pxfer_relay_ent_answer(struct pxfer_relay_ent *e, void *sfile, int fresh)
 			e->head = e->tail = NULL;
 			wake(e->wake_fd);
 		}
+		if (e->end)
+			r->end_news = 1;
 	} else if (e->state == PXFER_RELAY_PENDING) {
 		e->state = PXFER_RELAY_OFF;
 		ent_flush(e, &back);
@@ -354,12 +382,14 @@ void pxfer_relay_ent_answer(struct pxfer_relay_ent *e, void *sfile, int fresh)
 int pxfer_relay_ent_fd(struct pxfer_relay_ent *e)
 {
 	struct pxfer_relay *r = e->r;
-	int fd = -1;
+	int fd = -EAGAIN;
 
 	pthread_mutex_lock(&r->lock);
-	if (e->state == PXFER_RELAY_OFF) {
+	if (e->state == PXFER_RELAY_OFF && e->fd >= 0) {
 		fd = e->fd;
 		e->fd = -1;
+	} else if (e->state == PXFER_RELAY_OFF && e->end == END_FAILED) {
+		fd = -EIO;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return fd;
@@ -412,6 +442,37 @@ int pxfer_relay_take(struct pxfer_relay *r, void *sess, uint32_t max,
 	return ret;
 }
 
+int pxfer_relay_ended(struct pxfer_relay *r, void *sess, void **sfile,
+		      int *failed)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&r->lock);
+	if (r->end_news) {
+		int others = 0;
+
+		for (struct pxfer_relay_ent *e = r->ents; e; e = e->next) {
+			if (e->state != PXFER_RELAY_LIVE || !e->end ||
+			    e->told || e->items)
+				continue;
+			if (e->sess != sess) {
+				others = 1;
+				continue;
+			}
+			e->told = 1;
+			*sfile = e->sfile;
+			*failed = e->end == END_FAILED;
+			ret = 1;
+			break;
+		}
+		/* nothing to tell anyone any more */
+		if (!ret && !others)
+			r->end_news = 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
 void pxfer_relay_done(struct pxfer_relay_item *it)
 {
 	struct pxfer_relay *r = it->ent->r;
@@ -423,6 +484,11 @@ void pxfer_relay_done(struct pxfer_relay_item *it)
 	back = it->taken == it->len && !it->out;
 	if (back) {
 		e->items--;
+		/* the last piece of a range that ended here */
+		if (!e->items && e->end && e->state == PXFER_RELAY_LIVE) {
+			r->end_news = 1;
+			wake(e->wake_fd);
+		}
 		ent_free_maybe(e);
 	}
 	pthread_mutex_unlock(&r->lock);

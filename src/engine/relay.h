@@ -116,7 +116,8 @@ int pxfer_relay_ent_bind(struct pxfer_relay_ent *e, void *sess, int wake_fd);
 /* the next hop's answer: @fresh (created empty) makes it LIVE with
  * @sfile, else OFF */
 void pxfer_relay_ent_answer(struct pxfer_relay_ent *e, void *sfile, int fresh);
-/* an OFF entry's partial, once complete here (the caller's), else -1 */
+/* an OFF entry's partial, once complete here (the caller's); -EAGAIN
+ * until then, -EIO when it was given up here (it will not be) */
 int pxfer_relay_ent_fd(struct pxfer_relay_ent *e);
 int pxfer_relay_ent_state(struct pxfer_relay_ent *e);
 /* whether pieces wait to be taken (their consumer's wake_fd was woken) */
@@ -127,6 +128,15 @@ int pxfer_relay_ready(struct pxfer_relay *r);
  */
 int pxfer_relay_take(struct pxfer_relay *r, void *sess, uint32_t max,
 		     struct pxfer_relay_piece *p);
+/*
+ * pxfer_relay_ended - a LIVE range of session @sess whose producer is done
+ * with it (complete here, or @failed: given up), and every piece of what
+ * came of it done: 1 with its @sfile, once each; 0 when none. A range
+ * may bring fewer bytes than its length (the holes of a sparse file), or
+ * none: only this says it is over.
+ */
+int pxfer_relay_ended(struct pxfer_relay *r, void *sess, void **sfile,
+		      int *failed);
 /* a piece taken is done with (sent, or its session ended) */
 void pxfer_relay_done(struct pxfer_relay_item *it);
 /* session @sess ended: its entries are DEAD, what waits is put back */

@@ -712,6 +712,8 @@ int send_coordinate(struct send_session *s)
 		if ((s->relay_waiting && send_relay_poll(s, file_ok_go) > 0) ||
 		    (s->relay && pxfer_relay_ready(s->relay)))
 			wake_workers(s);
+		if (s->relay)
+			send_relay_ends(s);
 		/* the receiver counts a check that goes on as progress */
 		s->b.ctrl.ping_checked = pxfer_check_done(&s->check);
 		if (failover(s) || send_rejoin(s) || tell_sent(s) ||

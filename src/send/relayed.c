@@ -61,18 +61,39 @@ int send_relay_poll(struct send_session *s, send_file_go_fn go)
 		if (!e || !e->relay_ok)
 			continue;
 		fd = pxfer_relay_ent_fd(e->relay);
-		if (fd < 0)
+		if (fd == -EAGAIN)
 			continue;
-		e->f.fd = fd;
 		k = e->relay_ok;
 		e->relay_ok = NULL;
 		s->relay_waiting--;
+		if (fd < 0) {
+			/* given up here (the link before broke, or the
+			 * range failed): it fails at the next hop too */
+			e->f.err = ENOLINK;
+			k->state = PXFER_HAVE_NONE;
+		} else {
+			e->f.fd = fd;
+		}
 		ret = go(s, e, k, &work);
 		free(k);
 		if (ret)
 			return -1;
 	}
 	return work;
+}
+
+void send_relay_ends(struct send_session *s)
+{
+	void *sfile;
+	int failed, any = 0;
+
+	while (pxfer_relay_ended(s->relay, s, &sfile, &failed)) {
+		pxfer_sched_relay_end(&s->sched, sfile, failed ? ENOLINK : 0);
+		any = 1;
+	}
+	/* those with nothing in flight ended now */
+	if (any)
+		pxfer_fileend_flush(&s->ends);
 }
 
 int send_relay_fill(struct sworker *w, unsigned int slot)

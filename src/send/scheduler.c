@@ -172,6 +172,17 @@ void pxfer_sched_relay(struct pxfer_sched *s, struct pxfer_sfile *f,
 	pthread_mutex_unlock(&s->lock);
 }
 
+void pxfer_sched_relay_end(struct pxfer_sched *s, struct pxfer_sfile *f,
+			   int err)
+{
+	pthread_mutex_lock(&s->lock);
+	if (err && !f->err)
+		f->err = err;
+	f->all_planned = 1;
+	maybe_end(s, f);
+	pthread_mutex_unlock(&s->lock);
+}
+
 int pxfer_sched_ended(struct pxfer_sched *s, struct pxfer_sfile *f)
 {
 	int ended;

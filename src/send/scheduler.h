@@ -98,6 +98,13 @@ int pxfer_sched_done(struct pxfer_sched *s, struct pxfer_sfile *f,
 void pxfer_sched_relay(struct pxfer_sched *s, struct pxfer_sfile *f,
 		       uint32_t len);
 
+/*
+ * pxfer_sched_relay_end - relay file @f gets no more bytes than those
+ * planned (@err: it failed, with that code); it ends once they are done
+ */
+void pxfer_sched_relay_end(struct pxfer_sched *s, struct pxfer_sfile *f,
+			   int err);
+
 /* pxfer_sched_ended - whether @f has ended (taken or not) */
 int pxfer_sched_ended(struct pxfer_sched *s, struct pxfer_sfile *f);
 

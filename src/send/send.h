@@ -218,7 +218,10 @@ void send_draw_progress(struct send_session *s, int final);
  * come from the relay, or it waits for its partial), 0 to go on as for
  * any file, -1 after failing the session; send_relay_poll, each turn
  * while some wait, has @go (the coordinator's) take up those whose
- * partial is complete (1: the workers have work, 0, or -1); send_relay_fill, a worker's, plans the
+ * partial is complete, or fail those given up here (1: the workers have
+ * work, 0, or -1); send_relay_ends, each turn, ends the ranges going
+ * from the ring that will bring no more (a sparse file's holes are never
+ * sent); send_relay_fill, a worker's, plans the
  * next piece from the relay into @slot (1), or finds none (0);
  * send_relay_local gets a piece's bytes to where the connection can
  * send them from, copying them into the slot if need be; send_relay_sent
@@ -230,6 +233,7 @@ int send_relay_answer(struct send_session *s, struct sentry *e,
 typedef int (*send_file_go_fn)(struct send_session *s, struct sentry *e,
 			       const struct pxfer_file_ok *k, int *work);
 int send_relay_poll(struct send_session *s, send_file_go_fn go);
+void send_relay_ends(struct send_session *s);
 int send_relay_fill(struct sworker *w, unsigned int slot);
 const uint8_t *send_relay_local(struct sworker *w, unsigned int slot);
 void send_relay_sent(struct sslot *ss);

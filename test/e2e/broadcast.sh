@@ -4,7 +4,8 @@
 # e2e_broadcast: pxfer send --each, a chain through 4 receivers, each in
 # a network namespace of its own with its own address on a bridge and its
 # link shaped (tc tbf); the source in a fifth. The tree: one 1 GiB file
-# and 1,000 small ones (160 MiB under ThreadSanitizer).
+# and 1,000 small ones (160 MiB under ThreadSanitizer), a sparse file and
+# one that is all hole.
 #   - all four end identical to the source, modes and mtimes included;
 #     each says in its log on whose behalf it forwarded, and to whom;
 #   - receiver 2 killed (SIGKILL) mid-transfer: 1, 3 and 4 complete, 2 is
@@ -78,6 +79,14 @@ src=$SCRATCH/src
 mkdir -p "$src/small"
 case $build in *tsan*) BIG_MIB=160 ;; *) BIG_MIB=1024 ;; esac
 head -c $((BIG_MIB << 20)) /dev/urandom >"$src/big.dat" || fail "writing the tree"
+# a sparse file, some of its ranges only a hole, and one all hole: a hop
+# gets fewer bytes of such a range than its length, or none
+truncate -s 24M "$src/sparse.dat" || fail "writing the tree"
+truncate -s 9M "$src/hole.dat" || fail "writing the tree"
+for mib in 5 17; do
+	dd if=/dev/urandom of="$src/sparse.dat" bs=1M count=1 seek=$mib conv=notrunc status=none ||
+		fail "writing the tree"
+done
 for d in $(seq 0 9); do
 	mkdir -p "$src/small/d$d"
 	for f in $(seq 0 99); do

@@ -13,16 +13,23 @@
  *    descriptor, given as the range completes, is the consumer's;
  *  - completing a LIVE or DONE entry takes the descriptor (closed); a
  *    DEAD one leaves it to the caller;
+ *  - a LIVE range ends only when its producer says so (a sparse file's
+ *    range brings fewer bytes than its length, or none): its consumer is
+ *    woken and told once, after the last piece of what came is done;
+ *    one the producer let go before it was complete is told failed, and
+ *    an OFF one's descriptor is then -EIO;
  *  - a consumer that ends (detach) has its entries DEAD and what waited
  *    put back, but a piece out goes back only when done;
  *  - close nput back everything waiting; held counts what is out;
  *  - threads: one pushing, two taking and finishing: every item put back
  *    exactly once (run it under TSan too).
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "engine/relay.h"
@@ -162,11 +169,11 @@ static void test_off_done(void)
 	T_EXPECT(pxfer_relay_ent_state(off) == PXFER_RELAY_OFF, "not OFF");
 	T_EXPECT(atomic_load(&nput[0]) == 1, "OFF kept what waited");
 	T_EXPECT(pxfer_relay_push(item(1, off, 0, 100)) == 0, "OFF took a chunk");
-	T_EXPECT(pxfer_relay_ent_fd(off) == -1, "a descriptor before complete");
+	T_EXPECT(pxfer_relay_ent_fd(off) == -EAGAIN, "a descriptor before complete");
 	T_EXPECT(pipe(fds) == 0 && pipe(gds) == 0, "pipes");
 	T_EXPECT(pxfer_relay_ent_complete(off, fds[0]) == 1, "OFF left the fd");
 	T_EXPECT(pxfer_relay_ent_fd(off) == fds[0], "not the partial's fd");
-	T_EXPECT(pxfer_relay_ent_fd(off) == -1, "the fd twice");
+	T_EXPECT(pxfer_relay_ent_fd(off) == -EAGAIN, "the fd twice");
 	close(fds[0]);
 	close(fds[1]);
 	/* the next hop had it all: DONE, and complete closes the fd */
@@ -180,6 +187,86 @@ static void test_off_done(void)
 	pxfer_relay_ent_put(done);
 	pxfer_relay_ent_put(off);
 	pxfer_relay_ent_drop(off, 0);
+	pxfer_relay_close(r);
+	pxfer_relay_free(r);
+}
+
+/* whether @efd was woken (and no longer is) */
+static int woken(int efd)
+{
+	uint64_t v;
+
+	return read(efd, &v, sizeof(v)) == (ssize_t)sizeof(v);
+}
+
+static void test_ended(void)
+{
+	struct pxfer_relay *r;
+	struct pxfer_relay_ent *a, *b, *c, *off;
+	struct pxfer_relay_piece p;
+	int sess, other, fa, fb, fc, failed, efd, fds[2], gds[2];
+	void *sfile = NULL;
+
+	T_EXPECT(pxfer_relay_new(&r) == 0, "new");
+	efd = eventfd(0, EFD_NONBLOCK);
+	T_EXPECT(efd >= 0 && pipe(fds) == 0 && pipe(gds) == 0, "descriptors");
+	a = pxfer_relay_ent_new(r);
+	T_EXPECT(pxfer_relay_ent_bind(a, &sess, efd) == 0, "bind a");
+	pxfer_relay_ent_answer(a, &fa, 1);
+	T_EXPECT(!pxfer_relay_ended(r, &sess, &sfile, &failed), "ended at once");
+	T_EXPECT(pxfer_relay_push(item(0, a, 0, 100)) == 1, "push");
+	(void)woken(efd);
+	/* complete here with a chunk not handed out yet: not over */
+	T_EXPECT(pxfer_relay_ent_complete(a, fds[0]) == 1, "complete a");
+	T_EXPECT(!pxfer_relay_ended(r, &sess, &sfile, &failed),
+		 "ended with a chunk waiting");
+	T_EXPECT(pxfer_relay_take(r, &sess, 1000, &p) && p.it == &items[0],
+		 "take");
+	/* the piece out may not have been counted by its sender yet */
+	T_EXPECT(!pxfer_relay_ended(r, &sess, &sfile, &failed),
+		 "ended with a piece out");
+	(void)woken(efd);
+	pxfer_relay_done(p.it);
+	T_EXPECT(woken(efd), "the last piece done woke nobody");
+	T_EXPECT(!pxfer_relay_ended(r, &other, &sfile, &failed),
+		 "told another consumer");
+	T_EXPECT(pxfer_relay_ended(r, &sess, &sfile, &failed) &&
+		 sfile == &fa && !failed, "a not told, or failed");
+	T_EXPECT(!pxfer_relay_ended(r, &sess, &sfile, &failed), "told twice");
+	/* all hole: nothing came; complete, it is over at once */
+	b = pxfer_relay_ent_new(r);
+	T_EXPECT(pxfer_relay_ent_bind(b, &sess, efd) == 0, "bind b");
+	pxfer_relay_ent_answer(b, &fb, 1);
+	T_EXPECT(pxfer_relay_ent_complete(b, gds[0]) == 1, "complete b");
+	T_EXPECT(woken(efd), "complete woke nobody");
+	T_EXPECT(pxfer_relay_ended(r, &sess, &sfile, &failed) &&
+		 sfile == &fb && !failed, "b not told, or failed");
+	/* let go before it was complete here: told failed */
+	c = pxfer_relay_ent_new(r);
+	T_EXPECT(pxfer_relay_ent_bind(c, &sess, efd) == 0, "bind c");
+	pxfer_relay_ent_answer(c, &fc, 1);
+	pxfer_relay_ent_put(c);
+	T_EXPECT(woken(efd), "giving c up woke nobody");
+	T_EXPECT(pxfer_relay_ended(r, &sess, &sfile, &failed) &&
+		 sfile == &fc && failed, "c not told failed");
+	/* OFF, let go: no descriptor will come */
+	off = pxfer_relay_ent_new(r);
+	T_EXPECT(pxfer_relay_ent_bind(off, &sess, efd) == 0, "bind off");
+	pxfer_relay_ent_answer(off, NULL, 0);
+	T_EXPECT(pxfer_relay_ent_fd(off) == -EAGAIN, "OFF: not -EAGAIN");
+	pxfer_relay_ent_put(off);
+	T_EXPECT(pxfer_relay_ent_fd(off) == -EIO, "OFF let go: not -EIO");
+	T_EXPECT(!pxfer_relay_ended(r, &sess, &sfile, &failed), "OFF told");
+	pxfer_relay_ent_put(a);
+	pxfer_relay_ent_put(b);
+	pxfer_relay_ent_drop(a, 1);
+	pxfer_relay_ent_drop(b, 1);
+	pxfer_relay_ent_drop(c, 0);
+	pxfer_relay_ent_drop(off, 0);
+	T_EXPECT(pxfer_relay_held(r) == 0, "held %u", pxfer_relay_held(r));
+	close(fds[1]);
+	close(gds[1]);
+	close(efd);
 	pxfer_relay_close(r);
 	pxfer_relay_free(r);
 }
@@ -259,6 +346,7 @@ int main(void)
 	test_unbound();
 	test_live();
 	test_off_done();
+	test_ended();
 	test_last_drop();
 	test_threads();
 	return t_result();
