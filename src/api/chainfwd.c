@@ -33,6 +33,9 @@ static void *fwd_main(void *arg)
 
 	pxfer_log_attach(f->log);
 	chain_run_go(&f->r);
+	/* nobody takes from the ring any more: no chunk waits there */
+	if (f->r.relay)
+		pxfer_relay_close(f->r.relay);
 	atomic_store(&f->finished, 1);
 	pxfer_log_attach(NULL);
 	return NULL;
