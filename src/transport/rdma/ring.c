@@ -202,7 +202,7 @@ int rt_ring_local(struct pxfer_conn *pc, const struct pxfer_ring *r)
 		return -ENOSPC;
 	x->mr = ibv_reg_mr(c->dev->pd, r->base, r->bytes, IBV_ACCESS_LOCAL_WRITE);
 	if (!x->mr)
-		return -errno;
+		return errno ? -errno : -ENOMEM;
 	x->serial = r->serial;
 	x->base = base;
 	x->len = r->bytes;
