@@ -218,12 +218,14 @@ static void wake(int fd)
  * (pxfer_relay_ended), an OFF one's from pxfer_relay_ent_fd */
 static void ent_ended(struct pxfer_relay_ent *e, int how)
 {
+	int tell = e->state == PXFER_RELAY_LIVE && !e->items;
+
 	e->end = how;
-	if ((e->state == PXFER_RELAY_LIVE && !e->items) ||
-	    e->state == PXFER_RELAY_OFF) {
+	/* (an OFF entry is not scanned for: its consumer polls it) */
+	if (tell)
 		e->r->end_news = 1;
+	if (tell || e->state == PXFER_RELAY_OFF)
 		wake(e->wake_fd);
-	}
 }
 
 static void ent_put(struct pxfer_relay_ent *e, int consumer, int sent)
